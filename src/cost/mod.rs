@@ -1,0 +1,229 @@
+//! What one engine step of a batch costs on one device of a candidate deployment, and how
+//! much memory that deployment leaves for the KV cache.
+//!
+//! [`RooflineCost`] is built once per candidate (model × device × parallel layout × options):
+//! it lays out the operator graph ([`graph`]) with coefficients precomputed, then prices any
+//! [`BatchShape`] in O(operator kinds). [`StepCostModel`] is the seam the engines use, so
+//! scheduler tests can swap in a fixed-latency model. [`memory::MemoryModel`] holds weights,
+//! KV bytes per token and activation estimates.
+
+pub mod graph;
+pub mod memory;
+pub mod ops;
+
+pub use memory::MemoryModel;
+pub use ops::{Breakdown, Features, OpTime};
+
+use crate::hardware::DeviceProfile;
+use crate::model::ModelArch;
+use crate::quant::QuantConfig;
+use ops::f;
+use serde::{Deserialize, Serialize};
+
+/// A parallel layout of `num_devices` devices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ParallelConfig {
+    pub num_devices: u32,
+    /// Attention / dense tensor parallelism; `dp = num_devices / tp` replicas.
+    pub tp: u32,
+    pub dp: u32,
+    /// Expert parallelism, MoE tensor parallelism (`N / (ep × moe_dp)`) and MoE data
+    /// parallelism. For dense models these are 1.
+    pub ep: u32,
+    pub moe_tp: u32,
+    pub moe_dp: u32,
+    /// Decode context parallelism inside the TP group.
+    pub dcp: u32,
+}
+
+impl ParallelConfig {
+    pub fn dense(num_devices: u32, tp: u32) -> Self {
+        ParallelConfig { num_devices, tp, dp: num_devices / tp, ep: 1, moe_tp: 1, moe_dp: 1, dcp: 1 }
+    }
+}
+
+/// Fusions of `--compile` and `--compilation-config`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompileOptions {
+    pub enabled: bool,
+    pub multistream: bool,
+    pub sequence_parallel: bool,
+    pub matmul_allreduce: bool,
+    pub dispatch_ffn_combine: bool,
+}
+
+/// How the word embedding is sharded (`--word-embedding-tp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbeddingTp {
+    Col,
+    Row,
+}
+
+/// Everything besides model, device and layout that changes the operator graph.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CostOptions {
+    pub quant: QuantConfig,
+    pub compile: CompileOptions,
+    /// MTP draft passes per step (each runs the model's MTP block on the step's tokens).
+    pub mtp_tokens: u32,
+    /// Extra draft-model layers run per step (DFlash/DSpark `--num-draft-layers`).
+    pub draft_layers: u32,
+    pub shared_expert_tp: bool,
+    pub word_embedding_tp: Option<EmbeddingTp>,
+    /// Whether requests carry images (the vision tower's weights are resident only then).
+    pub with_vision: bool,
+}
+
+/// Load of one phase of a step on one replica.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PhaseLoad {
+    pub seqs: u64,
+    /// Σ new tokens.
+    pub tokens: u64,
+    /// Σ context after this step (cached + new): KV read by attention.
+    pub context: u64,
+    /// Σ new × context: attention (query, key) pairs.
+    pub pairs: f64,
+}
+
+impl PhaseLoad {
+    /// `seqs` identical sequences of `query` new tokens at context `ctx`.
+    pub fn uniform(seqs: u64, query: u64, ctx: u64) -> Self {
+        PhaseLoad { seqs, tokens: seqs * query, context: seqs * ctx, pairs: (seqs * query) as f64 * ctx as f64 }
+    }
+    pub fn add_seq(&mut self, query: u64, ctx: u64) {
+        self.seqs += 1;
+        self.tokens += query;
+        self.context += ctx;
+        self.pairs += query as f64 * ctx as f64;
+    }
+    pub fn merge(&mut self, o: &PhaseLoad) {
+        self.seqs += o.seqs;
+        self.tokens += o.tokens;
+        self.context += o.context;
+        self.pairs += o.pairs;
+    }
+}
+
+/// What one step of one replica runs: the summary the cost depends on.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BatchShape {
+    pub prefill: PhaseLoad,
+    pub decode: PhaseLoad,
+    /// Rows that reach the LM head (sequences that emit a token; all MTP query positions).
+    pub sampled: u64,
+    /// Images encoded this step, with their patches and Σ patches².
+    pub image_patches: u64,
+    pub image_pairs: f64,
+}
+
+impl BatchShape {
+    pub fn tokens(&self) -> u64 {
+        self.prefill.tokens + self.decode.tokens
+    }
+    pub fn is_empty(&self) -> bool {
+        self.tokens() == 0 && self.image_patches == 0
+    }
+    pub fn features(&self) -> Features {
+        let mut x = [0.0; f::N];
+        x[f::ONE] = if self.is_empty() { 0.0 } else { 1.0 };
+        x[f::TOKENS] = self.tokens() as f64;
+        x[f::P_TOKENS] = self.prefill.tokens as f64;
+        x[f::D_TOKENS] = self.decode.tokens as f64;
+        x[f::P_SEQS] = self.prefill.seqs as f64;
+        x[f::D_SEQS] = self.decode.seqs as f64;
+        x[f::P_CTX] = self.prefill.context as f64;
+        x[f::D_CTX] = self.decode.context as f64;
+        x[f::P_PAIRS] = self.prefill.pairs;
+        x[f::D_PAIRS] = self.decode.pairs;
+        x[f::SAMPLED] = self.sampled as f64;
+        x[f::SEQS] = (self.prefill.seqs + self.decode.seqs) as f64;
+        x[f::IMG_PATCHES] = self.image_patches as f64;
+        x[f::IMG_PAIRS] = self.image_pairs;
+        x
+    }
+}
+
+/// Latency of one step and where it went.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StepTime {
+    pub seconds: f64,
+    pub breakdown: Breakdown,
+}
+
+/// Prices a step. The roofline model is the real one; tests use fixed latencies.
+pub trait StepCostModel: Send + Sync {
+    fn step(&self, shape: &BatchShape) -> StepTime;
+    /// Latency only (the simulator's hot path).
+    fn step_seconds(&self, shape: &BatchShape) -> f64 {
+        self.step(shape).seconds
+    }
+}
+
+/// The per-operator roofline model of one candidate on one device.
+#[derive(Debug, Clone)]
+pub struct RooflineCost {
+    pub ops: Vec<ops::Op>,
+    /// Host-side time added to every step.
+    pub host_s: f64,
+    /// Notes about approximations taken while building (e.g. a dtype peak missing).
+    pub warnings: Vec<String>,
+}
+
+impl RooflineCost {
+    pub fn new(model: &ModelArch, device: &DeviceProfile, par: &ParallelConfig, opts: &CostOptions) -> Self {
+        graph::build(model, device, par, opts)
+    }
+
+    /// Per-operator times for one shape (for chrome traces and the per-op tests).
+    pub fn op_times(&self, shape: &BatchShape) -> Vec<(&'static str, f64, OpTime)> {
+        let x = shape.features();
+        self.ops.iter().map(|o| (o.name, o.count, o.eval(&x))).collect()
+    }
+}
+
+impl StepCostModel for RooflineCost {
+    fn step(&self, shape: &BatchShape) -> StepTime {
+        let x = shape.features();
+        if x[f::ONE] == 0.0 {
+            return StepTime::default();
+        }
+        let mut b = Breakdown::default();
+        let mut total = 0.0;
+        for op in &self.ops {
+            total += op.seconds_into(&x, &mut b);
+        }
+        b.fixed += self.host_s;
+        StepTime { seconds: total + self.host_s, breakdown: b }
+    }
+
+    fn step_seconds(&self, shape: &BatchShape) -> f64 {
+        let x = shape.features();
+        if x[f::ONE] == 0.0 {
+            return 0.0;
+        }
+        self.ops.iter().map(|op| op.seconds(&x)).sum::<f64>() + self.host_s
+    }
+}
+
+/// A cost model that charges a fixed time per step plus a time per token: scheduler tests
+/// use it to assert exact step times.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FixedCost {
+    pub per_step_s: f64,
+    pub per_token_s: f64,
+}
+
+impl StepCostModel for FixedCost {
+    fn step(&self, shape: &BatchShape) -> StepTime {
+        if shape.is_empty() {
+            return StepTime::default();
+        }
+        let seconds = self.per_step_s + self.per_token_s * shape.tokens() as f64;
+        StepTime { seconds, breakdown: Breakdown { fixed: seconds, ..Default::default() } }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

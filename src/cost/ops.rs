@@ -1,0 +1,321 @@
+//! Operators of a step and their evaluation on a batch summary.
+//!
+//! A batch is summarised by a small feature vector ([`Features`]): token, sequence, context and
+//! attention-pair totals split by phase. Each operator's matrix FLOPs, vector FLOPs, memory
+//! bytes and collective bytes are linear in those features (coefficients precomputed per
+//! candidate, already divided by the device's effective peaks), except routed experts (how
+//! many experts a batch touches) and sliding windows, which get small closed forms. So a step
+//! costs O(operator kinds), independent of how many sequences are in it.
+
+use crate::hardware::CommGroup;
+
+/// Index of each feature in [`Features`].
+pub mod f {
+    /// 1 when the step has any work (constant terms: weight reads).
+    pub const ONE: usize = 0;
+    /// All new tokens in the step (prefill chunks + decode queries).
+    pub const TOKENS: usize = 1;
+    pub const P_TOKENS: usize = 2;
+    pub const D_TOKENS: usize = 3;
+    pub const P_SEQS: usize = 4;
+    pub const D_SEQS: usize = 5;
+    /// Σ context (cached + new) over prefill sequences: KV read by prefill attention.
+    pub const P_CTX: usize = 6;
+    pub const D_CTX: usize = 7;
+    /// Σ new × context over prefill sequences: attention (query, key) pairs.
+    pub const P_PAIRS: usize = 8;
+    pub const D_PAIRS: usize = 9;
+    /// Rows that go through the LM head (sampled positions).
+    pub const SAMPLED: usize = 10;
+    /// All sequences in the step.
+    pub const SEQS: usize = 11;
+    /// Vision patches encoded this step and Σ patches² per image (ViT attention pairs).
+    pub const IMG_PATCHES: usize = 12;
+    pub const IMG_PAIRS: usize = 13;
+    pub const N: usize = 14;
+}
+
+pub type Features = [f64; f::N];
+pub type Coef = [f64; f::N];
+
+#[inline]
+pub fn dot(a: &Coef, b: &Features) -> f64 {
+    let mut s = 0.0;
+    for i in 0..f::N {
+        s += a[i] * b[i];
+    }
+    s
+}
+
+/// A coefficient vector with one entry.
+pub fn unit(idx: usize, v: f64) -> Coef {
+    let mut c = [0.0; f::N];
+    c[idx] = v;
+    c
+}
+
+pub fn scaled(c: &Coef, k: f64) -> Coef {
+    let mut o = *c;
+    for x in o.iter_mut() {
+        *x *= k;
+    }
+    o
+}
+
+pub fn add(a: &Coef, b: &Coef) -> Coef {
+    let mut o = *a;
+    for i in 0..f::N {
+        o[i] += b[i];
+    }
+    o
+}
+
+/// Time of one operator (seconds), by the component that bounds it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct OpTime {
+    pub cube: f64,
+    pub vector: f64,
+    pub memory: f64,
+    pub comm: f64,
+    pub fixed: f64,
+}
+
+impl OpTime {
+    /// max(compute, memory, comm) + fixed.
+    pub fn total(&self) -> f64 {
+        (self.cube + self.vector).max(self.memory).max(self.comm) + self.fixed
+    }
+}
+
+/// Seconds attributed to each bound, summed over a step's operators: each operator adds
+/// only its dominant component (compute adds both cube and vector), as the original's
+/// bottleneck analysis does; fixed per-op and host costs are kept separately.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Breakdown {
+    pub memory: f64,
+    pub comm: f64,
+    pub cube: f64,
+    pub vector: f64,
+    pub fixed: f64,
+}
+
+impl Breakdown {
+    pub fn add_op(&mut self, t: &OpTime, count: f64) {
+        let compute = t.cube + t.vector;
+        if t.memory >= compute && t.memory >= t.comm {
+            self.memory += t.memory * count;
+        } else if t.comm >= compute {
+            self.comm += t.comm * count;
+        } else {
+            self.cube += t.cube * count;
+            self.vector += t.vector * count;
+        }
+        self.fixed += t.fixed * count;
+    }
+    pub fn total(&self) -> f64 {
+        self.memory + self.comm + self.cube + self.vector + self.fixed
+    }
+    pub fn add_scaled(&mut self, other: &Breakdown, w: f64) {
+        self.memory += other.memory * w;
+        self.comm += other.comm * w;
+        self.cube += other.cube * w;
+        self.vector += other.vector * w;
+        self.fixed += other.fixed * w;
+    }
+    /// Percent shares in the order Mem, Comm, Cube, Vec, Fixed.
+    pub fn percents(&self) -> [f64; 5] {
+        let t = self.total();
+        if t <= 0.0 {
+            return [0.0; 5];
+        }
+        [self.memory, self.comm, self.cube, self.vector, self.fixed].map(|x| 100.0 * x / t)
+    }
+    /// "Mem 81.25 | Comm 6.25 | Cube 6.25 | Vec 6.25 | Fixed 0.00"
+    pub fn label(&self) -> String {
+        let p = self.percents();
+        format!("Mem {:.2} | Comm {:.2} | Cube {:.2} | Vec {:.2} | Fixed {:.2}", p[0], p[1], p[2], p[3], p[4])
+    }
+    /// The dominant component's name.
+    pub fn bottleneck(&self) -> &'static str {
+        let p = self.percents();
+        let names = ["memory bandwidth", "communication", "matrix compute", "vector compute", "fixed per-op overhead"];
+        let (i, _) = p.iter().enumerate().fold((0, f64::MIN), |acc, (i, &v)| if v > acc.1 { (i, v) } else { acc });
+        names[i]
+    }
+}
+
+/// Which collective an operator performs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Collective {
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    AllToAll,
+}
+
+/// How an operator's time is computed.
+#[derive(Debug, Clone)]
+pub enum OpKind {
+    /// Roofline: matrix + vector seconds vs memory seconds, all linear in the features.
+    Roofline { mma: Coef, gp: Coef, mem: Coef },
+    /// A collective over `group` of `bytes` (linear in features), vs its HBM traffic.
+    Collective { algo: Collective, group: CommGroup, bytes: Coef, mem: Coef },
+    /// Routed experts on the busiest rank under uniform routing.
+    Experts(ExpertCost),
+    /// Streams of operators that run concurrently: the slowest stream sets the time. With
+    /// `fused`, the streams are one kernel: members' fixed costs are replaced by the op's own.
+    Overlap { streams: Vec<Vec<Op>>, fused: bool },
+}
+
+/// Per-pair and per-active-expert costs of one routed-expert operator.
+#[derive(Debug, Clone)]
+pub struct ExpertCost {
+    /// Tokens on this rank's replica are sliced over `tp` ranks before routing.
+    pub tp: f64,
+    /// Ranks whose tokens are routed within one MoE replica (EP × MoE-TP).
+    pub group_ranks: f64,
+    pub top_k: f64,
+    pub experts: f64,
+    pub local_experts: f64,
+    /// Seconds per (token, expert) pair on this rank.
+    pub mma_per_pair: f64,
+    pub gp_per_pair: f64,
+    pub mem_per_pair: f64,
+    /// Seconds per active local expert (weight reads, W4A8 dequant).
+    pub mem_per_expert: f64,
+    pub gp_per_expert: f64,
+    /// Fixed cost per active expert (eager: one kernel each) or once (grouped GEMM).
+    pub fixed_per_expert: bool,
+}
+
+impl ExpertCost {
+    /// (pairs on the busiest rank, active local experts) for `tokens` on this replica.
+    /// Assignments spread evenly over all experts, remainder to the first ones — which
+    /// live on rank 0, the rank priced.
+    pub fn load(&self, tokens: f64) -> (f64, f64) {
+        if tokens <= 0.0 {
+            return (0.0, 0.0);
+        }
+        let sliced = (tokens / self.tp).ceil();
+        let assignments = sliced * self.group_ranks * self.top_k;
+        let per_expert = (assignments / self.experts).floor();
+        let remainder = assignments - per_expert * self.experts;
+        let pairs = self.local_experts * per_expert + remainder.min(self.local_experts);
+        let active = if assignments >= self.experts { self.local_experts } else { assignments.min(self.local_experts) };
+        (pairs, active)
+    }
+}
+
+/// One operator kind, repeated `count` times per step (layers × calls per layer).
+#[derive(Debug, Clone)]
+pub struct Op {
+    pub name: &'static str,
+    pub count: f64,
+    /// The operator runs only if this feature is positive.
+    pub gate: usize,
+    pub fixed_s: f64,
+    /// Sliding-window attention: clamp context and pairs to the window.
+    pub window: Option<f64>,
+    pub kind: OpKind,
+}
+
+impl Op {
+    fn windowed(&self, x: &Features) -> Features {
+        let mut y = *x;
+        if let Some(w) = self.window {
+            y[f::P_CTX] = y[f::P_CTX].min(y[f::P_SEQS] * w);
+            y[f::D_CTX] = y[f::D_CTX].min(y[f::D_SEQS] * w);
+            y[f::P_PAIRS] = y[f::P_PAIRS].min(y[f::P_TOKENS] * w);
+            y[f::D_PAIRS] = y[f::D_PAIRS].min(y[f::D_TOKENS] * w);
+        }
+        y
+    }
+
+    /// Components of one repetition (an overlap reports its slowest stream as fixed time).
+    pub fn eval(&self, x: &Features) -> OpTime {
+        if x[self.gate] <= 0.0 {
+            return OpTime::default();
+        }
+        let x = &self.windowed(x);
+        let mut t = match &self.kind {
+            OpKind::Roofline { mma, gp, mem } => {
+                OpTime { cube: dot(mma, x), vector: dot(gp, x), memory: dot(mem, x), ..Default::default() }
+            }
+            OpKind::Collective { algo, group, bytes, mem } => {
+                let b = dot(bytes, x);
+                let comm = match algo {
+                    Collective::AllReduce => group.all_reduce(b),
+                    Collective::AllGather => group.all_gather(b),
+                    Collective::ReduceScatter => group.reduce_scatter(b),
+                    Collective::AllToAll => group.all_to_all(b),
+                };
+                OpTime { comm, memory: dot(mem, x), ..Default::default() }
+            }
+            OpKind::Experts(e) => {
+                let (pairs, active) = e.load(x[f::TOKENS]);
+                let t = OpTime {
+                    cube: pairs * e.mma_per_pair,
+                    vector: pairs * e.gp_per_pair + active * e.gp_per_expert,
+                    memory: pairs * e.mem_per_pair + active * e.mem_per_expert,
+                    comm: 0.0,
+                    fixed: if e.fixed_per_expert { self.fixed_s * active } else { 0.0 },
+                };
+                if e.fixed_per_expert {
+                    return t;
+                }
+                t
+            }
+            OpKind::Overlap { .. } => {
+                let mut b = Breakdown::default();
+                return OpTime { fixed: self.seconds_into(x, &mut b) / self.count.max(1e-300), ..Default::default() };
+            }
+        };
+        if t.total() > 0.0 {
+            t.fixed = self.fixed_s;
+        }
+        t
+    }
+
+    /// Seconds all `count` repetitions add to a step, accumulating where the time went.
+    pub fn seconds_into(&self, x: &Features, b: &mut Breakdown) -> f64 {
+        if x[self.gate] <= 0.0 {
+            return 0.0;
+        }
+        match &self.kind {
+            OpKind::Overlap { streams, fused } => {
+                let mut best = (0.0, Breakdown::default());
+                for s in streams {
+                    let mut sb = Breakdown::default();
+                    let mut secs = 0.0;
+                    for op in s {
+                        secs += op.seconds_into(x, &mut sb);
+                    }
+                    if *fused {
+                        secs -= sb.fixed;
+                        sb.fixed = 0.0;
+                    }
+                    if secs > best.0 {
+                        best = (secs, sb);
+                    }
+                }
+                let fixed = if best.0 > 0.0 { self.fixed_s * self.count } else { 0.0 };
+                b.add_scaled(&best.1, 1.0);
+                b.fixed += fixed;
+                best.0 + fixed
+            }
+            _ => {
+                let t = self.eval(x);
+                b.add_op(&t, self.count);
+                t.total() * self.count
+            }
+        }
+    }
+
+    /// Seconds only (the hot path).
+    pub fn seconds(&self, x: &Features) -> f64 {
+        match &self.kind {
+            OpKind::Overlap { .. } => self.seconds_into(x, &mut Breakdown::default()),
+            _ => self.eval(x).total() * self.count,
+        }
+    }
+}

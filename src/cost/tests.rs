@@ -1,0 +1,80 @@
+//! Per-operator conformance with the original's published numbers (reference §3.1).
+
+use super::graph::build_both;
+use super::*;
+use crate::hardware::DeviceRegistry;
+use crate::model::catalog;
+use crate::quant::{KvQuant, LinearQuant, QuantConfig};
+
+pub(crate) fn opts(linear: LinearQuant, compile: bool) -> CostOptions {
+    CostOptions {
+        quant: QuantConfig { linear, non_expert: None, kv: KvQuant::Disabled, mxfp4_group_size: 32 },
+        compile: CompileOptions { enabled: compile, ..Default::default() },
+        mtp_tokens: 0,
+        draft_layers: 0,
+        shared_expert_tp: false,
+        word_embedding_tp: None,
+        with_vision: false,
+    }
+}
+
+fn prefill(seqs: u64, len: u64) -> BatchShape {
+    BatchShape { prefill: PhaseLoad::uniform(seqs, len, len), sampled: seqs, ..Default::default() }
+}
+
+#[test]
+fn qwen3_32b_eager_linear_and_attention_match_the_quick_start() {
+    let reg = DeviceRegistry::builtin();
+    let dev = reg.get("TEST_DEVICE").unwrap();
+    let model = catalog::find("Qwen/Qwen3-32B").unwrap();
+    let cost = RooflineCost::new(&model, dev, &ParallelConfig::dense(1, 1), &opts(LinearQuant::W8A8Dynamic, false));
+    let times = cost.op_times(&prefill(2, 3500));
+    let linear_names = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"];
+    let (mut linear_ms, mut calls) = (0.0, 0.0);
+    for (name, count, t) in &times {
+        if linear_names.contains(name) {
+            linear_ms += t.total() * count * 1e3;
+            calls += count;
+        }
+    }
+    assert_eq!(calls, 448.0);
+    assert!((linear_ms - 884.004).abs() < 0.01, "linear {linear_ms} ms");
+    let (_, count, att) = times.iter().find(|(n, _, _)| *n == "attention").unwrap();
+    assert_eq!(*count, 64.0);
+    assert!((att.total() * 1e3 - 4.060).abs() < 0.001, "attention {} ms", att.total() * 1e3);
+}
+
+#[test]
+fn prefill_and_decode_in_one_step_share_weight_reads() {
+    let reg = DeviceRegistry::builtin();
+    let dev = reg.get("TEST_DEVICE").unwrap();
+    let model = catalog::find("Qwen/Qwen3-32B").unwrap();
+    let cost = RooflineCost::new(&model, dev, &ParallelConfig::dense(8, 8), &opts(LinearQuant::W8A8Dynamic, true));
+    let decode = BatchShape { decode: PhaseLoad::uniform(64, 1, 4000), sampled: 64, ..Default::default() };
+    let chunk = BatchShape { prefill: PhaseLoad::uniform(1, 256, 256), sampled: 1, ..Default::default() };
+    let mut mixed = decode;
+    mixed.prefill = chunk.prefill;
+    mixed.sampled += 1;
+    let (d, c, m) = (cost.step_seconds(&decode), cost.step_seconds(&chunk), cost.step_seconds(&mixed));
+    assert!(m < d + c, "mixed {m} should cost less than decode {d} + chunk {c}");
+    assert!(m > d.max(c));
+}
+
+#[test]
+fn memory_model_weights_and_kv_per_token() {
+    let reg = DeviceRegistry::builtin();
+    let dev = reg.get("TEST_DEVICE").unwrap();
+    let model = catalog::find("Qwen/Qwen3-32B").unwrap();
+    let (_, mem) = build_both(&model, dev, &ParallelConfig::dense(1, 1), &opts(LinearQuant::Disabled, true));
+    // bf16 KV: 64 layers × 2 × 8 heads × 128 × 2 bytes = 262,144 B per token (reference §4).
+    assert_eq!(mem.kv_bytes_per_token, 262_144.0);
+    let (_, mem8) = build_both(&model, dev, &ParallelConfig::dense(8, 8), &opts(LinearQuant::W8A8Dynamic, true));
+    assert_eq!(mem8.kv_bytes_per_token, 32_768.0);
+    // W8A8 at TP8: ≈ 31.2e9/8 int8 linear bytes + replicated bf16 embedding + 1/8 lm_head.
+    let gib = mem8.weight_bytes / 1024f64.powi(3);
+    assert!((gib - 5.2).abs() < 0.3, "weights {gib} GiB");
+    let ds = catalog::find("deepseek-ai/DeepSeek-V3").unwrap();
+    let (_, m) = build_both(&ds, dev, &ParallelConfig::dense(1, 1), &opts(LinearQuant::W8A8Dynamic, true));
+    // MLA latent cache: 61 × 576 × 2 = 70,272 B per token, not divided by TP.
+    assert_eq!(m.kv_bytes_per_token, 70_272.0);
+}

@@ -1,0 +1,16 @@
+//! throughput-optimizer: which LLM-serving deployment gets the most tokens per second out of
+//! a set of accelerators under TTFT/TPOT SLOs.
+//!
+//! Data flows one way: [`model`] (what the network computes) → [`hardware`] (what the device
+//! can do) → [`cost`] (what one step of a batch costs) → engines ([`analytic`] closed-form
+//! formulas; the discrete-event simulator) → [`search`] (which candidate wins) → [`report`].
+//! [`cli`] turns arguments into an immutable, validated [`cli::Plan`] that every later stage
+//! trusts.
+
+pub mod hardware;
+pub mod model;
+pub mod units;
+pub mod util;
+pub mod yaml;
+pub mod cost;
+pub mod quant;

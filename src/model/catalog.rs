@@ -1,0 +1,97 @@
+//! The built-in model catalog: architectures stored in this project's YAML format under
+//! `profiles/models/` and embedded in the binary (no network needed).
+
+use super::ModelArch;
+use crate::yaml;
+
+macro_rules! catalog_files {
+    ($($file:literal),* $(,)?) => {
+        &[$(($file, include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/models/", $file)))),*]
+    };
+}
+
+const FILES: &[(&str, &str)] = catalog_files!(
+    "Qwen--Qwen3-0.6B.yaml",
+    "Qwen--Qwen3-1.7B.yaml",
+    "Qwen--Qwen3-4B.yaml",
+    "Qwen--Qwen3-8B.yaml",
+    "Qwen--Qwen3-14B.yaml",
+    "Qwen--Qwen3-32B.yaml",
+    "Qwen--Qwen3-30B-A3B.yaml",
+    "Qwen--Qwen3-235B-A22B.yaml",
+    "Qwen--Qwen3-VL-8B-Instruct.yaml",
+    "Qwen--Qwen3.5-27B.yaml",
+    "Qwen--Qwen3.5-35B-A3B.yaml",
+    "meta-llama--Meta-Llama-3.1-8B.yaml",
+    "meta-llama--Meta-Llama-3.1-70B.yaml",
+    "meta-llama--Meta-Llama-3.1-405B.yaml",
+    "mistralai--Mixtral-8x7B-v0.1.yaml",
+    "deepseek-ai--DeepSeek-V3.yaml",
+    "deepseek-ai--DeepSeek-V3.1.yaml",
+    "deepseek-ai--DeepSeek-R1.yaml",
+    "moonshotai--Kimi-K2-Instruct.yaml",
+    "openai--gpt-oss-20b.yaml",
+    "openai--gpt-oss-120b.yaml",
+);
+
+/// Every catalog entry, in `--list-models` order.
+pub fn all() -> Vec<ModelArch> {
+    FILES
+        .iter()
+        .map(|(file, text)| {
+            let m: ModelArch = yaml::from_str(text).unwrap_or_else(|e| panic!("catalog entry {file} is malformed: {e}"));
+            m.validate().unwrap_or_else(|e| panic!("catalog entry {file} is invalid: {e}"));
+            m
+        })
+        .collect()
+}
+
+/// Catalog ids, for listings and "did you mean" hints.
+pub fn ids() -> Vec<String> {
+    all().into_iter().map(|m| m.id).collect()
+}
+
+/// Exact HF id, case-insensitive.
+pub fn find(id: &str) -> Option<ModelArch> {
+    let file = format!("{}.yaml", id.replace('/', "--"));
+    FILES
+        .iter()
+        .find(|(f, _)| f.eq_ignore_ascii_case(&file))
+        .map(|(f, text)| yaml::from_str(text).unwrap_or_else(|e| panic!("catalog entry {f} is malformed: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn every_entry_loads_and_is_findable_case_insensitively() {
+        let all = all();
+        assert_eq!(all.len(), FILES.len());
+        for m in &all {
+            assert_eq!(find(&m.id.to_lowercase()).unwrap().id, m.id);
+        }
+        assert!(find("Qwen/Qwen3-99B").is_none());
+    }
+
+    /// The catalog is this project's own format; when the reference HF configs are at hand,
+    /// check that every entry still says what its config says.
+    #[test]
+    fn entries_match_reference_configs_when_available() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/models");
+        let Ok(entries) = std::fs::read_dir(&dir) else { return };
+        let mut checked = 0;
+        for e in entries.flatten() {
+            let path = e.path();
+            let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+            let id = stem.replacen("--", "/", 1);
+            let text = std::fs::read_to_string(&path).unwrap();
+            let parsed = crate::model::hf::parse_config(&text, &id).unwrap();
+            let stored = find(&id).unwrap_or_else(|| panic!("{id} missing from the catalog"));
+            assert_eq!(parsed, stored, "catalog entry {id} differs from its config.json");
+            checked += 1;
+        }
+        assert!(checked >= 21);
+    }
+}

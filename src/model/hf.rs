@@ -1,0 +1,424 @@
+//! Reading a Hugging Face `config.json` into a [`ModelArch`].
+//!
+//! Multimodal configs nest the language model under `text_config`; fields are looked up there
+//! first and then at the top level. Every error names the field (and the file, added by the
+//! caller).
+
+use super::{Attention, LayerGroup, Mlp, ModelArch, MtpBlock, VisionTower};
+use serde_json::{Map, Value};
+
+/// `model_type` values this parser understands, for error messages.
+pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
+    "llama", "mistral", "qwen2", "qwen3", "qwen3_vl", "qwen3_vl_text", "qwen2_moe", "qwen3_moe",
+    "mixtral", "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "qwen3_5", "qwen3_5_text",
+    "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_next",
+];
+
+struct Fields<'a> {
+    text: &'a Map<String, Value>,
+    top: &'a Map<String, Value>,
+    prefix: &'static str,
+}
+
+impl<'a> Fields<'a> {
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        self.text.get(key).filter(|v| !v.is_null()).or_else(|| self.top.get(key).filter(|v| !v.is_null()))
+    }
+    fn name(&self, key: &str) -> String {
+        if self.text.contains_key(key) {
+            format!("{}{key}", self.prefix)
+        } else {
+            key.to_string()
+        }
+    }
+    fn u64_opt(&self, key: &str) -> Result<Option<u64>, String> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
+                .map(Some)
+                .ok_or_else(|| format!("field `{}` is {v}; expected a non-negative integer", self.name(key))),
+        }
+    }
+    fn u64(&self, key: &str) -> Result<u64, String> {
+        self.u64_opt(key)?.ok_or_else(|| format!("required field `{key}` is missing"))
+    }
+    fn u32(&self, key: &str) -> Result<u32, String> {
+        let v = self.u64(key)?;
+        u32::try_from(v).map_err(|_| format!("field `{}` is {v}; too large", self.name(key)))
+    }
+    fn u32_opt(&self, key: &str) -> Result<Option<u32>, String> {
+        match self.u64_opt(key)? {
+            None => Ok(None),
+            Some(v) => u32::try_from(v).map(Some).map_err(|_| format!("field `{}` is {v}; too large", self.name(key))),
+        }
+    }
+    fn bool_or(&self, key: &str, default: bool) -> Result<bool, String> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(v) => Err(format!("field `{}` is {v}; expected true or false", self.name(key))),
+        }
+    }
+    fn f64_opt(&self, key: &str) -> Result<Option<f64>, String> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v.as_f64().map(Some).ok_or_else(|| format!("field `{}` is {v}; expected a number", self.name(key))),
+        }
+    }
+    fn str_list(&self, key: &str) -> Result<Option<Vec<String>>, String> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| v.as_str().map(str::to_string).ok_or_else(|| format!("field `{}` must be a list of strings", self.name(key))))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            Some(v) => Err(format!("field `{}` is {v}; expected a list of strings", self.name(key))),
+        }
+    }
+    fn u32_list(&self, key: &str) -> Result<Vec<u32>, String> {
+        match self.get(key) {
+            None => Ok(vec![]),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| v.as_u64().and_then(|x| u32::try_from(x).ok()).ok_or_else(|| format!("field `{}` must be a list of integers", self.name(key))))
+                .collect(),
+            Some(v) => Err(format!("field `{}` is {v}; expected a list of integers", self.name(key))),
+        }
+    }
+}
+
+/// Parse the text of a `config.json`. `id` is what the model is called in reports.
+pub fn parse_config(text: &str, id: &str) -> Result<ModelArch, String> {
+    let root: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    let top = root.as_object().ok_or("the top level must be a JSON object")?;
+    let text_cfg = match top.get("text_config") {
+        Some(Value::Object(m)) => Some(m),
+        Some(Value::Null) | None => None,
+        Some(v) => return Err(format!("field `text_config` is {v}; expected an object")),
+    };
+    let empty = Map::new();
+    let f = Fields { text: text_cfg.unwrap_or(&empty), top, prefix: "text_config." };
+    let model_type = top
+        .get("model_type")
+        .and_then(Value::as_str)
+        .or_else(|| text_cfg.and_then(|t| t.get("model_type")).and_then(Value::as_str))
+        .ok_or("required field `model_type` is missing")?
+        .to_string();
+    let arch = match model_type.as_str() {
+        "llama" | "mistral" | "qwen2" | "qwen3" | "qwen3_vl" | "qwen3_vl_text" => dense_or_moe(&f, &model_type)?,
+        "qwen2_moe" | "qwen3_moe" | "mixtral" => dense_or_moe(&f, &model_type)?,
+        "deepseek_v2" | "deepseek_v3" | "kimi_k2" => deepseek(&f)?,
+        "gpt_oss" => gpt_oss(&f)?,
+        "qwen3_5" | "qwen3_5_text" | "qwen3_5_moe" | "qwen3_5_moe_text" | "qwen3_next" => qwen3_5(&f)?,
+        other => {
+            return Err(format!(
+                "field `model_type` is `{other}`, which this tool does not model; supported: {}",
+                SUPPORTED_MODEL_TYPES.join(", ")
+            ))
+        }
+    };
+    let vision = match top.get("vision_config") {
+        Some(Value::Object(v)) if model_type.starts_with("qwen3_vl") || model_type.starts_with("qwen3_5") => Some(vision(v)?),
+        _ => None,
+    };
+    let (layers, mtp) = arch;
+    let model = ModelArch {
+        id: id.to_string(),
+        model_type,
+        hidden_size: f.u64("hidden_size")?,
+        vocab_size: f.u64("vocab_size")?,
+        tie_word_embeddings: f.bool_or("tie_word_embeddings", false)?,
+        max_position_embeddings: f.u64_opt("max_position_embeddings")?,
+        layers,
+        mtp,
+        vision,
+    };
+    model.validate()?;
+    Ok(model)
+}
+
+type Parsed = (Vec<LayerGroup>, Option<MtpBlock>);
+
+fn gqa(f: &Fields, window: Option<u32>) -> Result<Attention, String> {
+    let heads = f.u32("num_attention_heads")?;
+    let hidden = f.u64("hidden_size")?;
+    let kv_heads = f.u32_opt("num_key_value_heads")?.unwrap_or(heads);
+    let head_dim = match f.u32_opt("head_dim")? {
+        Some(d) => d,
+        None => {
+            if heads == 0 || hidden % heads as u64 != 0 {
+                return Err(format!(
+                    "field `head_dim` is missing and `hidden_size` ({hidden}) is not a multiple of `num_attention_heads` ({heads})"
+                ));
+            }
+            (hidden / heads as u64) as u32
+        }
+    };
+    let model_type = f.get("model_type").and_then(Value::as_str).unwrap_or("");
+    let rotary = match f.get("rope_parameters").and_then(|r| r.get("partial_rotary_factor")) {
+        Some(v) => v.as_f64().ok_or("field `rope_parameters.partial_rotary_factor` must be a number")?,
+        None => f.f64_opt("partial_rotary_factor")?.unwrap_or(1.0),
+    };
+    Ok(Attention::Gqa {
+        heads,
+        kv_heads,
+        head_dim,
+        qk_norm: model_type.starts_with("qwen3"),
+        bias: f.bool_or("attention_bias", model_type == "qwen2" || model_type == "qwen2_moe")?,
+        sliding_window: window,
+        output_gate: f.bool_or("attn_output_gate", false)?,
+        rotary_fraction: rotary,
+    })
+}
+
+fn uniform_window(f: &Fields) -> Result<Option<u32>, String> {
+    // Qwen2/3 and Mistral configs carry `sliding_window` but only apply it with
+    // `use_sliding_window`; Mistral v0.1 applies it unconditionally.
+    let w = f.u32_opt("sliding_window")?;
+    let mt = f.get("model_type").and_then(Value::as_str).unwrap_or("");
+    let used = match f.get("use_sliding_window") {
+        Some(Value::Bool(b)) => *b,
+        _ => mt == "mistral",
+    };
+    Ok(if used { w } else { None })
+}
+
+fn dense_or_moe(f: &Fields, model_type: &str) -> Result<Parsed, String> {
+    let n = f.u32("num_hidden_layers")?;
+    let attention = gqa(f, uniform_window(f)?)?;
+    let dense = Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias: f.bool_or("mlp_bias", false)? };
+    let moe = match model_type {
+        "mixtral" => Some(Mlp::Moe {
+            experts: f.u32("num_local_experts")?,
+            top_k: f.u32("num_experts_per_tok")?,
+            expert_intermediate_size: f.u64("intermediate_size")?,
+            shared_intermediate_size: 0,
+            bias: false,
+        }),
+        "qwen2_moe" | "qwen3_moe" => Some(Mlp::Moe {
+            experts: f.u32("num_experts")?,
+            top_k: f.u32("num_experts_per_tok")?,
+            expert_intermediate_size: f.u64("moe_intermediate_size")?,
+            shared_intermediate_size: f.u64_opt("shared_expert_intermediate_size")?.unwrap_or(0),
+            bias: false,
+        }),
+        _ => None,
+    };
+    let Some(moe) = moe else {
+        return Ok((vec![LayerGroup { count: n, attention, mlp: dense }], None));
+    };
+    // Qwen MoE: `mlp_only_layers` and `decoder_sparse_step` make some layers dense.
+    let dense_only = f.u32_list("mlp_only_layers")?;
+    let step = f.u32_opt("decoder_sparse_step")?.unwrap_or(1).max(1);
+    let mut dense_count = 0;
+    for i in 0..n {
+        let sparse = !dense_only.contains(&i) && (i + 1) % step == 0;
+        if !sparse {
+            dense_count += 1;
+        }
+    }
+    let mut groups = Vec::new();
+    if dense_count > 0 {
+        groups.push(LayerGroup { count: dense_count, attention: attention.clone(), mlp: dense });
+    }
+    if n - dense_count > 0 {
+        groups.push(LayerGroup { count: n - dense_count, attention, mlp: moe });
+    }
+    Ok((groups, None))
+}
+
+fn deepseek(f: &Fields) -> Result<Parsed, String> {
+    let n = f.u32("num_hidden_layers")?;
+    let attention = Attention::Mla {
+        heads: f.u32("num_attention_heads")?,
+        q_lora_rank: f.u32_opt("q_lora_rank")?,
+        kv_lora_rank: f.u32("kv_lora_rank")?,
+        qk_nope_head_dim: f.u32("qk_nope_head_dim")?,
+        qk_rope_head_dim: f.u32("qk_rope_head_dim")?,
+        v_head_dim: f.u32("v_head_dim")?,
+    };
+    let dense = Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias: false };
+    let expert_i = f.u64("moe_intermediate_size")?;
+    let moe = Mlp::Moe {
+        experts: f.u32("n_routed_experts")?,
+        top_k: f.u32("num_experts_per_tok")?,
+        expert_intermediate_size: expert_i,
+        shared_intermediate_size: f.u64_opt("n_shared_experts")?.unwrap_or(0) * expert_i,
+        bias: false,
+    };
+    let first_dense = f.u32_opt("first_k_dense_replace")?.unwrap_or(0).min(n);
+    let freq = f.u32_opt("moe_layer_freq")?.unwrap_or(1).max(1);
+    let mut dense_count = 0;
+    for i in 0..n {
+        if i < first_dense || i % freq != 0 {
+            dense_count += 1;
+        }
+    }
+    let mut groups = Vec::new();
+    if dense_count > 0 {
+        groups.push(LayerGroup { count: dense_count, attention: attention.clone(), mlp: dense });
+    }
+    if n > dense_count {
+        groups.push(LayerGroup { count: n - dense_count, attention: attention.clone(), mlp: moe.clone() });
+    }
+    let nextn = f.u32_opt("num_nextn_predict_layers")?.unwrap_or(0);
+    let mtp = (nextn > 0).then(|| MtpBlock { layers: nextn, attention, mlp: moe });
+    Ok((groups, mtp))
+}
+
+fn gpt_oss(f: &Fields) -> Result<Parsed, String> {
+    let n = f.u32("num_hidden_layers")?;
+    let window = f.u32_opt("sliding_window")?;
+    let types = f.str_list("layer_types")?.unwrap_or_default();
+    let sliding = types.iter().filter(|t| t.as_str() == "sliding_attention").count() as u32;
+    if !types.is_empty() && types.len() as u32 != n {
+        return Err(format!("field `layer_types` has {} entries but `num_hidden_layers` is {n}", types.len()));
+    }
+    let top_k = match f.u32_opt("num_experts_per_tok")? {
+        Some(k) => k,
+        None => f.u32("experts_per_token")?,
+    };
+    let moe = Mlp::Moe {
+        experts: f.u32("num_local_experts")?,
+        top_k,
+        expert_intermediate_size: f.u64("intermediate_size")?,
+        shared_intermediate_size: 0,
+        bias: true,
+    };
+    let mut full = gqa(f, None)?;
+    if let Attention::Gqa { bias, .. } = &mut full {
+        *bias = f.bool_or("attention_bias", true)?;
+    }
+    let mut groups = Vec::new();
+    if sliding > 0 {
+        let mut s = full.clone();
+        if let Attention::Gqa { sliding_window, .. } = &mut s {
+            *sliding_window = Some(window.ok_or("field `sliding_window` is missing but `layer_types` has sliding layers")?);
+        }
+        groups.push(LayerGroup { count: sliding, attention: s, mlp: moe.clone() });
+    }
+    if n > sliding {
+        groups.push(LayerGroup { count: n - sliding, attention: full, mlp: moe });
+    }
+    Ok((groups, None))
+}
+
+fn qwen3_5(f: &Fields) -> Result<Parsed, String> {
+    let n = f.u32("num_hidden_layers")?;
+    let types = match f.str_list("layer_types")? {
+        Some(t) => t,
+        None => {
+            let interval = f.u32_opt("full_attention_interval")?.unwrap_or(4).max(1);
+            (0..n)
+                .map(|i| if (i + 1) % interval == 0 { "full_attention" } else { "linear_attention" }.to_string())
+                .collect()
+        }
+    };
+    if types.len() as u32 != n {
+        return Err(format!("field `layer_types` has {} entries but `num_hidden_layers` is {n}", types.len()));
+    }
+    if let Some(bad) = types.iter().find(|t| *t != "full_attention" && *t != "linear_attention") {
+        return Err(format!("field `layer_types` contains `{bad}`; expected full_attention or linear_attention"));
+    }
+    let linear_count = types.iter().filter(|t| t.as_str() == "linear_attention").count() as u32;
+    let full = gqa(f, None)?;
+    let linear = Attention::LinearAttention {
+        key_heads: f.u32("linear_num_key_heads")?,
+        value_heads: f.u32("linear_num_value_heads")?,
+        key_head_dim: f.u32("linear_key_head_dim")?,
+        value_head_dim: f.u32("linear_value_head_dim")?,
+        conv_kernel: f.u32_opt("linear_conv_kernel_dim")?.unwrap_or(4),
+    };
+    let mlp = match f.u32_opt("num_experts")? {
+        Some(e) if e > 0 => Mlp::Moe {
+            experts: e,
+            top_k: f.u32("num_experts_per_tok")?,
+            expert_intermediate_size: f.u64("moe_intermediate_size")?,
+            shared_intermediate_size: f.u64_opt("shared_expert_intermediate_size")?.unwrap_or(0),
+            bias: false,
+        },
+        _ => Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias: false },
+    };
+    let mut groups = Vec::new();
+    if linear_count > 0 {
+        groups.push(LayerGroup { count: linear_count, attention: linear, mlp: mlp.clone() });
+    }
+    if n > linear_count {
+        groups.push(LayerGroup { count: n - linear_count, attention: full.clone(), mlp: mlp.clone() });
+    }
+    let mtp_layers = f.u32_opt("mtp_num_hidden_layers")?.unwrap_or(0);
+    let mtp = (mtp_layers > 0).then(|| MtpBlock { layers: mtp_layers, attention: full, mlp });
+    Ok((groups, mtp))
+}
+
+fn vision(v: &Map<String, Value>) -> Result<VisionTower, String> {
+    let empty = Map::new();
+    let f = Fields { text: v, top: &empty, prefix: "vision_config." };
+    let req = |k: &str| f.u64(k).map_err(|e| e.replace(&format!("`{k}`"), &format!("`vision_config.{k}`")));
+    let hidden = req("hidden_size")?;
+    Ok(VisionTower {
+        depth: req("depth")? as u32,
+        hidden_size: hidden,
+        intermediate_size: req("intermediate_size")?,
+        heads: req("num_heads")? as u32,
+        patch_size: req("patch_size")? as u32,
+        spatial_merge_size: f.u32_opt("spatial_merge_size")?.unwrap_or(2),
+        temporal_patch_size: f.u32_opt("temporal_patch_size")?.unwrap_or(2),
+        in_channels: f.u32_opt("in_channels")?.unwrap_or(3),
+        out_hidden_size: f.u64_opt("out_hidden_size")?.unwrap_or(hidden),
+        deepstack_mergers: f.u32_list("deepstack_visual_indexes")?.len() as u32,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const QWEN3_32B: &str = r#"{"model_type":"qwen3","hidden_size":5120,"intermediate_size":25600,
+        "num_attention_heads":64,"num_key_value_heads":8,"head_dim":128,"num_hidden_layers":64,
+        "vocab_size":151936,"tie_word_embeddings":false}"#;
+
+    #[test]
+    fn qwen3_32b_parameter_count_matches_reference() {
+        let m = parse_config(QWEN3_32B, "Qwen/Qwen3-32B").unwrap();
+        // 487,587,840 linear parameters per layer (reference §3.1).
+        let g = &m.layers[0];
+        assert_eq!(g.attention.params(5120) + g.mlp.params(5120).0, 487_587_840);
+        assert_eq!(m.num_layers(), 64);
+    }
+
+    #[test]
+    fn missing_head_dim_is_derived_and_missing_required_field_is_named() {
+        let no_hd = QWEN3_32B.replace(r#""head_dim":128,"#, "");
+        let m = parse_config(&no_hd, "x").unwrap();
+        assert!(matches!(m.layers[0].attention, Attention::Gqa { head_dim: 80, .. }));
+        let no_layers = QWEN3_32B.replace(r#""num_hidden_layers":64,"#, "");
+        assert_eq!(parse_config(&no_layers, "x").unwrap_err(), "required field `num_hidden_layers` is missing");
+        let bad = QWEN3_32B.replace(r#""hidden_size":5120"#, r#""hidden_size":"big""#);
+        assert!(parse_config(&bad, "x").unwrap_err().contains("field `hidden_size` is \"big\""));
+    }
+
+    #[test]
+    fn text_config_nesting_is_read() {
+        let vl = format!(r#"{{"model_type":"qwen3_vl","text_config":{},"vision_config":{{"depth":27,"hidden_size":1152,
+            "intermediate_size":4304,"num_heads":16,"patch_size":16,"spatial_merge_size":2,"out_hidden_size":5120,
+            "deepstack_visual_indexes":[8,16,24]}}}}"#, QWEN3_32B);
+        let m = parse_config(&vl, "vl").unwrap();
+        assert_eq!(m.hidden_size, 5120);
+        let v = m.vision.unwrap();
+        assert_eq!(v.deepstack_mergers, 3);
+        assert_eq!(v.image_tokens(448, 448), (28 * 28, 196));
+    }
+
+    #[test]
+    fn unsupported_and_inconsistent_configs_fail_clearly() {
+        let e = parse_config(r#"{"model_type":"rwkv"}"#, "x").unwrap_err();
+        assert!(e.contains("`model_type` is `rwkv`") && e.contains("supported: llama"), "{e}");
+        let e = parse_config(&QWEN3_32B.replace(r#""num_key_value_heads":8"#, r#""num_key_value_heads":7"#), "x").unwrap_err();
+        assert!(e.contains("multiple of `num_key_value_heads` (7)"), "{e}");
+        assert!(parse_config("{not json", "x").unwrap_err().starts_with("not valid JSON"));
+    }
+}

@@ -1,0 +1,391 @@
+//! What the network computes: a decoder described as groups of identical layers (attention kind
+//! × MLP kind), optional MTP (next-token prediction) layers and an optional vision tower.
+//!
+//! Models come from Hugging Face `config.json` files ([`hf`]) or from the built-in catalog
+//! ([`catalog`], stored in this project's own YAML format under `profiles/models/`). Everything
+//! downstream (cost model, memory model) reads only [`ModelArch`].
+
+pub mod catalog;
+pub mod hf;
+mod resolve;
+
+pub use resolve::{resolve_model, ModelError, ModelSource};
+
+use serde::{Deserialize, Serialize};
+
+/// A decoder-only language model (optionally with a vision encoder in front).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelArch {
+    /// Hugging Face id (or the path the config was read from).
+    pub id: String,
+    /// The HF `model_type` this was read from.
+    pub model_type: String,
+    pub hidden_size: u64,
+    pub vocab_size: u64,
+    #[serde(default)]
+    pub tie_word_embeddings: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_position_embeddings: Option<u64>,
+    /// Decoder layers grouped by kind; the order of groups carries no meaning for the cost.
+    pub layers: Vec<LayerGroup>,
+    /// Next-token-prediction layers shipped with the model (DeepSeek `num_nextn_predict_layers`,
+    /// Qwen3.5 `mtp_num_hidden_layers`); needed for `--num-mtp-tokens > 0`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtp: Option<MtpBlock>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vision: Option<VisionTower>,
+}
+
+/// `count` identical decoder layers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayerGroup {
+    pub count: u32,
+    pub attention: Attention,
+    pub mlp: Mlp,
+}
+
+/// The token mixer of a layer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Attention {
+    /// Multi-head / grouped-query attention with a per-token KV cache.
+    Gqa {
+        heads: u32,
+        kv_heads: u32,
+        head_dim: u32,
+        #[serde(default, skip_serializing_if = "is_false")]
+        qk_norm: bool,
+        #[serde(default, skip_serializing_if = "is_false")]
+        bias: bool,
+        /// Sliding-window layers attend to at most this many recent tokens.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sliding_window: Option<u32>,
+        /// Qwen3.5-style sigmoid output gate (doubles the q projection).
+        #[serde(default, skip_serializing_if = "is_false")]
+        output_gate: bool,
+        /// Fraction of the head dim that gets rotary embedding.
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        rotary_fraction: f64,
+    },
+    /// DeepSeek multi-head latent attention: a compressed latent KV cache shared by all heads.
+    Mla {
+        heads: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        q_lora_rank: Option<u32>,
+        kv_lora_rank: u32,
+        qk_nope_head_dim: u32,
+        qk_rope_head_dim: u32,
+        v_head_dim: u32,
+    },
+    /// Gated DeltaNet linear attention: a constant-size recurrent state per sequence.
+    LinearAttention {
+        key_heads: u32,
+        value_heads: u32,
+        key_head_dim: u32,
+        value_head_dim: u32,
+        conv_kernel: u32,
+    },
+}
+
+/// The channel mixer of a layer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Mlp {
+    /// Gated MLP (SwiGLU): gate and up projections to `intermediate_size`, down back.
+    Dense {
+        intermediate_size: u64,
+        #[serde(default, skip_serializing_if = "is_false")]
+        bias: bool,
+    },
+    /// Routed experts (each a gated MLP) with top-k routing, plus optional shared experts.
+    Moe {
+        experts: u32,
+        top_k: u32,
+        expert_intermediate_size: u64,
+        /// Total intermediate size of the always-on shared expert(s); 0 = none.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        shared_intermediate_size: u64,
+        #[serde(default, skip_serializing_if = "is_false")]
+        bias: bool,
+    },
+}
+
+/// The MTP module: `layers` decoder layers (each with an input projection of [embedding;
+/// hidden] → hidden) that draft the next tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MtpBlock {
+    pub layers: u32,
+    pub attention: Attention,
+    pub mlp: Mlp,
+}
+
+/// A ViT-style vision encoder (Qwen3-VL): patches → transformer → merger into LLM tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VisionTower {
+    pub depth: u32,
+    pub hidden_size: u64,
+    pub intermediate_size: u64,
+    pub heads: u32,
+    pub patch_size: u32,
+    pub spatial_merge_size: u32,
+    pub temporal_patch_size: u32,
+    pub in_channels: u32,
+    pub out_hidden_size: u64,
+    /// Extra mergers feeding intermediate layers into the LLM (Qwen3-VL deepstack).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub deepstack_mergers: u32,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+fn one() -> f64 {
+    1.0
+}
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
+}
+
+impl Attention {
+    /// Query heads (the unit TP splits).
+    pub fn heads(&self) -> u32 {
+        match self {
+            Attention::Gqa { heads, .. } | Attention::Mla { heads, .. } => *heads,
+            Attention::LinearAttention { value_heads, .. } => *value_heads,
+        }
+    }
+    /// Parameters of the attention block (projections only).
+    pub fn params(&self, hidden: u64) -> u64 {
+        match *self {
+            Attention::Gqa { heads, kv_heads, head_dim, output_gate, .. } => {
+                let q = heads as u64 * head_dim as u64 * if output_gate { 2 } else { 1 };
+                let kv = 2 * kv_heads as u64 * head_dim as u64;
+                hidden * (q + kv) + heads as u64 * head_dim as u64 * hidden
+            }
+            Attention::Mla { heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim } => {
+                let h = heads as u64;
+                let qd = (qk_nope_head_dim + qk_rope_head_dim) as u64;
+                let q = match q_lora_rank {
+                    Some(r) => hidden * r as u64 + r as u64 * h * qd,
+                    None => hidden * h * qd,
+                };
+                let kv_a = hidden * (kv_lora_rank + qk_rope_head_dim) as u64;
+                let kv_b = kv_lora_rank as u64 * h * (qk_nope_head_dim + v_head_dim) as u64;
+                q + kv_a + kv_b + h * v_head_dim as u64 * hidden
+            }
+            Attention::LinearAttention { key_heads, value_heads, key_head_dim, value_head_dim, conv_kernel } => {
+                let (kh, vh, dk, dv) = (key_heads as u64, value_heads as u64, key_head_dim as u64, value_head_dim as u64);
+                let qkvz = hidden * (2 * kh * dk + 2 * vh * dv);
+                let ba = hidden * 2 * vh;
+                let conv = conv_kernel as u64 * (2 * kh * dk + vh * dv);
+                qkvz + ba + conv + vh * dv * hidden
+            }
+        }
+    }
+}
+
+impl Mlp {
+    /// (total parameters, parameters active per token)
+    pub fn params(&self, hidden: u64) -> (u64, u64) {
+        match *self {
+            Mlp::Dense { intermediate_size, .. } => {
+                let p = 3 * hidden * intermediate_size;
+                (p, p)
+            }
+            Mlp::Moe { experts, top_k, expert_intermediate_size, shared_intermediate_size, .. } => {
+                let per = 3 * hidden * expert_intermediate_size;
+                let shared = 3 * hidden * shared_intermediate_size;
+                let router = hidden * experts as u64;
+                (experts as u64 * per + shared + router, top_k as u64 * per + shared + router)
+            }
+        }
+    }
+}
+
+impl ModelArch {
+    pub fn num_layers(&self) -> u32 {
+        self.layers.iter().map(|g| g.count).sum()
+    }
+
+    pub fn is_moe(&self) -> bool {
+        self.layers.iter().any(|g| matches!(g.mlp, Mlp::Moe { .. }))
+    }
+
+    /// Routed experts of the MoE layers (all MoE layers of a model share the count).
+    pub fn num_experts(&self) -> Option<u32> {
+        self.layers.iter().find_map(|g| match g.mlp {
+            Mlp::Moe { experts, .. } => Some(experts),
+            _ => None,
+        })
+    }
+
+    pub fn uses_mla(&self) -> bool {
+        self.layers.iter().any(|g| matches!(g.attention, Attention::Mla { .. }))
+    }
+
+    /// (total, active-per-token) parameters of the language model, embeddings included once.
+    pub fn param_counts(&self) -> (u64, u64) {
+        let h = self.hidden_size;
+        let mut total = 0u64;
+        let mut active = 0u64;
+        for g in &self.layers {
+            let a = g.attention.params(h);
+            let (mt, ma) = g.mlp.params(h);
+            total += g.count as u64 * (a + mt);
+            active += g.count as u64 * (a + ma);
+        }
+        let emb = self.vocab_size * h;
+        let head = if self.tie_word_embeddings { 0 } else { emb };
+        (total + emb + head, active + emb + head)
+    }
+
+    /// One line for `--list-models`.
+    pub fn summary(&self) -> String {
+        let (total, active) = self.param_counts();
+        let kind = if self.uses_mla() {
+            "MLA+MoE"
+        } else if self.layers.iter().any(|g| matches!(g.attention, Attention::LinearAttention { .. })) {
+            if self.is_moe() { "hybrid linear-attn MoE" } else { "hybrid linear-attn" }
+        } else if self.is_moe() {
+            "MoE"
+        } else {
+            "dense"
+        };
+        let params = if total == active {
+            format!("{:.1}B", total as f64 / 1e9)
+        } else {
+            format!("{:.1}B total / {:.1}B active", total as f64 / 1e9, active as f64 / 1e9)
+        };
+        let mut extras = Vec::new();
+        if let Some(m) = &self.mtp {
+            extras.push(format!("MTP layers {}", m.layers));
+        }
+        if self.vision.is_some() {
+            extras.push("vision".to_string());
+        }
+        let extras = if extras.is_empty() { String::new() } else { format!(", {}", extras.join(", ")) };
+        format!("{} layers, hidden {}, {kind}, {params}{extras}", self.num_layers(), self.hidden_size)
+    }
+
+    /// Structural checks; the message names the field and the value.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.hidden_size == 0 {
+            return Err("`hidden_size` must be positive".into());
+        }
+        if self.vocab_size == 0 {
+            return Err("`vocab_size` must be positive".into());
+        }
+        if self.layers.is_empty() || self.num_layers() == 0 {
+            return Err("the model has no decoder layers (`num_hidden_layers` is 0)".into());
+        }
+        let blocks = self
+            .layers
+            .iter()
+            .map(|g| (&g.attention, &g.mlp))
+            .chain(self.mtp.iter().map(|m| (&m.attention, &m.mlp)));
+        for (att, mlp) in blocks {
+            match *att {
+                Attention::Gqa { heads, kv_heads, head_dim, sliding_window, rotary_fraction, .. } => {
+                    if heads == 0 || kv_heads == 0 || head_dim == 0 {
+                        return Err(format!(
+                            "`num_attention_heads` ({heads}), `num_key_value_heads` ({kv_heads}) and `head_dim` ({head_dim}) must be positive"
+                        ));
+                    }
+                    if heads % kv_heads != 0 {
+                        return Err(format!(
+                            "`num_attention_heads` ({heads}) must be a multiple of `num_key_value_heads` ({kv_heads})"
+                        ));
+                    }
+                    if sliding_window == Some(0) {
+                        return Err("`sliding_window` must be positive".into());
+                    }
+                    if !(rotary_fraction > 0.0 && rotary_fraction <= 1.0) {
+                        return Err(format!("`partial_rotary_factor` is {rotary_fraction}; it must be in (0, 1]"));
+                    }
+                }
+                Attention::Mla { heads, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, q_lora_rank } => {
+                    if heads == 0 || kv_lora_rank == 0 || qk_rope_head_dim == 0 || v_head_dim == 0 || qk_nope_head_dim == 0 {
+                        return Err("MLA fields `num_attention_heads`, `kv_lora_rank`, `qk_nope_head_dim`, `qk_rope_head_dim`, `v_head_dim` must be positive".into());
+                    }
+                    if q_lora_rank == Some(0) {
+                        return Err("`q_lora_rank` must be positive or null".into());
+                    }
+                }
+                Attention::LinearAttention { key_heads, value_heads, key_head_dim, value_head_dim, conv_kernel } => {
+                    if key_heads == 0 || value_heads == 0 || key_head_dim == 0 || value_head_dim == 0 || conv_kernel == 0 {
+                        return Err("linear-attention fields `linear_num_key_heads`, `linear_num_value_heads`, `linear_key_head_dim`, `linear_value_head_dim`, `linear_conv_kernel_dim` must be positive".into());
+                    }
+                    if value_heads % key_heads != 0 {
+                        return Err(format!(
+                            "`linear_num_value_heads` ({value_heads}) must be a multiple of `linear_num_key_heads` ({key_heads})"
+                        ));
+                    }
+                }
+            }
+            match *mlp {
+                Mlp::Dense { intermediate_size, .. } => {
+                    if intermediate_size == 0 {
+                        return Err("`intermediate_size` must be positive".into());
+                    }
+                }
+                Mlp::Moe { experts, top_k, expert_intermediate_size, .. } => {
+                    if experts == 0 || expert_intermediate_size == 0 {
+                        return Err(format!(
+                            "MoE fields: number of experts ({experts}) and `moe_intermediate_size` ({expert_intermediate_size}) must be positive"
+                        ));
+                    }
+                    if top_k == 0 || top_k > experts {
+                        return Err(format!(
+                            "`num_experts_per_tok` is {top_k}; it must be between 1 and the number of experts ({experts})"
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(v) = &self.vision {
+            if v.depth == 0 || v.hidden_size == 0 || v.heads == 0 || v.patch_size == 0 || v.spatial_merge_size == 0 {
+                return Err("`vision_config`: `depth`, `hidden_size`, `num_heads`, `patch_size`, `spatial_merge_size` must be positive".into());
+            }
+            if v.hidden_size % v.heads as u64 != 0 {
+                return Err(format!(
+                    "`vision_config.hidden_size` ({}) must be a multiple of `vision_config.num_heads` ({})",
+                    v.hidden_size, v.heads
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl VisionTower {
+    /// (patches before merge, LLM tokens after merge) for one image of `h × w` pixels. Images
+    /// are resized to a multiple of patch × merge, as Qwen-VL processors do.
+    pub fn image_tokens(&self, height: u32, width: u32) -> (u64, u64) {
+        let unit = (self.patch_size * self.spatial_merge_size) as u64;
+        let round = |x: u32| ((x as u64).div_ceil(unit).max(1)) * unit;
+        let ph = round(height) / self.patch_size as u64;
+        let pw = round(width) / self.patch_size as u64;
+        let patches = ph * pw;
+        let merge = (self.spatial_merge_size as u64).pow(2);
+        (patches, patches / merge)
+    }
+
+    pub fn params(&self) -> u64 {
+        let h = self.hidden_size;
+        let per_layer = 4 * h * h + 2 * h * self.intermediate_size;
+        let patch = (self.in_channels * self.temporal_patch_size * self.patch_size * self.patch_size) as u64 * h;
+        let merged = h * (self.spatial_merge_size as u64).pow(2);
+        let merger = merged * merged + merged * self.out_hidden_size;
+        self.depth as u64 * per_layer + patch + (1 + self.deepstack_mergers as u64) * merger
+    }
+}
