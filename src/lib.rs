@@ -14,3 +14,4 @@ pub mod util;
 pub mod yaml;
 pub mod cost;
 pub mod quant;
+pub mod workload;

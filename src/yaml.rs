@@ -56,17 +56,43 @@ pub fn to_string<T: Serialize>(value: &T) -> Result<String, YamlError> {
     serde_yaml::to_string(value).map_err(YamlError::from)
 }
 
-/// The 1-based line on which `key:` first appears at the start of a line (after indentation
-/// or a list dash), searching from `from_line`. Used to point semantic errors (found after
-/// parsing) at a line of the user's file.
+/// The 1-based line on which `key:` first appears as a mapping key (block or flow style),
+/// searching from `from_line`. Used to point semantic errors (found after parsing) at a line
+/// of the user's file.
 pub fn line_of_key(text: &str, key: &str, from_line: usize) -> Option<usize> {
     text.lines()
         .enumerate()
         .skip(from_line.saturating_sub(1))
-        .find(|(_, l)| {
-            let t = l.trim_start().trim_start_matches("- ").trim_start();
-            t.strip_prefix(key)
-                .is_some_and(|rest| rest.trim_start().starts_with(':'))
-        })
+        .find(|(_, l)| line_has_key(l, key))
         .map(|(i, _)| i + 1)
+}
+
+fn line_has_key(line: &str, key: &str) -> bool {
+    let code = line.split(" #").next().unwrap_or(line);
+    let mut search = 0;
+    while let Some(pos) = code[search..].find(key) {
+        let at = search + pos;
+        let before = code[..at].trim_end();
+        let boundary = before.is_empty() || before.ends_with('-') || before.ends_with('{') || before.ends_with(',');
+        let after = code[at + key.len()..].trim_start();
+        if boundary && after.starts_with(':') {
+            return true;
+        }
+        search = at + key.len();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn finds_keys_in_block_and_flow_style() {
+        let t = "a: 1\nbins:\n  - {min_tokens: 1, max_tokens: 2}\n  - min_tokens: 3\n";
+        assert_eq!(line_of_key(t, "bins", 1), Some(2));
+        assert_eq!(line_of_key(t, "min_tokens", 1), Some(3));
+        assert_eq!(line_of_key(t, "min_tokens", 4), Some(4));
+        assert_eq!(line_of_key(t, "max_tokens", 1), Some(3));
+        assert_eq!(line_of_key(t, "tokens", 1), None);
+    }
 }

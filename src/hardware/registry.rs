@@ -170,7 +170,7 @@ mod tests {
         assert!(e.contains("compute_efficiency") && e.contains("1.7") && e.contains("(0, 1]"), "{e}");
         let unknown_key = text.replace("name: MY_DEV", "name: X\nflops: 3");
         let e = reg.add_text(&unknown_key, "k.yaml").unwrap_err().to_string();
-        assert!(e.contains("unknown field `flops`") && e.contains("line 2"), "{e}");
+        assert!(e.contains("unknown field `flops`") && e.contains("line 3"), "{e}");
         let e = reg.add_text(&text, "again.yaml").unwrap_err().to_string();
         assert!(e.contains("already defined"), "{e}");
     }
