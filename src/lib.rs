@@ -15,3 +15,7 @@ pub mod yaml;
 pub mod cost;
 pub mod quant;
 pub mod workload;
+pub mod analytic;
+pub mod cli;
+pub mod report;
+pub mod search;

@@ -3,7 +3,6 @@
 
 use crate::hardware::Dtype;
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
 /// An enum whose values users type on the command line: case-insensitive, `-` or `_`.
 pub trait NamedEnum: Sized + Copy + 'static {
@@ -31,15 +30,15 @@ macro_rules! named_enum {
                 match self { $($ty::$variant => $name),* }
             }
         }
-        impl fmt::Display for $ty {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { f.write_str(self.name()) }
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str(self.name()) }
         }
-        impl Serialize for $ty {
+        impl serde::Serialize for $ty {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> { s.serialize_str(self.name()) }
         }
-        impl<'de> Deserialize<'de> for $ty {
+        impl<'de> serde::Deserialize<'de> for $ty {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
+                let s = <String as serde::Deserialize>::deserialize(d)?;
                 <$ty>::parse_named(&s).map_err(serde::de::Error::custom)
             }
         }

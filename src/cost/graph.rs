@@ -169,12 +169,6 @@ impl<'a> Builder<'a> {
         (1..f::N).find(|&i| tok[i] != 0.0).unwrap_or(f::ONE)
     }
 
-    fn push(&mut self, name: &'static str, count: f64, gate: usize, fixed_s: f64, kind: OpKind) {
-        if count > 0.0 {
-            self.ops.push(Op { name, count, gate, fixed_s, window: None, kind });
-        }
-    }
-
     fn track_width(&mut self, w: f64) {
         if w > self.max_act_width {
             self.max_act_width = w;

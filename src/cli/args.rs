@@ -1,0 +1,320 @@
+//! The raw command line, exactly as typed: clap parses it once into [`RawArgs`], and
+//! [`super::plan`] validates it into a [`super::Plan`]. Value parsers here only check the
+//! form of a single value (a number, a choice); rules that relate flags live in `plan`.
+
+use clap::{ArgAction, Parser};
+use std::path::PathBuf;
+
+const LONG_ABOUT: &str = "\
+Finds the deployment (TP / EP / MoE-DP / DP, batch size, mode) that gets the most tokens per \
+second out of a set of accelerators under TTFT/TPOT limits. Every candidate is priced by a \
+roofline cost model of the model's operators on a device profile; the analytic engine uses \
+the closed-form serving formulas of the original tool.
+
+Results come from modelling and are a planning reference: validate on the real serving stack \
+before deciding.";
+
+const AFTER_HELP: &str = "\
+Examples:
+  throughput-optimizer Qwen/Qwen3-32B --device TEST_DEVICE --num-devices 8 --input-length 3500 \\
+      --output-length 1500 --compile --tpot-limits 50
+  throughput-optimizer Qwen/Qwen3-32B --num-devices 8 --input-length 3500 --output-length 1500 \\
+      --disagg --ttft-limits 2000 --tpot-limits 50
+  throughput-optimizer deepseek-ai/DeepSeek-V3.1 --input-length 3500 --output-length 1500 \\
+      --enable-optimize-prefill-decode-ratio --prefill-devices-per-instance 16 \\
+      --decode-devices-per-instance 16 --ttft-limits 2000 --tpot-limits 50
+  throughput-optimizer --list-devices
+  throughput-optimizer --list-models";
+
+fn positive_u32(s: &str) -> Result<u32, String> {
+    let v: i64 = s.trim().parse().map_err(|_| format!("`{s}` is not an integer"))?;
+    if v <= 0 {
+        return Err(format!("must be a positive integer, got {v}"));
+    }
+    u32::try_from(v).map_err(|_| format!("{v} is too large (at most {})", u32::MAX))
+}
+
+fn non_negative_u32(s: &str) -> Result<u32, String> {
+    let v: i64 = s.trim().parse().map_err(|_| format!("`{s}` is not an integer"))?;
+    if v < 0 {
+        return Err(format!("must be ≥ 0, got {v}"));
+    }
+    u32::try_from(v).map_err(|_| format!("{v} is too large"))
+}
+
+fn finite_f64(s: &str) -> Result<f64, String> {
+    let v: f64 = s.trim().parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if !v.is_finite() {
+        return Err(format!("must be a finite number, got {s}"));
+    }
+    Ok(v)
+}
+
+/// A latency limit in ms: a positive number or `inf`.
+fn limit_ms(s: &str) -> Result<f64, String> {
+    if s.trim().eq_ignore_ascii_case("inf") {
+        return Ok(f64::INFINITY);
+    }
+    let v: f64 = s.trim().parse().map_err(|_| format!("`{s}` is not a number of milliseconds or `inf`"))?;
+    if v.is_nan() || v <= 0.0 {
+        return Err(format!("must be a positive number of milliseconds or `inf`, got {s}"));
+    }
+    Ok(v)
+}
+
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "throughput-optimizer",
+    version,
+    about = "Find the LLM-serving deployment with the most tokens/s under TTFT/TPOT limits.",
+    long_about = LONG_ABOUT,
+    after_help = AFTER_HELP,
+    allow_negative_numbers = true
+)]
+pub struct RawArgs {
+    /// Model: a built-in catalog id (see --list-models, case-insensitive), a directory with a
+    /// config.json, a path to a config.json, or an id in the local Hugging Face cache.
+    #[arg(value_name = "MODEL_ID")]
+    pub model_id: Option<String>,
+    /// The model, as a flag instead of the positional argument.
+    #[arg(long = "model-id", alias = "model_id", value_name = "MODEL_ID")]
+    pub model_id_flag: Option<String>,
+
+    // ---- Core inputs ----
+    /// Device profile(s): one or more names (see --list-devices). Several enable cross-hardware
+    /// comparison; duplicates are dropped keeping order. [default: TEST_DEVICE]
+    #[arg(long, visible_alias = "devices", num_args = 1.., value_name = "DEVICE", help_heading = "Core inputs")]
+    pub device: Vec<String>,
+    /// Total number of devices (world size) per device profile. [default: 1]
+    #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "Core inputs")]
+    pub num_devices: Option<u32>,
+    /// Prompt length in tokens (1 to 100000000), or a length-distribution YAML file
+    /// (`bins: [{min_tokens, max_tokens, weight}, …]`).
+    #[arg(long, value_name = "TOKENS|FILE", help_heading = "Core inputs")]
+    pub input_length: Option<String>,
+    /// Generated tokens per request (1 to 100000000).
+    #[arg(long, value_name = "TOKENS", help_heading = "Core inputs")]
+    pub output_length: Option<String>,
+    /// Use a length distribution for input lengths: the built-in one without a value, or a
+    /// YAML file with the --input-length FILE format (an optional `output_bins` list sets
+    /// output lengths too).
+    #[arg(long, num_args = 0..=1, default_missing_value = "", value_name = "FILE", help_heading = "Core inputs")]
+    pub length_distribution: Option<String>,
+    /// Device memory kept back from the model, in GiB per device. [default: 10]
+    #[arg(long, value_parser = finite_f64, value_name = "GIB", help_heading = "Core inputs")]
+    pub reserved_memory_gb: Option<f64>,
+
+    // ---- Mode ----
+    /// Disaggregated serving: a prefill search under --ttft-limits and/or a decode search under
+    /// --tpot-limits, each phase on its own.
+    #[arg(long, help_heading = "Mode")]
+    pub disagg: bool,
+    /// P/D instance-ratio planning: search prefill and decode instances separately, match
+    /// their request rates, split --num-devices (if given) into P and D instances.
+    #[arg(long, help_heading = "Mode")]
+    pub enable_optimize_prefill_decode_ratio: bool,
+    /// Devices per prefill instance (P/D ratio mode).
+    #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "Mode")]
+    pub prefill_devices_per_instance: Option<u32>,
+    /// Devices per decode instance (P/D ratio mode).
+    #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "Mode")]
+    pub decode_devices_per_instance: Option<u32>,
+
+    // ---- Quantization and compilation ----
+    /// Quantization of all linear layers (routed experts included, lm_head never):
+    /// DISABLED, W8A16_STATIC, W8A8_STATIC, W4A8_STATIC, W8A16_DYNAMIC, W8A8_DYNAMIC,
+    /// W4A8_DYNAMIC, FP8, MXFP4 (case-insensitive). [default: W8A8_DYNAMIC]
+    #[arg(long, value_name = "ACTION", help_heading = "Quantization and compilation")]
+    pub quantize_linear_action: Option<String>,
+    /// Quantization of attention, dense-MLP and shared-expert linears, overriding
+    /// --quantize-linear-action for them (same choices). [default: same as linear]
+    #[arg(long, value_name = "ACTION", help_heading = "Quantization and compilation")]
+    pub quantize_non_expert_linear_action: Option<String>,
+    /// KV-cache quantization: DISABLED, INT8, FP8. [default: DISABLED]
+    #[arg(long, value_name = "ACTION", help_heading = "Quantization and compilation")]
+    pub quantize_attention_action: Option<String>,
+    /// MXFP4 scale group size (elements per E8M0 scale). [default: 32]
+    #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "Quantization and compilation")]
+    pub mxfp4_group_size: Option<u32>,
+    /// Price the fused operator graph of a compiled model (fused norms, merged QKV and
+    /// gate/up GEMMs, fused SwiGLU/RoPE): fewer kernels, less intermediate traffic.
+    #[arg(long, help_heading = "Quantization and compilation")]
+    pub compile: bool,
+    /// Accepted for compatibility: graph breaks do not change the priced graph.
+    #[arg(long, help_heading = "Quantization and compilation")]
+    pub compile_allow_graph_break: bool,
+    /// Extra fusions with --compile: enable_multistream, enable_sequence_parallel,
+    /// enable_matmul_allreduce, enable_dispatch_ffn_combine.
+    #[arg(long, num_args = 1.., value_name = "OPTION", help_heading = "Quantization and compilation")]
+    pub compilation_config: Option<Vec<String>>,
+
+    // ---- Search space ----
+    /// TP sizes to search; without values: powers of two up to --num-devices. If none of
+    /// --tp-sizes/--ep-sizes/--moe-dp-sizes is given, TP is searched over that default range.
+    #[arg(long, num_args = 0.., value_parser = positive_u32, value_name = "N", help_heading = "Search space")]
+    pub tp_sizes: Option<Vec<u32>>,
+    /// EP sizes to search (MoE models); without values: powers of two. [default when absent:
+    /// --num-devices]
+    #[arg(long, num_args = 0.., value_parser = positive_u32, value_name = "N", help_heading = "Search space")]
+    pub ep_sizes: Option<Vec<u32>>,
+    /// MoE data-parallel sizes to search; without values: powers of two. [default when
+    /// absent: 1]
+    #[arg(long, num_args = 0.., value_parser = positive_u32, value_name = "N", help_heading = "Search space")]
+    pub moe_dp_sizes: Option<Vec<u32>>,
+    /// Decode context-parallel sizes (decode phases only; TP must be a multiple).
+    /// [default when absent: 1]
+    #[arg(long, num_args = 0.., value_parser = positive_u32, value_name = "N", help_heading = "Search space")]
+    pub dcp_sizes: Option<Vec<u32>>,
+    /// Batch size per DP replica to search: `MAX` or `MIN MAX`. [default: 1 to unbounded,
+    /// found by doubling from 512]
+    #[arg(long, num_args = 1.., value_parser = positive_u32, value_name = "N", help_heading = "Search space")]
+    pub batch_range: Option<Vec<u32>>,
+    /// How the upper bound of the batch search is found: exponential or linear_exponential.
+    /// [default: exponential]
+    #[arg(long, value_name = "STRATEGY", help_heading = "Search space")]
+    pub concurrency_search_strategy: Option<String>,
+    /// Warn when more parallel combinations than this are searched (0 = never). [default: 100]
+    #[arg(long, value_name = "N", help_heading = "Search space")]
+    pub max_search_combinations: Option<u64>,
+    /// Shard shared experts with TP (adds an all-reduce) instead of replicating them.
+    #[arg(long, help_heading = "Search space")]
+    pub enable_shared_expert_tp: bool,
+    /// Shard the word embedding over TP: col or row. [default: replicated]
+    #[arg(long, value_name = "col|row", help_heading = "Search space")]
+    pub word_embedding_tp: Option<String>,
+
+    // ---- SLO and serving ----
+    /// TTFT limit in ms (positive number or `inf`). [default: none]
+    #[arg(long, visible_alias = "ttft-limit", value_parser = limit_ms, value_name = "MS", help_heading = "SLO and serving")]
+    pub ttft_limits: Option<f64>,
+    /// TPOT limit in ms (positive number or `inf`). [default: none]
+    #[arg(long, visible_alias = "tpot-limit", value_parser = limit_ms, value_name = "MS", help_heading = "SLO and serving")]
+    pub tpot_limits: Option<f64>,
+    /// Token budget of one prefill or mixed step per DP replica; prompts longer than it are
+    /// prefilled in chunks. Several values run a chunk-budget sweep. [default: auto: 4×, then
+    /// 2×, then 1× the input length on prefill OOM]
+    #[arg(long, num_args = 1.., value_parser = positive_u32, value_name = "TOKENS", help_heading = "SLO and serving")]
+    pub max_batched_tokens: Option<Vec<u32>>,
+    /// Deprecated name of --max-batched-tokens.
+    #[arg(long, num_args = 1.., value_parser = positive_u32, value_name = "TOKENS", hide = true)]
+    pub max_prefill_tokens: Option<Vec<u32>>,
+    /// Share of each prompt served from the prefix cache, in [0, 1). [default: 0]
+    #[arg(long, value_parser = finite_f64, value_name = "RATE", help_heading = "SLO and serving")]
+    pub prefix_cache_hit_rate: Option<f64>,
+    /// Fixed serving overhead per forward in ms, added in disaggregation mode. [default: 0]
+    #[arg(long, value_parser = finite_f64, value_name = "MS", help_heading = "SLO and serving")]
+    pub serving_cost: Option<f64>,
+    /// MTP draft tokens per decode step (0-9); several values are searched. Needs a model
+    /// with MTP layers (DeepSeek-V3/R1/V3.1, Qwen3.5). [default: 0]
+    #[arg(long, num_args = 1.., value_parser = non_negative_u32, value_name = "N", help_heading = "SLO and serving")]
+    pub num_mtp_tokens: Option<Vec<u32>>,
+    /// Acceptance rate of each MTP draft position, each in [0, 1].
+    /// [default: 0.9 0.6 0.4 0.2]
+    #[arg(long, visible_alias = "mtp-acceptance-rate", num_args = 1.., value_parser = finite_f64, value_name = "RATE", help_heading = "SLO and serving")]
+    pub mtp_acceptance_rates: Option<Vec<f64>>,
+    /// Block speculative decoding: dflash or dspark (exclusive with MTP).
+    #[arg(long, value_name = "METHOD", help_heading = "SLO and serving")]
+    pub speculative_method: Option<String>,
+    /// Draft tokens per block (block = N + 1; 0 = the built-in block of 8). [default: 0]
+    #[arg(long, value_parser = non_negative_u32, value_name = "N", help_heading = "SLO and serving")]
+    pub num_speculative_tokens: Option<u32>,
+    /// Mean accepted draft tokens per block. [default: 5.0]
+    #[arg(long, value_parser = finite_f64, value_name = "TOKENS", help_heading = "SLO and serving")]
+    pub acceptance_length: Option<f64>,
+    /// Draft-model layers run per decode step. [default: 0]
+    #[arg(long, value_parser = non_negative_u32, value_name = "N", help_heading = "SLO and serving")]
+    pub num_draft_layers: Option<u32>,
+    /// Draft model config (accepted for compatibility; the draft is priced as target layers).
+    #[arg(long, value_name = "PATH", help_heading = "SLO and serving")]
+    pub draft_model_config_path: Option<PathBuf>,
+    /// DSpark Markov rank. [default: 256]
+    #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "SLO and serving")]
+    pub dspark_markov_rank: Option<u32>,
+    /// DSpark Markov head: vanilla, gated or rnn. [default: vanilla]
+    #[arg(long, value_name = "HEAD", help_heading = "SLO and serving")]
+    pub dspark_markov_head: Option<String>,
+    /// Images per request (vision-language models). [default: 1 when an image size is given]
+    #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "SLO and serving")]
+    pub image_batch_size: Option<u32>,
+    /// Image height in pixels (vision-language models).
+    #[arg(long, value_parser = positive_u32, value_name = "PIXELS", help_heading = "SLO and serving")]
+    pub image_height: Option<u32>,
+    /// Image width in pixels (vision-language models).
+    #[arg(long, value_parser = positive_u32, value_name = "PIXELS", help_heading = "SLO and serving")]
+    pub image_width: Option<u32>,
+    /// KV-cache block size in tokens. [default: 128]
+    #[arg(long, value_parser = positive_u32, value_name = "TOKENS", help_heading = "SLO and serving")]
+    pub kv_block_size: Option<u32>,
+    /// Which TPOT the SLO filter applies: inter-token = (finish − first token)/(O − 1), or
+    /// amortized = E2E / O (the documented formula's definition). [default: amortized for the
+    /// analytic engine]
+    #[arg(long, value_name = "DEFINITION", help_heading = "SLO and serving")]
+    pub tpot_definition: Option<String>,
+
+    // ---- Engine and performance model ----
+    /// Evaluation engine: analytic (closed-form formulas), sim (discrete-event simulation) or
+    /// compare (both, side by side).
+    #[arg(long, value_name = "ENGINE", help_heading = "Engine")]
+    pub engine: Option<String>,
+    /// Per-operator model: analytic (roofline). `profiling` needs measured databases, which
+    /// this build does not read.
+    #[arg(long, value_name = "MODEL", help_heading = "Engine")]
+    pub performance_model: Option<String>,
+    /// Directory of measured operator timings (for --performance-model profiling).
+    #[arg(long, visible_alias = "profiling-database", value_name = "DIR", help_heading = "Engine")]
+    pub profiling_database_path: Option<PathBuf>,
+    /// Write a Chrome trace (chrome://tracing, Perfetto) of the best configuration's steps,
+    /// one file per device profile.
+    #[arg(long, visible_alias = "chrome-trace", value_name = "FILE", help_heading = "Engine")]
+    pub chrome_trace_file: Option<PathBuf>,
+    /// Worker threads for the candidate search. [default: 8]
+    #[arg(long, short = 'j', value_parser = positive_u32, value_name = "N", help_heading = "Engine")]
+    pub jobs: Option<u32>,
+    /// Seed of every random stream (arrivals, lengths, MTP acceptance). [default: 0]
+    #[arg(long, value_name = "SEED", help_heading = "Engine")]
+    pub seed: Option<u64>,
+
+    // ---- Output ----
+    /// Output format: table, json or csv. [default: table]
+    #[arg(long, value_name = "FORMAT", help_heading = "Output")]
+    pub output: Option<String>,
+    /// Write the output to this file instead of stdout.
+    #[arg(long, value_name = "PATH", help_heading = "Output")]
+    pub output_file: Option<PathBuf>,
+    /// Rows per top-N table. [default: all distinct parallel configurations]
+    #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "Output")]
+    pub top: Option<u32>,
+    /// Print terminal charts (throughput vs concurrency and vs latency) for a single device.
+    /// [default: when stdout is a terminal]
+    #[arg(long, help_heading = "Output", conflicts_with = "no_plot")]
+    pub plot: bool,
+    /// Never print terminal charts.
+    #[arg(long, help_heading = "Output")]
+    pub no_plot: bool,
+    /// Print the raw result rows (every column) instead of the formatted tables.
+    #[arg(long, help_heading = "Output")]
+    pub dump_original_results: bool,
+    /// Add custom device profiles from a YAML file (one profile or a list); repeatable.
+    #[arg(long, value_name = "PATH", action = ArgAction::Append, help_heading = "Output")]
+    pub device_file: Vec<PathBuf>,
+    /// List the device profiles and exit.
+    #[arg(long, help_heading = "Output")]
+    pub list_devices: bool,
+    /// List the built-in models and exit.
+    #[arg(long, help_heading = "Output")]
+    pub list_models: bool,
+    /// Print MODEL_ID's architecture in the catalog's YAML format and exit (how to add a model).
+    #[arg(long, help_heading = "Output")]
+    pub show_model: bool,
+
+    // ---- Logging ----
+    /// Log level: debug, info, warning, error, critical. [default: warning]
+    #[arg(long, alias = "log_level", value_name = "LEVEL", help_heading = "Logging")]
+    pub log_level: Option<String>,
+    /// Same as --log-level debug.
+    #[arg(short, long, help_heading = "Logging", conflicts_with = "quiet")]
+    pub verbose: bool,
+    /// Same as --log-level error: no warnings on stderr.
+    #[arg(short, long, help_heading = "Logging")]
+    pub quiet: bool,
+}

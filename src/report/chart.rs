@@ -1,0 +1,92 @@
+//! Terminal charts for a single device: throughput vs concurrency and throughput vs latency
+//! (TPOT; TTFT for prefill), one curve per parallel layout, over every probe that fits in
+//! memory (SLO violations included, so the curve shows where the limit cuts).
+
+use super::{Report, Row, StopReason};
+use crate::cli::Plan;
+use crate::search::Phase;
+use std::fmt::Write;
+use std::io::IsTerminal;
+use textplots::{Chart, ColorPlot, Plot, Shape};
+
+/// Charts print for one device with fixed-length input, when forced or stdout is a terminal.
+pub fn enabled(plan: &Plan) -> bool {
+    let single = plan.devices.len() == 1 && !plan.workload.input.is_variable();
+    match plan.output.plot {
+        Some(forced) => forced && single,
+        None => single && std::io::stdout().is_terminal(),
+    }
+}
+
+const PALETTE: [(u8, u8, u8); 6] = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75)];
+
+fn plotted(r: &Row) -> bool {
+    matches!(r.stop_reason, None | Some(StopReason::TpotLimit) | Some(StopReason::TtftLimit)) && r.throughput.is_finite() && r.throughput > 0.0
+}
+
+fn chart(title: &str, series: &[(String, Vec<(f32, f32)>)], color: bool) -> String {
+    let pts: Vec<(f32, f32)> = series.iter().flat_map(|(_, p)| p.iter().copied()).collect();
+    if pts.is_empty() {
+        return String::new();
+    }
+    let (mut xmin, mut xmax) = pts.iter().fold((f32::MAX, f32::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
+    let pad = ((xmax - xmin) * 0.08).max(1e-3);
+    xmin -= pad;
+    xmax += pad;
+    let shapes: Vec<Shape> = series.iter().map(|(_, p)| Shape::Lines(p.as_slice())).collect();
+    let mut c = Chart::new(200, 60, xmin, xmax);
+    let mut c = &mut c;
+    for (i, s) in shapes.iter().enumerate() {
+        let (r, g, b) = PALETTE[i % PALETTE.len()];
+        c = if color { c.linecolorplot(s, rgb::RGB8 { r, g, b }) } else { c.lineplot(s) };
+    }
+    c.axis();
+    c.figures();
+    let mut out = format!("\n{title}\n");
+    let _ = write!(out, "{c}");
+    for (i, (label, _)) in series.iter().enumerate() {
+        let (r, g, b) = PALETTE[i % PALETTE.len()];
+        if color {
+            let _ = writeln!(out, "  \x1b[38;2;{r};{g};{b}m━━\x1b[0m {label}");
+        } else {
+            let _ = writeln!(out, "  curve {}: {label}", i + 1);
+        }
+    }
+    out
+}
+
+fn series(rows: &[Row], x: impl Fn(&Row) -> Option<f64>) -> Vec<(String, Vec<(f32, f32)>)> {
+    let mut out: Vec<(String, Vec<(f32, f32)>)> = Vec::new();
+    for r in rows.iter().filter(|r| plotted(r)) {
+        let Some(xv) = x(r).filter(|v| v.is_finite()) else { continue };
+        let p = (xv as f32, r.throughput as f32);
+        match out.iter_mut().find(|(l, _)| *l == r.parallel) {
+            Some((_, v)) => v.push(p),
+            None => out.push((r.parallel.clone(), vec![p])),
+        }
+    }
+    for (_, v) in out.iter_mut() {
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    out
+}
+
+pub fn render(report: &Report) -> String {
+    let color = std::io::stdout().is_terminal();
+    let mut s = String::new();
+    for d in &report.devices {
+        for p in &d.phases {
+            let prefix = match p.phase {
+                Phase::Aggregated => format!("{}_{}", d.device, report.inputs.model),
+                Phase::Prefill => format!("{}_{}_disagg_prefill", d.device, report.inputs.model),
+                Phase::Decode => format!("{}_{}_disagg_decode", d.device, report.inputs.model),
+            };
+            let unit = if p.phase == Phase::Prefill { "input token/s" } else { "token/s" };
+            s += &chart(&format!("{prefix}: Throughput ({unit}) vs concurrency"), &series(&p.rows, |r| Some(r.concurrency as f64)), color);
+            let (lat, name): (fn(&Row) -> Option<f64>, &str) =
+                if p.phase == Phase::Prefill { (|r| r.ttft_ms, "TTFT (ms)") } else { (|r| r.tpot_ms, "TPOT (ms)") };
+            s += &chart(&format!("{prefix}: Throughput ({unit}) vs {name}"), &series(&p.rows, lat), color);
+        }
+    }
+    s
+}

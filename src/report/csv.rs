@@ -1,0 +1,63 @@
+//! `--output csv`: every probed row of every device and phase, one line each.
+
+use super::Report;
+
+pub const COLUMNS: &[&str] = &[
+    "device", "phase", "parallel", "tp", "dp", "ep", "moe_tp", "moe_dp", "dcp", "mtp", "batch_size", "concurrency", "num_devices",
+    "ttft_ms", "tpot_ms", "tpot_amortized_ms", "tpot_inter_token_ms", "throughput_tok_s", "throughput_per_device_tok_s", "qps",
+    "weight_gb", "kv_cache_gb", "activation_gb", "avail_gb", "max_batched_tokens", "prefill_num_chunks", "effective_input_length",
+    "feasible", "stop_reason", "best_rank",
+];
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or(String::new(), |x| if x.is_finite() { format!("{x:.4}") } else { "inf".into() })
+}
+
+pub fn render(report: &Report) -> Result<String, String> {
+    let mut w = ::csv::Writer::from_writer(Vec::new());
+    let err = |e: ::csv::Error| format!("cannot write CSV: {e}");
+    w.write_record(COLUMNS).map_err(err)?;
+    for d in &report.devices {
+        for p in &d.phases {
+            for r in &p.rows {
+                let rank = p.best.iter().position(|b| b.parallel == r.parallel && b.batch_size == r.batch_size).map(|i| (i + 1).to_string()).unwrap_or_default();
+                let l = &r.layout;
+                w.write_record([
+                    r.device.clone(),
+                    serde_json::to_value(r.phase).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+                    r.parallel.clone(),
+                    l.tp.to_string(),
+                    l.dp.to_string(),
+                    l.ep.to_string(),
+                    l.moe_tp.to_string(),
+                    l.moe_dp.to_string(),
+                    l.dcp.to_string(),
+                    r.mtp.to_string(),
+                    r.batch_size.to_string(),
+                    r.concurrency.to_string(),
+                    r.num_devices.to_string(),
+                    opt(r.ttft_ms),
+                    opt(r.tpot_ms),
+                    opt(r.tpot_amortized_ms),
+                    opt(r.tpot_inter_token_ms),
+                    format!("{:.4}", r.throughput),
+                    format!("{:.4}", r.throughput_per_device),
+                    opt(r.qps),
+                    format!("{:.4}", r.memory.weight_gb),
+                    format!("{:.4}", r.memory.kv_cache_gb),
+                    format!("{:.4}", r.memory.activation_gb),
+                    format!("{:.4}", r.memory.avail_gb),
+                    r.max_batched_tokens.to_string(),
+                    r.prefill_num_chunks.to_string(),
+                    r.effective_input_length.to_string(),
+                    r.feasible().to_string(),
+                    r.stop_reason.map(|s| s.describe().to_string()).unwrap_or_default(),
+                    rank,
+                ])
+                .map_err(err)?;
+            }
+        }
+    }
+    let bytes = w.into_inner().map_err(|e| format!("cannot write CSV: {e}"))?;
+    String::from_utf8(bytes).map_err(|e| e.to_string())
+}

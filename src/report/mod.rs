@@ -1,0 +1,289 @@
+//! Results as data first: every probed [`Row`], the best rows per mode, P/D ratio matches,
+//! inputs and engine — one [`Report`] value. Writers ([`table`], [`json`], [`csv`]) and
+//! [`chart`]s render it; snapshot tests compare it.
+
+pub mod chart;
+pub mod csv;
+pub mod json;
+pub mod table;
+pub mod trace;
+
+use crate::cost::memory::MemoryUse;
+use crate::cost::{Breakdown, ParallelConfig};
+use crate::search::Phase;
+use serde::{Deserialize, Serialize};
+
+pub const DISCLAIMER: &str = "These results come from throughput modelling and are a planning reference only: actual \
+performance depends on the runtime, topology, software stack and real traffic, so validate on the real serving \
+stack with your workload before deciding.";
+
+/// Why a probe is infeasible.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    PrefillOom,
+    DecodeOom,
+    MemoryOom,
+    TpotLimit,
+    TtftLimit,
+}
+
+impl StopReason {
+    pub fn describe(self) -> &'static str {
+        match self {
+            StopReason::PrefillOom => "out of memory in prefill",
+            StopReason::DecodeOom => "out of memory in decode",
+            StopReason::MemoryOom => "out of memory",
+            StopReason::TpotLimit => "TPOT above the limit",
+            StopReason::TtftLimit => "TTFT above the limit",
+        }
+    }
+}
+
+/// One composition line of a variable-length batch (per DP replica).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompositionRow {
+    pub num_input_tokens: u64,
+    pub query_len: u64,
+    pub request_ratio: f64,
+    pub samples: u64,
+}
+
+/// One probed (candidate, batch size) with its metrics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub device: String,
+    pub phase: Phase,
+    pub parallel: String,
+    pub layout: ParallelConfig,
+    pub mtp: u32,
+    /// Requests per DP replica.
+    pub batch_size: u32,
+    /// Requests in flight over all replicas.
+    pub concurrency: u64,
+    pub num_devices: u32,
+    pub ttft_ms: Option<f64>,
+    /// TPOT under the plan's definition.
+    pub tpot_ms: Option<f64>,
+    pub tpot_amortized_ms: Option<f64>,
+    pub tpot_inter_token_ms: Option<f64>,
+    /// Output tokens/s (aggregation, decode) or input tokens/s (prefill).
+    pub throughput: f64,
+    pub throughput_per_device: f64,
+    /// Requests per second.
+    pub qps: Option<f64>,
+    pub memory: MemoryUse,
+    pub breakdown_prefill: Option<Breakdown>,
+    pub breakdown_decode: Option<Breakdown>,
+    pub max_batched_tokens: u64,
+    pub prefill_num_chunks: u64,
+    pub effective_input_length: u64,
+    pub stop_reason: Option<StopReason>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub composition: Vec<CompositionRow>,
+}
+
+impl Row {
+    pub fn feasible(&self) -> bool {
+        self.stop_reason.is_none()
+    }
+
+    /// A row with only the batch size set (tests of the search).
+    pub fn probe_stub(batch: u32) -> Row {
+        Row {
+            device: String::new(),
+            phase: Phase::Aggregated,
+            parallel: String::new(),
+            layout: ParallelConfig::dense(1, 1),
+            mtp: 0,
+            batch_size: batch,
+            concurrency: batch as u64,
+            num_devices: 1,
+            ttft_ms: None,
+            tpot_ms: None,
+            tpot_amortized_ms: None,
+            tpot_inter_token_ms: None,
+            throughput: 0.0,
+            throughput_per_device: 0.0,
+            qps: None,
+            memory: MemoryUse::default(),
+            breakdown_prefill: None,
+            breakdown_decode: None,
+            max_batched_tokens: 0,
+            prefill_num_chunks: 0,
+            effective_input_length: 0,
+            stop_reason: None,
+            composition: Vec::new(),
+        }
+    }
+
+    /// The breakdown that describes this row's bottleneck: decode for aggregation and decode,
+    /// prefill for prefill, weighted by time when both exist.
+    pub fn breakdown(&self) -> Option<Breakdown> {
+        match (self.breakdown_prefill, self.breakdown_decode) {
+            (Some(p), Some(d)) => {
+                let mut b = Breakdown::default();
+                b.add_scaled(&p, 1.0);
+                b.add_scaled(&d, 1.0);
+                Some(b)
+            }
+            (p, d) => p.or(d),
+        }
+    }
+}
+
+/// Filter rows by the SLO, rank by throughput and keep the best row per parallel layout.
+pub fn best_per_layout(rows: &[Row], ttft_limit: f64, tpot_limit: f64) -> Vec<Row> {
+    let mut ok: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.feasible())
+        .filter(|r| r.tpot_ms.unwrap_or(0.0) <= tpot_limit && r.ttft_ms.unwrap_or(0.0) <= ttft_limit)
+        .collect();
+    ok.sort_by(|a, b| b.throughput.total_cmp(&a.throughput).then(a.concurrency.cmp(&b.concurrency)));
+    let mut out: Vec<Row> = Vec::new();
+    for r in ok {
+        if !out.iter().any(|o| o.parallel == r.parallel) {
+            out.push(r.clone());
+        }
+    }
+    out
+}
+
+/// One P/D pairing of a prefill row and a decode row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PdRow {
+    pub pd_ratio: f64,
+    pub balanced_qps: f64,
+    pub p_qps: f64,
+    pub d_qps: f64,
+    pub ttft_ms: f64,
+    pub tpot_ms: f64,
+    pub p_parallel: String,
+    pub d_parallel: String,
+    pub p_devices: u32,
+    pub d_devices: u32,
+    pub p_batch_size: u32,
+    pub d_batch_size: u32,
+    pub p_concurrency: u64,
+    pub d_concurrency: u64,
+}
+
+/// How many prefill and decode instances `--num-devices` holds at the matched ratio.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstanceSplit {
+    pub prefill_instances: u32,
+    pub decode_instances: u32,
+    pub prefill_devices: u32,
+    pub decode_devices: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PdRatioResult {
+    pub rows: Vec<PdRow>,
+    pub split: Option<InstanceSplit>,
+    pub total_devices: Option<u32>,
+}
+
+/// All probes of one phase on one device, and the ranked best rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseResult {
+    pub phase: Phase,
+    pub num_devices: u32,
+    pub rows: Vec<Row>,
+    pub best: Vec<Row>,
+    /// Layouts skipped because the model cannot run them.
+    pub skipped: Vec<String>,
+    /// Why layouts produced no feasible row (for "no configuration" messages).
+    pub failures: Vec<String>,
+}
+
+/// Profile numbers shown in the cross-hardware comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileSummary {
+    pub cube_tflops: f64,
+    pub vector_tflops: f64,
+    pub hbm_tib_s: f64,
+    pub memory_gib: f64,
+    pub comm_grid: String,
+    pub comm_gb_s: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceResult {
+    pub device: String,
+    pub profile: ProfileSummary,
+    pub phases: Vec<PhaseResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pd_ratio: Option<PdRatioResult>,
+    /// Approximations taken by the cost model (e.g. a missing dtype peak).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// The run's inputs, echoed in every format.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Inputs {
+    pub model: String,
+    pub model_source: String,
+    pub devices: Vec<String>,
+    pub num_devices: u32,
+    pub mode: String,
+    pub input_length: String,
+    pub output_length: String,
+    pub effective_input_length: u64,
+    pub quantize_linear_action: String,
+    pub quantize_non_expert_linear_action: Option<String>,
+    pub quantize_attention_action: String,
+    pub compile: bool,
+    pub ttft_limit_ms: Option<f64>,
+    pub tpot_limit_ms: Option<f64>,
+    pub tpot_definition: String,
+    pub prefix_cache_hit_rate: f64,
+    pub mtp_tokens: Vec<u32>,
+    pub mtp_acceptance_rates: Vec<f64>,
+    pub max_batched_tokens: Option<Vec<u64>>,
+    pub batch_range: (u32, Option<u32>),
+    pub reserved_memory_gb: f64,
+    pub serving_cost_ms: f64,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub tool: String,
+    pub version: String,
+    pub engine: String,
+    pub inputs: Inputs,
+    pub devices: Vec<DeviceResult>,
+    pub warnings: Vec<String>,
+    pub disclaimer: String,
+}
+
+impl Report {
+    /// Best rows of `phase` over all devices, one per device (cross-hardware summary).
+    pub fn cross_hardware(&self, phase: Phase) -> Vec<Row> {
+        let mut v: Vec<Row> = self
+            .devices
+            .iter()
+            .filter_map(|d| d.phases.iter().find(|p| p.phase == phase).and_then(|p| p.best.first().cloned()))
+            .collect();
+        v.sort_by(|a, b| b.throughput.total_cmp(&a.throughput));
+        v
+    }
+}
+
+/// Render the report in the plan's output format (charts appended to tables when enabled).
+pub fn render(plan: &crate::cli::Plan, report: &Report) -> Result<String, String> {
+    match plan.output.format {
+        crate::cli::OutputFormat::Table => {
+            let mut s = table::render(plan, report);
+            if chart::enabled(plan) {
+                s += &chart::render(report);
+            }
+            Ok(s)
+        }
+        crate::cli::OutputFormat::Json => json::render(report),
+        crate::cli::OutputFormat::Csv => csv::render(report),
+    }
+}

@@ -1,0 +1,566 @@
+//! The text report: the original's layout (banners, input configuration, memory info, overall
+//! best, top-N tables per mode, cross-hardware tables) plus the engine, the TPOT definition,
+//! the bottleneck of the best row and the disclaimer.
+
+use super::{DeviceResult, PdRatioResult, PhaseResult, Report, Row};
+use crate::cli::{Mode, Plan};
+use crate::hardware::DeviceRegistry;
+use crate::search::Phase;
+use comfy_table::{CellAlignment, Table};
+use std::fmt::Write;
+
+/// PrettyTable's look: `+---+` borders, a `-` line under the header, no lines between rows.
+const PRETTY: &str = "||--+-++|    ++++++";
+
+pub fn new_table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(PRETTY);
+    t.set_header(header.iter().map(|h| h.to_string()));
+    t
+}
+
+fn centered(mut t: Table) -> String {
+    for col in t.column_iter_mut() {
+        col.set_cell_alignment(CellAlignment::Center);
+    }
+    t.to_string()
+}
+
+/// Python's `str(float)` for limits: 50.0, 12.5, inf, None.
+pub fn py_float(v: Option<f64>) -> String {
+    match v {
+        None => "None".into(),
+        Some(x) if x.is_infinite() => "inf".into(),
+        Some(x) if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.1}"),
+        Some(x) => format!("{x}"),
+    }
+}
+
+pub fn f2(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.2}"),
+        Some(x) if x.is_infinite() => "inf".into(),
+        _ => "-".into(),
+    }
+}
+
+fn f3(v: f64) -> String {
+    format!("{v:.3}")
+}
+
+const STARS: usize = 80;
+
+fn banner(width: usize) -> String {
+    "*".repeat(width)
+}
+
+fn rule(width: usize) -> String {
+    format!("    {}", "-".repeat(width - 4))
+}
+
+fn phase_title(phase: Phase, n: usize, varlen: bool) -> String {
+    match (phase, varlen) {
+        (Phase::Aggregated, false) => format!("Top {n} PD Aggregated Configurations: "),
+        (Phase::Prefill, false) => format!("Top {n} PD Disaggregated Prefill Configurations: "),
+        (Phase::Decode, false) => format!("Top {n} PD Disaggregated Decode Configurations: "),
+        (Phase::Aggregated, true) => format!("Top {n} Aggregation Configurations: "),
+        (Phase::Prefill, true) => format!("Top {n} Disaggregation (Prefill) Configurations: "),
+        (Phase::Decode, true) => format!("Top {n} Disaggregation (Decode) Configurations: "),
+    }
+}
+
+fn engine_line(plan: &Plan, report: &Report) -> String {
+    let what = match report.engine.as_str() {
+        "analytic" => "analytic (the documented closed-form formulas on the roofline cost model)",
+        "sim" => "sim (discrete-event simulation of the serving scheduler)",
+        _ => "compare (simulator and analytic formulas side by side)",
+    };
+    let def = match plan.serving.tpot_definition {
+        crate::cli::TpotDefinition::Amortized => "amortized (E2E / output length)",
+        crate::cli::TpotDefinition::InterToken => "inter-token ((finish - first token) / (output length - 1))",
+    };
+    format!("Engine: {what}\nTPOT definition: {def}")
+}
+
+fn input_configuration(plan: &Plan, report: &Report, dev: &DeviceResult) -> String {
+    let mut s = String::new();
+    let i = &report.inputs;
+    let _ = writeln!(s, "Input Configuration:");
+    let _ = writeln!(s, "Model: {}", i.model);
+    let _ = writeln!(s, "Quantize Linear action: {}", i.quantize_linear_action);
+    if let Some(q) = &i.quantize_non_expert_linear_action {
+        let _ = writeln!(s, "Quantize Non-expert Linear action: {q}");
+    }
+    let _ = writeln!(s, "Quantize Attention action: {}", i.quantize_attention_action);
+    match &plan.mode {
+        Mode::PdRatio { prefill_devices, decode_devices, total_devices } => {
+            let _ = writeln!(s, "Devices: {} ({prefill_devices} per prefill instance, {decode_devices} per decode instance)", dev.device);
+            if let Some(n) = total_devices {
+                let _ = writeln!(s, "Total devices: {n}");
+            }
+        }
+        _ => {
+            let _ = writeln!(s, "Devices: {} {}", i.num_devices, dev.device);
+        }
+    }
+    let _ = writeln!(s, "Input length: {}  Output length: {}", i.input_length, i.output_length);
+    if i.prefix_cache_hit_rate > 0.0 {
+        let _ = writeln!(s, "Prefix cache hit rate: {} (effective input {} tokens)", i.prefix_cache_hit_rate, i.effective_input_length);
+    }
+    let _ = writeln!(s, "TTFT Limits: {} ms", py_float(i.ttft_limit_ms));
+    let _ = writeln!(s, "TPOT Limits: {} ms", py_float(i.tpot_limit_ms));
+    let _ = writeln!(s, "{}", engine_line(plan, report));
+    s
+}
+
+fn memory_info(plan: &Plan, dev: &DeviceResult) -> String {
+    format!(
+        "Memory Info:\nTotal device memory: {:.3} GB\nReserved memory: {:.3} GB\n",
+        dev.profile.memory_gib, plan.serving.reserved_memory_gb
+    )
+}
+
+fn bottleneck_line(r: &Row) -> Option<String> {
+    let (which, b) = match (r.phase, r.breakdown_prefill, r.breakdown_decode) {
+        (Phase::Prefill, Some(b), _) => ("prefill forward", b),
+        (_, _, Some(b)) => ("decode step", b),
+        (_, Some(b), _) => ("prefill forward", b),
+        _ => return None,
+    };
+    Some(format!("Bottleneck ({which}): {} — {}", b.bottleneck(), b.label()))
+}
+
+fn overall_best(r: &Row) -> String {
+    let mut s = String::from("Overall Best Configuration:\n");
+    let _ = writeln!(s, "Best Throughput: {:.2} tokens/s", r.throughput);
+    if let Some(t) = r.ttft_ms {
+        let _ = writeln!(s, "TTFT: {t:.2} ms");
+    }
+    if let Some(t) = r.tpot_ms {
+        let _ = writeln!(s, "TPOT: {t:.2} ms");
+    }
+    let _ = writeln!(s, "Parallel: {}  batch size {}  concurrency {}", r.parallel, r.batch_size, r.concurrency);
+    if let Some(b) = bottleneck_line(r) {
+        let _ = writeln!(s, "{b}");
+    }
+    s
+}
+
+fn phase_table(p: &PhaseResult, top: Option<usize>) -> String {
+    let rows: Vec<&Row> = p.best.iter().take(top.unwrap_or(usize::MAX)).collect();
+    let varlen = rows.iter().any(|r| !r.composition.is_empty());
+    let mut s = phase_title(p.phase, rows.len(), varlen);
+    s.push('\n');
+    if varlen {
+        let mut h = vec!["Top", "num_devices", "num_input_tokens", "request_ratio", "samples", "concurrency", "TTFT (ms)"];
+        if p.phase == Phase::Aggregated {
+            h.push("TPOT (ms)");
+        }
+        h.extend(["Throughput (token/s)", "parallel", "batch_size"]);
+        let mut t = new_table(&h);
+        for (i, r) in rows.iter().enumerate() {
+            let mut cells = vec![(i + 1).to_string(), r.num_devices.to_string(), "all".into(), "1.000".into(), r.batch_size.to_string(), r.concurrency.to_string(), f2(r.ttft_ms)];
+            if p.phase == Phase::Aggregated {
+                cells.push(f2(r.tpot_ms));
+            }
+            cells.extend([format!("{:.2}", r.throughput), r.parallel.clone(), r.batch_size.to_string()]);
+            t.add_row(cells);
+            for c in &r.composition {
+                let mut cells = vec![
+                    "-".to_string(),
+                    r.num_devices.to_string(),
+                    c.num_input_tokens.to_string(),
+                    format!("{:.3}", c.request_ratio),
+                    c.samples.to_string(),
+                    r.concurrency.to_string(),
+                    "-".into(),
+                ];
+                if p.phase == Phase::Aggregated {
+                    cells.push("-".into());
+                }
+                cells.extend(["-".into(), r.parallel.clone(), r.batch_size.to_string()]);
+                t.add_row(cells);
+            }
+        }
+        s += &centered(t);
+        s.push('\n');
+        return s;
+    }
+    let latency: &[&str] = match p.phase {
+        Phase::Aggregated => &["TTFT (ms)", "TPOT (ms)"],
+        Phase::Prefill => &["QPS (req/s)", "TTFT (ms)"],
+        Phase::Decode => &["QPS (req/s)", "TPOT (ms)"],
+    };
+    let mut h = vec!["Top", "Throughput (token/s)"];
+    h.extend(latency);
+    h.extend(["concurrency", "num_devices", "parallel", "batch_size", "weight_GB", "kv_cache_GB", "activation_GB", "avail_GB"]);
+    let mut t = new_table(&h);
+    for (i, r) in rows.iter().enumerate() {
+        let mut cells = vec![(i + 1).to_string(), format!("{:.2}", r.throughput)];
+        match p.phase {
+            Phase::Aggregated => cells.extend([f2(r.ttft_ms), f2(r.tpot_ms)]),
+            Phase::Prefill => cells.extend([f2(r.qps), f2(r.ttft_ms)]),
+            Phase::Decode => cells.extend([f2(r.qps), f2(r.tpot_ms)]),
+        }
+        cells.extend([
+            r.concurrency.to_string(),
+            r.num_devices.to_string(),
+            r.parallel.clone(),
+            r.batch_size.to_string(),
+            f3(r.memory.weight_gb),
+            f3(r.memory.kv_cache_gb),
+            f3(r.memory.activation_gb),
+            f3(r.memory.avail_gb),
+        ]);
+        t.add_row(cells);
+    }
+    s += &centered(t);
+    s.push('\n');
+    s
+}
+
+/// Why a phase has no row, in plain words.
+fn no_result(p: &PhaseResult) -> String {
+    let mut s = String::from("No configurations satisfy the current TTFT/TPOT filters.\n");
+    if !p.failures.is_empty() {
+        s += "Why:\n";
+        for f in &p.failures {
+            let _ = writeln!(s, "  - {f}");
+        }
+    } else if p.rows.iter().any(|r| r.feasible()) {
+        s += "Every layout has feasible batch sizes, but none meets the limits: relax --ttft-limits/--tpot-limits.\n";
+    }
+    if !p.skipped.is_empty() {
+        s += "Layouts the model cannot run:\n";
+        for f in &p.skipped {
+            let _ = writeln!(s, "  - {f}");
+        }
+    }
+    s
+}
+
+fn phase_block(plan: &Plan, report: &Report, dev: &DeviceResult, p: &PhaseResult) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{}", banner(STARS));
+    let _ = writeln!(s, "{}", rule(STARS));
+    s += &input_configuration(plan, report, dev);
+    let _ = writeln!(s, "{}", rule(STARS));
+    s += &memory_info(plan, dev);
+    let _ = writeln!(s, "{}", rule(STARS));
+    match p.best.first() {
+        None => s += &no_result(p),
+        Some(best) => {
+            s += &overall_best(best);
+            let _ = writeln!(s, "{}", rule(STARS));
+            s += &phase_table(p, plan.output.top);
+        }
+    }
+    let _ = writeln!(s, "{}", banner(STARS));
+    s
+}
+
+fn pd_block(plan: &Plan, report: &Report, dev: &DeviceResult, pd: &PdRatioResult) -> String {
+    const W: usize = 120;
+    let mut s = String::new();
+    let _ = writeln!(s, "{}", banner(W));
+    let _ = writeln!(s, "{}", rule(W));
+    s += &input_configuration(plan, report, dev);
+    let _ = writeln!(s, "{}", rule(W));
+    s += &memory_info(plan, dev);
+    let _ = writeln!(s, "{}", rule(W));
+    let Some(b) = pd.rows.first() else {
+        s += "No configurations satisfy the current TTFT/TPOT filters.\n";
+        for p in &dev.phases {
+            if p.best.is_empty() {
+                let what = if p.phase == Phase::Prefill { "prefill" } else { "decode" };
+                let _ = writeln!(s, "No feasible {what} instance:");
+                s += &no_result(p);
+            }
+        }
+        let _ = writeln!(s, "{}", banner(W));
+        return s;
+    };
+    s += "Overall Best Configuration:\n";
+    let _ = writeln!(s, "PD Ratio: {:.2} (P Instance:D Instance)", b.pd_ratio);
+    let _ = writeln!(s, "Balanced QPS: {:.2} req/s", b.balanced_qps);
+    let _ = writeln!(
+        s,
+        "Prefill QPS: {:.2} req/s (TTFT: {:.2} ms, Parallel: {}, Batch: {}, Concurrency: {})",
+        b.p_qps, b.ttft_ms, b.p_parallel, b.p_batch_size, b.p_concurrency
+    );
+    let _ = writeln!(
+        s,
+        "Decode QPS: {:.2} req/s (TPOT: {:.2} ms, Parallel: {}, Batch: {}, Concurrency: {})",
+        b.d_qps, b.tpot_ms, b.d_parallel, b.d_batch_size, b.d_concurrency
+    );
+    match (&pd.split, pd.total_devices) {
+        (Some(sp), Some(n)) => {
+            let _ = writeln!(s, "P Instances: {} ({} devices)", sp.prefill_instances, sp.prefill_devices);
+            let _ = writeln!(s, "D Instances: {} ({} devices)", sp.decode_instances, sp.decode_devices);
+            let _ = writeln!(s, "Devices used: {} of {n}", sp.prefill_devices + sp.decode_devices);
+        }
+        (None, Some(n)) => {
+            let _ = writeln!(s, "No P/D instance split fits in {n} devices.");
+        }
+        _ => {}
+    }
+    let _ = writeln!(s, "{}", rule(W));
+    let rows: Vec<_> = pd.rows.iter().take(plan.output.top.unwrap_or(usize::MAX)).collect();
+    let _ = writeln!(s, "Top {} PD Ratio Configurations:", rows.len());
+    let mut t = new_table(&[
+        "Top",
+        "PD Ratio",
+        "Balanced QPS (req/s)",
+        "P QPS (req/s)",
+        "D QPS (req/s)",
+        "TTFT (ms)",
+        "TPOT (ms)",
+        "P Parallel",
+        "D Parallel",
+        "P Devices/Instance",
+        "D Devices/Instance",
+        "P Batch Size",
+        "D Batch Size",
+        "P Concurrency",
+        "D Concurrency",
+    ]);
+    for (i, r) in rows.iter().enumerate() {
+        t.add_row(vec![
+            (i + 1).to_string(),
+            format!("{:.2}", r.pd_ratio),
+            format!("{:.2}", r.balanced_qps),
+            format!("{:.2}", r.p_qps),
+            format!("{:.2}", r.d_qps),
+            format!("{:.2}", r.ttft_ms),
+            format!("{:.2}", r.tpot_ms),
+            r.p_parallel.clone(),
+            r.d_parallel.clone(),
+            r.p_devices.to_string(),
+            r.d_devices.to_string(),
+            r.p_batch_size.to_string(),
+            r.d_batch_size.to_string(),
+            r.p_concurrency.to_string(),
+            r.d_concurrency.to_string(),
+        ]);
+    }
+    s += &centered(t);
+    s.push('\n');
+    let _ = writeln!(s, "{}", banner(W));
+    s
+}
+
+fn profile_table(report: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{}", banner(108));
+    let _ = writeln!(s, "Cross-hardware - device profile summary (modeling abstraction vs performance merge tables)");
+    let _ = writeln!(s, "Device profile parameter comparison (effective compute / memory BW / comm BW)");
+    let _ = writeln!(s, "{}", rule(108));
+    let mut t = new_table(&["Device", "Cube Compute (TFLOPS)", "Vector Compute (TFLOPS)", "HBM BW (TB/s)", "Memory (GB)", "Comm Grid", "Comm BW (GB/s)"]);
+    for d in &report.devices {
+        let p = &d.profile;
+        t.add_row(vec![
+            d.device.clone(),
+            format!("{:.2}", p.cube_tflops),
+            format!("{:.2}", p.vector_tflops),
+            format!("{:.3}", p.hbm_tib_s),
+            format!("{:.1}", p.memory_gib),
+            p.comm_grid.clone(),
+            p.comm_gb_s.clone(),
+        ]);
+    }
+    s += &centered(t);
+    s.push('\n');
+    s
+}
+
+fn cross_phase_table(report: &Report, phase: Phase) -> String {
+    let rows = report.cross_hardware(phase);
+    let mut s = String::new();
+    let title = match phase {
+        Phase::Aggregated => "Cross-hardware - PD Aggregated (best throughput config per device under TTFT/TPOT limits)",
+        Phase::Prefill => "Cross-hardware - PD Disaggregated Prefill (best throughput config per device under the TTFT limit)",
+        Phase::Decode => "Cross-hardware - PD Disaggregated Decode (best throughput config per device under the TPOT limit)",
+    };
+    let _ = writeln!(s, "{}", banner(100));
+    let _ = writeln!(s, "{title}");
+    let _ = writeln!(s, "{}", rule(100));
+    let mut t = match phase {
+        Phase::Aggregated => new_table(&["Top", "Device", "Throughput (token/s)", "TTFT (ms)", "TPOT (ms)", "Concurrency", "Parallel", "Batch", "num_devices"]),
+        Phase::Prefill => new_table(&["Top", "Device", "Prefill throughput (token/s)", "QPS (req/s)", "TTFT (ms)", "TPOT (ms)", "Concurrency", "Parallel", "Batch", "num_devices"]),
+        Phase::Decode => new_table(&["Top", "Device", "Decode throughput (token/s)", "QPS (req/s)", "TTFT (ms)", "TPOT (ms)", "Concurrency", "Parallel", "Batch", "num_devices"]),
+    };
+    for (i, r) in rows.iter().enumerate() {
+        let mut cells = vec![(i + 1).to_string(), r.device.clone(), format!("{:.2}", r.throughput)];
+        if phase != Phase::Aggregated {
+            cells.push(f2(r.qps));
+        }
+        cells.extend([f2(r.ttft_ms), f2(r.tpot_ms), r.concurrency.to_string(), r.parallel.clone(), r.batch_size.to_string(), r.num_devices.to_string()]);
+        t.add_row(cells);
+    }
+    let missing: Vec<&str> = report
+        .devices
+        .iter()
+        .filter(|d| d.phases.iter().any(|p| p.phase == phase && p.best.is_empty()))
+        .map(|d| d.device.as_str())
+        .collect();
+    s += &centered(t);
+    s.push('\n');
+    if !missing.is_empty() {
+        let _ = writeln!(s, "No configuration meets the limits on: {}", missing.join(", "));
+    }
+    s
+}
+
+fn cross_pd_table(report: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{}", banner(100));
+    let _ = writeln!(s, "Cross-hardware - PD Ratio (best balanced QPS per device under TTFT/TPOT limits)");
+    let _ = writeln!(s, "{}", rule(100));
+    let mut t = new_table(&["Top", "Device", "Balanced QPS (req/s)", "PD Ratio (P:D inst)", "P QPS", "D QPS", "TTFT", "TPOT", "P inst", "D inst"]);
+    let mut best: Vec<(&str, &super::PdRow, Option<super::InstanceSplit>)> = report
+        .devices
+        .iter()
+        .filter_map(|d| d.pd_ratio.as_ref().and_then(|pd| pd.rows.first().map(|r| (d.device.as_str(), r, pd.split))))
+        .collect();
+    best.sort_by(|a, b| b.1.balanced_qps.total_cmp(&a.1.balanced_qps));
+    for (i, (dev, r, split)) in best.iter().enumerate() {
+        t.add_row(vec![
+            (i + 1).to_string(),
+            dev.to_string(),
+            format!("{:.2}", r.balanced_qps),
+            format!("{:.2}", r.pd_ratio),
+            format!("{:.2}", r.p_qps),
+            format!("{:.2}", r.d_qps),
+            format!("{:.2}", r.ttft_ms),
+            format!("{:.2}", r.tpot_ms),
+            split.map_or("-".into(), |s| s.prefill_instances.to_string()),
+            split.map_or("-".into(), |s| s.decode_instances.to_string()),
+        ]);
+    }
+    s += &centered(t);
+    s.push('\n');
+    s += "Note: the P/D instance split is a heuristic (P instances ≈ D instances × PD ratio) within --num-devices.\n";
+    s
+}
+
+/// The raw rows (`--dump-original-results`), every probe, the original's columns.
+fn dump(report: &Report) -> String {
+    let mut s = String::new();
+    for d in &report.devices {
+        for p in &d.phases {
+            let agg = p.phase == Phase::Aggregated;
+            let mut h = vec![
+                "device_name", "num_devices", "model_id", "quantize_linear_action", "quantize_attention_action", "input_length", "output_length",
+                "effective_input_length", "max_batched_tokens", "prefill_num_chunks", "concurrency", "ttft", "tpot", "token/s", "token/s/device",
+                "parallel", "batch_size",
+            ];
+            if agg {
+                h.extend(["percentage_breakdowns(p)", "percentage_breakdowns(d)"]);
+            } else {
+                h.push("percentage_breakdowns");
+            }
+            h.extend(["weight_GB", "kv_cache_GB", "activation_GB", "avail_GB", "stop_reason"]);
+            let mut t = new_table(&h);
+            for r in &p.rows {
+                let br = |b: Option<crate::cost::Breakdown>| b.map_or("-".into(), |b| b.label());
+                let mut cells = vec![
+                    r.device.clone(),
+                    r.num_devices.to_string(),
+                    report.inputs.model.clone(),
+                    report.inputs.quantize_linear_action.clone(),
+                    report.inputs.quantize_attention_action.clone(),
+                    report.inputs.input_length.clone(),
+                    report.inputs.output_length.clone(),
+                    r.effective_input_length.to_string(),
+                    r.max_batched_tokens.to_string(),
+                    r.prefill_num_chunks.to_string(),
+                    r.concurrency.to_string(),
+                    r.ttft_ms.map_or("-".into(), f3),
+                    r.tpot_ms.map_or("-".into(), f3),
+                    f3(r.throughput),
+                    f3(r.throughput_per_device),
+                    r.parallel.clone(),
+                    r.batch_size.to_string(),
+                ];
+                if agg {
+                    cells.extend([br(r.breakdown_prefill), br(r.breakdown_decode)]);
+                } else {
+                    cells.push(br(r.breakdown()));
+                }
+                cells.extend([
+                    f3(r.memory.weight_gb),
+                    f3(r.memory.kv_cache_gb),
+                    f3(r.memory.activation_gb),
+                    f3(r.memory.avail_gb),
+                    r.stop_reason.map_or("-".into(), |x| x.describe().to_string()),
+                ]);
+                t.add_row(cells);
+            }
+            s += &t.to_string();
+            s.push('\n');
+        }
+    }
+    s
+}
+
+/// The whole text report.
+pub fn render(plan: &Plan, report: &Report) -> String {
+    if plan.output.dump_original {
+        let mut s = dump(report);
+        s += &format!("\n{}\n", report.disclaimer);
+        return s;
+    }
+    let mut s = String::new();
+    for d in &report.devices {
+        if let Some(pd) = &d.pd_ratio {
+            s += &pd_block(plan, report, d, pd);
+        } else {
+            for p in &d.phases {
+                s += &phase_block(plan, report, d, p);
+            }
+        }
+        for n in &d.notes {
+            let _ = writeln!(s, "Note ({}): {n}", d.device);
+        }
+    }
+    if report.devices.len() >= 2 {
+        s += &profile_table(report);
+        match &plan.mode {
+            Mode::PdRatio { .. } => s += &cross_pd_table(report),
+            _ => {
+                for p in &report.devices[0].phases {
+                    s += &cross_phase_table(report, p.phase);
+                }
+            }
+        }
+    }
+    let _ = writeln!(s, "\n{}", report.disclaimer);
+    s
+}
+
+/// `--list-devices`
+pub fn device_list(reg: &DeviceRegistry) -> String {
+    let mut t = new_table(&["Device", "Vendor", "Cube bf16 (TFLOPS, eff.)", "Memory (GiB)", "HBM BW (TiB/s, eff.)", "Comm Grid", "Max devices", "Source"]);
+    for (p, origin) in reg.profiles() {
+        t.add_row(vec![
+            p.name.clone(),
+            p.vendor.clone(),
+            format!("{:.2}", p.display_cube_tflops()),
+            format!("{:.1}", p.memory_gib()),
+            format!("{:.3}", p.display_hbm_tib_s()),
+            p.grid_shape(),
+            p.grid_size().to_string(),
+            origin.to_string(),
+        ]);
+    }
+    format!("{t}\n")
+}
+
+/// `--list-models`
+pub fn model_list() -> String {
+    let mut t = new_table(&["Model", "Type", "Architecture"]);
+    for m in crate::model::catalog::all() {
+        t.add_row(vec![m.id.clone(), m.model_type.clone(), m.summary()]);
+    }
+    format!("{t}\nAlso accepted: a directory with a config.json, a path to a config.json, or a model in the local Hugging Face cache.\n")
+}

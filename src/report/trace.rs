@@ -1,0 +1,82 @@
+//! `--chrome-trace-file`: the operator timeline of the best configuration's steps (a prefill
+//! forward and a decode step at the shapes the engine priced), one trace file per device, in
+//! the Chrome trace-event format (chrome://tracing, Perfetto).
+
+use super::Report;
+use crate::analytic::engine::RooflineOracle;
+use crate::cli::Plan;
+use crate::cost::{BatchShape, PhaseLoad};
+use crate::search::{CandidateCtx, Phase};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+fn path_for(base: &Path, device: &str, several: bool) -> PathBuf {
+    if !several {
+        return base.to_path_buf();
+    }
+    let stem = base.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "trace".into());
+    let ext = base.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+    base.with_file_name(format!("{stem}_{device}{ext}"))
+}
+
+/// Events of one step: operators back to back (each operator kind as one span covering all
+/// its repetitions), with their bound components as arguments.
+fn step_events(ctx: &CandidateCtx, shape: &BatchShape, name: &str, tid: u32, start_us: &mut f64, out: &mut Vec<serde_json::Value>) {
+    for (op, count, t) in ctx.cost.op_times(shape) {
+        let dur = t.total() * count * 1e6;
+        if dur <= 0.0 {
+            continue;
+        }
+        out.push(json!({
+            "name": op, "cat": name, "ph": "X", "pid": 0, "tid": tid, "ts": *start_us, "dur": dur,
+            "args": {"repetitions": count, "cube_us": t.cube * 1e6, "vector_us": t.vector * 1e6,
+                     "memory_us": t.memory * 1e6, "comm_us": t.comm * 1e6, "fixed_us": t.fixed * 1e6}
+        }));
+        *start_us += dur;
+    }
+}
+
+pub fn write(plan: &Plan, report: &Report, base: &Path) -> Result<(), String> {
+    let several = report.devices.len() > 1;
+    for d in &report.devices {
+        let Some(device) = plan.devices.iter().find(|p| p.name == d.device) else { continue };
+        let Some(phase) = d.phases.iter().find(|p| !p.best.is_empty()) else { continue };
+        let best = &phase.best[0];
+        let Some(cand) = crate::search::candidates::enumerate(plan, best.num_devices, phase.phase)
+            .0
+            .into_iter()
+            .find(|c| c.parallel == best.layout && c.mtp == best.mtp)
+        else {
+            continue;
+        };
+        let ctx = CandidateCtx::new(plan, device, cand, phase.phase);
+        let o = RooflineOracle::new(&ctx);
+        let s = &o.shapes;
+        let per_replica = best.batch_size as u64;
+        let mut events = Vec::new();
+        let mut t = 0.0;
+        if phase.phase != Phase::Decode {
+            let q = s.effective.min(best.max_batched_tokens.max(1));
+            let n = (best.max_batched_tokens / q.max(1)).clamp(1, per_replica);
+            let shape = BatchShape { prefill: PhaseLoad::uniform(n, q, q), sampled: n, ..Default::default() };
+            step_events(&ctx, &shape, "prefill forward", 1, &mut t, &mut events);
+        }
+        if phase.phase != Phase::Prefill {
+            let shape = BatchShape {
+                decode: PhaseLoad::uniform(per_replica, s.decode_query, s.decode_seq()),
+                sampled: per_replica * s.decode_query,
+                ..Default::default()
+            };
+            step_events(&ctx, &shape, "decode step", 2, &mut t, &mut events);
+        }
+        let doc = json!({
+            "traceEvents": events,
+            "displayTimeUnit": "ms",
+            "otherData": {"device": d.device, "parallel": best.parallel, "batch_size": best.batch_size, "model": plan.model.id},
+        });
+        let path = path_for(base, &d.device, several);
+        std::fs::write(&path, serde_json::to_string(&doc).map_err(|e| e.to_string())?)
+            .map_err(|e| format!("--chrome-trace-file {}: cannot write: {e}", path.display()))?;
+    }
+    Ok(())
+}

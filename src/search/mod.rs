@@ -1,0 +1,254 @@
+//! Which candidate wins: enumerate layouts per device and phase, search each candidate's batch
+//! size in parallel (rayon, `--jobs`), rank feasible rows, match P/D instances, and assemble
+//! the [`Report`].
+
+pub mod batch;
+pub mod candidates;
+
+pub use candidates::{Candidate, Phase};
+
+use crate::analytic::pd;
+use crate::cli::{EngineKind, Mode, Plan};
+use crate::cost::graph::build_both;
+use crate::cost::{CostOptions, MemoryModel, RooflineCost};
+use crate::hardware::DeviceProfile;
+use crate::report::{DeviceResult, Inputs, PdRatioResult, PhaseResult, ProfileSummary, Report, Row, DISCLAIMER};
+use crate::workload::Lengths;
+use batch::{Probe, ProbeStats};
+use rayon::prelude::*;
+
+/// Everything an engine needs to evaluate one candidate in one phase.
+pub struct CandidateCtx<'a> {
+    pub plan: &'a Plan,
+    pub device: &'a DeviceProfile,
+    pub cand: Candidate,
+    pub phase: Phase,
+    pub label: String,
+    pub cost: RooflineCost,
+    pub mem: MemoryModel,
+}
+
+impl<'a> CandidateCtx<'a> {
+    pub fn new(plan: &'a Plan, device: &'a DeviceProfile, cand: Candidate, phase: Phase) -> Self {
+        let opts = cost_options(plan, &cand);
+        let (cost, mem) = build_both(&plan.model, device, &cand.parallel, &opts);
+        let label = cand.label(&plan.model, plan.serving.speculative.as_ref());
+        CandidateCtx { plan, device, cand, phase, label, cost, mem }
+    }
+
+    pub fn reserved_bytes(&self) -> f64 {
+        crate::cost::memory::bytes_from_gib(self.plan.serving.reserved_memory_gb)
+    }
+}
+
+/// The cost-model options a candidate implies.
+pub fn cost_options(plan: &Plan, cand: &Candidate) -> CostOptions {
+    CostOptions {
+        quant: plan.quant,
+        compile: plan.compile,
+        mtp_tokens: cand.mtp,
+        draft_layers: plan.serving.speculative.as_ref().map_or(0, |s| s.draft_layers),
+        shared_expert_tp: plan.serving.shared_expert_tp,
+        word_embedding_tp: plan.serving.word_embedding_tp,
+        with_vision: plan.workload.images.is_some(),
+    }
+}
+
+/// Evaluates one batch size of one candidate under one token budget.
+pub trait Engine: Sync {
+    fn probe(&self, ctx: &CandidateCtx, batch: u32, budget: u64) -> (Probe, ProbeStats);
+}
+
+/// Token budgets to try: the explicit one, or 4×, 2×, 1× the raw input length (retried in
+/// that order only when the first probe runs out of memory in prefill).
+pub fn budgets(plan: &Plan) -> (Vec<u64>, bool) {
+    match &plan.search.max_batched_tokens {
+        Some(b) => (b.clone(), true),
+        None => {
+            let e = plan.workload.input.mean_raw();
+            let mut v = Vec::new();
+            for m in [4, 2, 1] {
+                let b = (e * m).max(1);
+                if !v.contains(&b) {
+                    v.push(b);
+                }
+            }
+            (v, false)
+        }
+    }
+}
+
+/// Search one candidate: try budgets, run the batch search, return every probe.
+pub fn search_candidate(engine: &dyn Engine, ctx: &CandidateCtx) -> (Vec<Row>, Option<String>) {
+    let (budgets, explicit) = budgets(ctx.plan);
+    let mut last_failure = None;
+    for &budget in &budgets {
+        let mut f = |b: u32| engine.probe(ctx, b, budget);
+        let res = batch::search(ctx.plan.search.batch_min, ctx.plan.search.batch_max, ctx.plan.search.strategy, &mut f);
+        let rows: Vec<Row> = res.probes.into_iter().map(|p| p.row).collect();
+        if rows.iter().any(|r| r.feasible()) || explicit {
+            let failure = res.first_stop.map(|s| format!("{}: {} at batch size {}", ctx.label, s.describe(), ctx.plan.search.batch_min));
+            return (rows, failure);
+        }
+        last_failure = res
+            .first_stop
+            .map(|s| format!("{}: {} at batch size {} (budget {budget} tokens)", ctx.label, s.describe(), ctx.plan.search.batch_min));
+        if res.first_stop != Some(crate::report::StopReason::PrefillOom) {
+            return (rows, last_failure);
+        }
+    }
+    (Vec::new(), last_failure)
+}
+
+/// Search every candidate of one phase on one device, in parallel, results in candidate order.
+pub fn search_phase(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, n: u32, phase: Phase) -> PhaseResult {
+    let (cands, skipped) = candidates::enumerate(plan, n, phase);
+    let results: Vec<(Vec<Row>, Option<String>)> = cands
+        .par_iter()
+        .map(|c| {
+            let ctx = CandidateCtx::new(plan, device, *c, phase);
+            search_candidate(engine, &ctx)
+        })
+        .collect();
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    for (r, f) in results {
+        rows.extend(r);
+        failures.extend(f);
+    }
+    let (ttft, tpot) = phase_limits(plan, phase);
+    let best = crate::report::best_per_layout(&rows, ttft, tpot);
+    PhaseResult { phase, num_devices: n, rows, best, skipped, failures }
+}
+
+/// The limits that filter a phase: prefill ignores TPOT, decode ignores TTFT.
+pub fn phase_limits(plan: &Plan, phase: Phase) -> (f64, f64) {
+    match phase {
+        Phase::Aggregated => (plan.slo.ttft_limit(), plan.slo.tpot_limit()),
+        Phase::Prefill => (plan.slo.ttft_limit(), f64::INFINITY),
+        Phase::Decode => (f64::INFINITY, plan.slo.tpot_limit()),
+    }
+}
+
+fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile) -> DeviceResult {
+    let mut phases = Vec::new();
+    let mut pd_ratio = None;
+    match &plan.mode {
+        Mode::Aggregation => phases.push(search_phase(plan, engine, device, plan.num_devices, Phase::Aggregated)),
+        Mode::Disaggregation { prefill, decode } => {
+            if *prefill {
+                phases.push(search_phase(plan, engine, device, plan.num_devices, Phase::Prefill));
+            }
+            if *decode {
+                phases.push(search_phase(plan, engine, device, plan.num_devices, Phase::Decode));
+            }
+        }
+        Mode::PdRatio { prefill_devices, decode_devices, total_devices } => {
+            let p = search_phase(plan, engine, device, *prefill_devices, Phase::Prefill);
+            let d = search_phase(plan, engine, device, *decode_devices, Phase::Decode);
+            let out = match &plan.workload.output {
+                Lengths::Fixed(o) => *o,
+                Lengths::Distribution(dist) => dist.effective_length(0.0),
+            };
+            let rows = pd::match_rows(&p.rows, &d.rows, out, plan.slo.ttft_limit(), plan.slo.tpot_limit());
+            let split = match (total_devices, rows.first()) {
+                (Some(n), Some(best)) => pd::instance_split(best.pd_ratio, *n, *prefill_devices, *decode_devices),
+                _ => None,
+            };
+            pd_ratio = Some(PdRatioResult { rows, split, total_devices: *total_devices });
+            phases.push(p);
+            phases.push(d);
+        }
+    }
+    // Cost-model approximations are the same for every layout; take them from one.
+    let notes = candidates::enumerate(plan, plan.phase_devices().0, phases[0].phase)
+        .0
+        .first()
+        .map(|c| CandidateCtx::new(plan, device, *c, phases[0].phase).cost.warnings)
+        .unwrap_or_default();
+    DeviceResult {
+        device: device.name.clone(),
+        profile: ProfileSummary {
+            cube_tflops: device.display_cube_tflops(),
+            vector_tflops: device.display_vector_tflops(),
+            hbm_tib_s: device.display_hbm_tib_s(),
+            memory_gib: device.memory_gib(),
+            comm_grid: device.grid_shape(),
+            comm_gb_s: device.display_comm_gb_s(),
+        },
+        phases,
+        pd_ratio,
+        notes,
+    }
+}
+
+/// Run the whole plan. Device profiles run one after another; candidates within a phase run
+/// on `--jobs` threads.
+pub fn run(plan: &Plan) -> Report {
+    let engine: Box<dyn Engine> = match plan.engine {
+        EngineKind::Analytic | EngineKind::Sim | EngineKind::Compare => Box::new(crate::analytic::AnalyticEngine),
+    };
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(plan.jobs).build();
+    let devices: Vec<DeviceResult> = match pool {
+        Ok(pool) => pool.install(|| plan.devices.iter().map(|d| run_device(plan, engine.as_ref(), d)).collect()),
+        Err(_) => plan.devices.iter().map(|d| run_device(plan, engine.as_ref(), d)).collect(),
+    };
+    Report {
+        schema_version: 1,
+        tool: env!("CARGO_PKG_NAME").to_string(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        engine: plan.engine.to_string(),
+        inputs: inputs(plan),
+        devices,
+        warnings: plan.warnings.clone(),
+        disclaimer: DISCLAIMER.to_string(),
+    }
+}
+
+fn inputs(plan: &Plan) -> Inputs {
+    let mode = match &plan.mode {
+        Mode::Aggregation => "aggregation".to_string(),
+        Mode::Disaggregation { prefill, decode } => match (prefill, decode) {
+            (true, true) => "disaggregation (prefill and decode)".into(),
+            (true, false) => "disaggregation (prefill)".into(),
+            _ => "disaggregation (decode)".into(),
+        },
+        Mode::PdRatio { prefill_devices, decode_devices, .. } => {
+            format!("P/D ratio ({prefill_devices} devices per prefill instance, {decode_devices} per decode instance)")
+        }
+    };
+    let s = &plan.search;
+    Inputs {
+        model: plan.model.id.clone(),
+        model_source: match &plan.model_source {
+            crate::model::ModelSource::Catalog => "built-in catalog".into(),
+            crate::model::ModelSource::File(p) => p.display().to_string(),
+        },
+        devices: plan.devices.iter().map(|d| d.name.clone()).collect(),
+        num_devices: plan.num_devices,
+        mode,
+        input_length: plan.workload.input.describe(),
+        output_length: plan.workload.output.describe(),
+        effective_input_length: plan.workload.input.effective(plan.workload.prefix_cache_hit_rate),
+        quantize_linear_action: plan.quant.linear.to_string(),
+        quantize_non_expert_linear_action: plan.quant.non_expert.map(|q| q.to_string()),
+        quantize_attention_action: plan.quant.kv.to_string(),
+        compile: plan.compile.enabled,
+        ttft_limit_ms: plan.slo.ttft_ms,
+        tpot_limit_ms: plan.slo.tpot_ms,
+        tpot_definition: plan.serving.tpot_definition.to_string(),
+        prefix_cache_hit_rate: plan.workload.prefix_cache_hit_rate,
+        mtp_tokens: s.mtp.clone(),
+        mtp_acceptance_rates: plan.serving.mtp_acceptance_rates.clone(),
+        max_batched_tokens: s.max_batched_tokens.clone(),
+        batch_range: (s.batch_min, s.batch_max),
+        reserved_memory_gb: plan.serving.reserved_memory_gb,
+        serving_cost_ms: plan.serving.serving_cost_ms,
+        seed: plan.seed,
+    }
+}
+
+/// Fail early when a phase has no runnable layout (a usage error).
+pub fn check_candidates(plan: &Plan) -> Result<(), String> {
+    candidates::check(plan)
+}
