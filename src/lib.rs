@@ -7,15 +7,15 @@
 //! [`cli`] turns arguments into an immutable, validated [`cli::Plan`] that every later stage
 //! trusts.
 
-pub mod hardware;
-pub mod model;
-pub mod units;
-pub mod util;
-pub mod yaml;
-pub mod cost;
-pub mod quant;
-pub mod workload;
 pub mod analytic;
 pub mod cli;
+pub mod cost;
+pub mod hardware;
+pub mod model;
+pub mod quant;
 pub mod report;
 pub mod search;
+pub mod units;
+pub mod util;
+pub mod workload;
+pub mod yaml;

@@ -50,7 +50,9 @@ fn run(raw: RawArgs) -> Result<(), PlanError> {
             let report = throughput_optimizer::search::run(&plan);
             let text = throughput_optimizer::report::render(&plan, &report).map_err(runtime)?;
             match &plan.output.file {
-                Some(path) => std::fs::write(path, text).map_err(|e| runtime(format!("--output-file {}: cannot write: {e}", path.display())))?,
+                Some(path) => {
+                    std::fs::write(path, text).map_err(|e| runtime(format!("--output-file {}: cannot write: {e}", path.display())))?
+                }
                 None => {
                     let mut out = std::io::stdout().lock();
                     // A closed pipe (e.g. `| head`) is not an error worth reporting.

@@ -105,7 +105,11 @@ impl LinearQuant {
     pub fn weight_bytes(self, mxfp4_group: u32) -> f64 {
         match self {
             LinearQuant::Disabled => 2.0,
-            LinearQuant::W8A16Static | LinearQuant::W8A16Dynamic | LinearQuant::W8A8Static | LinearQuant::W8A8Dynamic | LinearQuant::Fp8 => 1.0,
+            LinearQuant::W8A16Static
+            | LinearQuant::W8A16Dynamic
+            | LinearQuant::W8A8Static
+            | LinearQuant::W8A8Dynamic
+            | LinearQuant::Fp8 => 1.0,
             LinearQuant::W4A8Static | LinearQuant::W4A8Dynamic => 0.5,
             LinearQuant::Mxfp4 => 0.5 + 1.0 / mxfp4_group.max(1) as f64,
         }

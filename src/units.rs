@@ -16,9 +16,7 @@ fn parse_scaled(text: &str, suffixes: &[(&str, f64)], what: &str) -> Result<f64,
     for (suffix, scale) in sorted {
         if let Some(num) = t.strip_suffix(suffix) {
             let num = num.trim();
-            let v: f64 = num
-                .parse()
-                .map_err(|_| format!("`{text}` is not a number followed by a {what} unit"))?;
+            let v: f64 = num.parse().map_err(|_| format!("`{text}` is not a number followed by a {what} unit"))?;
             if !v.is_finite() || v < 0.0 {
                 return Err(format!("`{text}` must be a non-negative finite {what}"));
             }
@@ -26,28 +24,14 @@ fn parse_scaled(text: &str, suffixes: &[(&str, f64)], what: &str) -> Result<f64,
         }
     }
     let units: Vec<&str> = suffixes.iter().map(|(s, _)| *s).collect();
-    Err(format!(
-        "`{text}` has no {what} unit; write a number followed by one of: {}",
-        units.join(", ")
-    ))
+    Err(format!("`{text}` has no {what} unit; write a number followed by one of: {}", units.join(", ")))
 }
 
-const BYTE_UNITS: &[(&str, f64)] = &[
-    ("TiB", KIB * KIB * KIB * KIB),
-    ("GiB", KIB * KIB * KIB),
-    ("MiB", KIB * KIB),
-    ("TB", 1e12),
-    ("GB", 1e9),
-    ("MB", 1e6),
-];
+const BYTE_UNITS: &[(&str, f64)] =
+    &[("TiB", KIB * KIB * KIB * KIB), ("GiB", KIB * KIB * KIB), ("MiB", KIB * KIB), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6)];
 
-const BANDWIDTH_UNITS: &[(&str, f64)] = &[
-    ("TiB/s", KIB * KIB * KIB * KIB),
-    ("GiB/s", KIB * KIB * KIB),
-    ("TB/s", 1e12),
-    ("GB/s", 1e9),
-    ("MB/s", 1e6),
-];
+const BANDWIDTH_UNITS: &[(&str, f64)] =
+    &[("TiB/s", KIB * KIB * KIB * KIB), ("GiB/s", KIB * KIB * KIB), ("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6)];
 
 /// A size in bytes, written with a unit in YAML.
 #[derive(Debug, Clone, Copy, PartialEq)]

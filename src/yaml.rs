@@ -33,11 +33,7 @@ impl From<serde_yaml::Error> for YamlError {
         if let Some(idx) = message.find(" at line ") {
             message.truncate(idx);
         }
-        YamlError {
-            line: loc.as_ref().map(|l| l.line()),
-            column: loc.as_ref().map(|l| l.column()),
-            message,
-        }
+        YamlError { line: loc.as_ref().map(|l| l.line()), column: loc.as_ref().map(|l| l.column()), message }
     }
 }
 
@@ -60,11 +56,7 @@ pub fn to_string<T: Serialize>(value: &T) -> Result<String, YamlError> {
 /// searching from `from_line`. Used to point semantic errors (found after parsing) at a line
 /// of the user's file.
 pub fn line_of_key(text: &str, key: &str, from_line: usize) -> Option<usize> {
-    text.lines()
-        .enumerate()
-        .skip(from_line.saturating_sub(1))
-        .find(|(_, l)| line_has_key(l, key))
-        .map(|(i, _)| i + 1)
+    text.lines().enumerate().skip(from_line.saturating_sub(1)).find(|(_, l)| line_has_key(l, key)).map(|(i, _)| i + 1)
 }
 
 fn line_has_key(line: &str, key: &str) -> bool {

@@ -2,7 +2,10 @@
 //! roofline model, shaped as the original shapes them (global concurrency spread over DP
 //! replicas, decode at the mid-generation context `O/2 + input + query`).
 
-use super::{agg_chunked, agg_single_chunk, agg_varlen, chunk_plan, disagg_decode, disagg_prefill, disagg_prefill_varlen, mtp_tokens_per_step, AggOutcome, Forward, ForwardOracle, PhaseOutcome};
+use super::{
+    agg_chunked, agg_single_chunk, agg_varlen, chunk_plan, disagg_decode, disagg_prefill, disagg_prefill_varlen, mtp_tokens_per_step,
+    AggOutcome, Forward, ForwardOracle, PhaseOutcome,
+};
 use crate::cli::{SpeculativeMethod, TpotDefinition};
 use crate::cost::{BatchShape, PhaseLoad, StepCostModel};
 use crate::report::{CompositionRow, Row, StopReason};
@@ -150,7 +153,12 @@ impl ForwardOracle for RooflineOracle<'_> {
 fn composition_rows(c: &Composition) -> Vec<CompositionRow> {
     c.rows
         .iter()
-        .map(|(r, n)| CompositionRow { num_input_tokens: r.num_input_tokens, query_len: r.query_len, request_ratio: r.request_ratio, samples: *n })
+        .map(|(r, n)| CompositionRow {
+            num_input_tokens: r.num_input_tokens,
+            query_len: r.query_len,
+            request_ratio: r.request_ratio,
+            samples: *n,
+        })
         .collect()
 }
 
@@ -194,7 +202,9 @@ impl AnalyticEngine {
                 agg_varlen(o, c, &comp, sh.output, budget)
             }
             Lengths::Fixed(_) if sh.effective <= budget => agg_single_chunk(o, c, sh.effective, sh.output, budget * dp),
-            Lengths::Fixed(_) => agg_chunked(o, c, &chunk_plan(sh.effective, budget), sh.output, budget * dp, ctx.plan.serving.token_budget_slack),
+            Lengths::Fixed(_) => {
+                agg_chunked(o, c, &chunk_plan(sh.effective, budget), sh.output, budget * dp, ctx.plan.serving.token_budget_slack)
+            }
         };
         row.prefill_num_chunks = res.prefill_num_chunks;
         row.memory = res.mem;

@@ -346,7 +346,14 @@ pub struct PhaseOutcome {
 /// Prefill-only instance: one forward with all C requests when they fit one chunk, else
 /// chunk-major waves of `max(floor(G / chunk), 1)` requests. Throughput counts raw input
 /// tokens per second.
-pub fn disagg_prefill(o: &dyn ForwardOracle, c: u64, input_raw: u64, chunks: &[(u64, u64)], global_budget: u64, serving_ms: f64) -> PhaseOutcome {
+pub fn disagg_prefill(
+    o: &dyn ForwardOracle,
+    c: u64,
+    input_raw: u64,
+    chunks: &[(u64, u64)],
+    global_budget: u64,
+    serving_ms: f64,
+) -> PhaseOutcome {
     let mut res = PhaseOutcome { mem: start_mem(), prefill_num_chunks: chunks.len() as u64, ..Default::default() };
     let mut t = serving_ms;
     let mut ttft_sum = 0.0;

@@ -9,6 +9,6 @@ pub mod plan;
 
 pub use args::RawArgs;
 pub use plan::{
-    build, Command, EngineKind, ImageSpec, Mode, OutputFormat, OutputOptions, Plan, PlanError, SearchSpace, SearchStrategy,
-    ServingOptions, Slo, Speculative, SpeculativeMethod, TpotDefinition, Workload,
+    build, Command, EngineKind, ImageSpec, Mode, OutputFormat, OutputOptions, Plan, PlanError, SearchSpace, SearchStrategy, ServingOptions,
+    Slo, Speculative, SpeculativeMethod, TpotDefinition, Workload,
 };

@@ -209,9 +209,7 @@ fn parse_length(flag: &str, raw: &str) -> Result<Option<u64>, PlanError> {
     let t = raw.trim();
     match t.parse::<i128>() {
         Ok(v) if v <= 0 => Err(usage(format!("{flag} {raw}: must be a positive number of tokens (1 to {MAX_LENGTH})"))),
-        Ok(v) if v > MAX_LENGTH as i128 => Err(usage(format!(
-            "{flag} {raw}: too large; at most {MAX_LENGTH} tokens are modelled"
-        ))),
+        Ok(v) if v > MAX_LENGTH as i128 => Err(usage(format!("{flag} {raw}: too large; at most {MAX_LENGTH} tokens are modelled"))),
         Ok(v) => Ok(Some(v as u64)),
         Err(_) => {
             if t.parse::<f64>().is_ok() {
@@ -288,7 +286,15 @@ pub fn build(raw: RawArgs) -> Result<Command, PlanError> {
             if !LEVELS.contains(&l.as_str()) {
                 return Err(usage(format!("--log-level {l}: not one of {}", LEVELS.join(", "))));
             }
-            if l == "debug" { "debug" } else if l == "info" { "info" } else if l == "warning" { "warning" } else { "error" }
+            if l == "debug" {
+                "debug"
+            } else if l == "info" {
+                "info"
+            } else if l == "warning" {
+                "warning"
+            } else {
+                "error"
+            }
         }
     };
     let quiet = level == "error";
@@ -311,9 +317,7 @@ pub fn build(raw: RawArgs) -> Result<Command, PlanError> {
         ));
     }
     if !ratio && (raw.prefill_devices_per_instance.is_some() || raw.decode_devices_per_instance.is_some()) {
-        return Err(usage(
-            "--prefill-devices-per-instance / --decode-devices-per-instance require --enable-optimize-prefill-decode-ratio",
-        ));
+        return Err(usage("--prefill-devices-per-instance / --decode-devices-per-instance require --enable-optimize-prefill-decode-ratio"));
     }
     let num_devices_given = raw.num_devices;
     let num_devices = raw.num_devices.unwrap_or(1);
@@ -335,9 +339,7 @@ pub fn build(raw: RawArgs) -> Result<Command, PlanError> {
     } else if raw.disagg {
         let (p, d) = (raw.ttft_limits.is_some(), raw.tpot_limits.is_some());
         if !p && !d {
-            return Err(usage(
-                "--disagg needs --ttft-limits (prefill search) and/or --tpot-limits (decode search); neither was given",
-            ));
+            return Err(usage("--disagg needs --ttft-limits (prefill search) and/or --tpot-limits (decode search); neither was given"));
         }
         Mode::Disaggregation { prefill: p, decode: d }
     } else {
@@ -387,7 +389,8 @@ pub fn build(raw: RawArgs) -> Result<Command, PlanError> {
     // ---- compile ----
     let mut compile = CompileOptions { enabled: raw.compile, ..Default::default() };
     if let Some(opts) = &raw.compilation_config {
-        const CHOICES: [&str; 4] = ["enable_multistream", "enable_sequence_parallel", "enable_matmul_allreduce", "enable_dispatch_ffn_combine"];
+        const CHOICES: [&str; 4] =
+            ["enable_multistream", "enable_sequence_parallel", "enable_matmul_allreduce", "enable_dispatch_ffn_combine"];
         for o in opts {
             let n = o.trim().replace('-', "_").to_lowercase();
             match n.as_str() {
@@ -412,16 +415,14 @@ pub fn build(raw: RawArgs) -> Result<Command, PlanError> {
         return Err(usage(format!("--prefix-cache-hit-rate {hit} is not in the valid range [0, 1)")));
     }
     let input = match (&raw.input_length, &raw.length_distribution) {
-        (Some(_), Some(_)) => {
-            return Err(usage(
-                "give either --input-length or --length-distribution, not both (a distribution file can also be passed as --input-length FILE)",
-            ))
-        }
+        (Some(_), Some(_)) => return Err(usage(
+            "give either --input-length or --length-distribution, not both (a distribution file can also be passed as --input-length FILE)",
+        )),
         (None, None) => return Err(usage("--input-length is required: a number of tokens or a length-distribution YAML file")),
         (None, Some(f)) if f.is_empty() => Lengths::Distribution(LengthDistribution::builtin()),
-        (None, Some(f)) => Lengths::Distribution(
-            LengthDistribution::load(Path::new(f), "--length-distribution").map_err(|e| usage(e.to_string()))?,
-        ),
+        (None, Some(f)) => {
+            Lengths::Distribution(LengthDistribution::load(Path::new(f), "--length-distribution").map_err(|e| usage(e.to_string()))?)
+        }
         (Some(v), None) => match parse_length("--input-length", v)? {
             Some(n) => Lengths::Fixed(n),
             None => {
@@ -733,7 +734,13 @@ pub fn build(raw: RawArgs) -> Result<Command, PlanError> {
     if jobs > MAX_JOBS {
         return Err(usage(format!("--jobs {jobs}: at most {MAX_JOBS}")));
     }
-    let plot = if raw.plot { Some(true) } else if raw.no_plot { Some(false) } else { None };
+    let plot = if raw.plot {
+        Some(true)
+    } else if raw.no_plot {
+        Some(false)
+    } else {
+        None
+    };
     if raw.plot && devices.len() > 1 {
         warnings.push("--plot draws charts for a single device; with several devices the cross-hardware tables are printed instead".into());
     }

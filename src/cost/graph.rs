@@ -3,6 +3,10 @@
 //! KV bytes per token and activation widths are accumulated while laying out, so the memory
 //! model and the cost model cannot disagree about what a layer holds.
 
+// The builder helpers take an operator's whole shape (name, repetitions, token feature, K, N,
+// quantization, bias, ...) as arguments; bundling them into a struct would only rename them.
+#![allow(clippy::too_many_arguments)]
+
 use super::memory::MemoryModel;
 use super::ops::{add, f, scaled, unit, Coef, Collective, ExpertCost, Op, OpKind};
 use super::{CostOptions, EmbeddingTp, ParallelConfig, RooflineCost};
@@ -151,10 +155,7 @@ impl<'a> Builder<'a> {
         for (i, &d) in chain.iter().enumerate() {
             if let Some(r) = self.dev.matrix_flops(d) {
                 if i > 0 {
-                    let w = format!(
-                        "{} has no {} matrix peak; {} GEMMs are priced at its {} peak",
-                        self.dev.name, dt, dt, d
-                    );
+                    let w = format!("{} has no {} matrix peak; {} GEMMs are priced at its {} peak", self.dev.name, dt, dt, d);
                     if !self.warnings.contains(&w) {
                         self.warnings.push(w);
                     }
@@ -179,7 +180,9 @@ impl<'a> Builder<'a> {
     fn gemm_op(&mut self, name: &'static str, count: f64, tok: Coef, k: f64, n: f64, q: Option<LinearQuant>, bias: bool) -> Op {
         let g = self.opts.quant.mxfp4_group_size;
         let (dt, wb, ab, sb, deq) = match q {
-            Some(q) if q.is_quantized() => (q.gemm_dtype(), q.weight_bytes(g), q.activation_bytes(g), q.channel_scale_bytes(), q.dequant_flops_per_weight()),
+            Some(q) if q.is_quantized() => {
+                (q.gemm_dtype(), q.weight_bytes(g), q.activation_bytes(g), q.channel_scale_bytes(), q.dequant_flops_per_weight())
+            }
             _ => (Dtype::Bf16, 2.0, 2.0, 0.0, 0.0),
         };
         let rate = self.mma_rate(dt);
@@ -187,7 +190,10 @@ impl<'a> Builder<'a> {
         let gp = add(&scaled(&tok, if bias { n / self.vec_bf16 } else { 0.0 }), &unit(f::ONE, deq * k * n / self.vec_fp32));
         let mem = add(&unit(f::ONE, (k * n * wb + n * sb) / self.hbm), &scaled(&tok, (k * ab + n * 2.0) / self.hbm));
         self.weights += count * self.copies * (k * n * wb + n * sb + if bias { n * 2.0 } else { 0.0 });
-        self.track_width(k + n);
+        // Widths per token in flight; the LM head runs on sampled rows only (counted apart).
+        if tok[f::TOKENS] != 0.0 {
+            self.track_width((k + n) * tok[f::TOKENS]);
+        }
         Op { name, count, gate: Self::gate_of(&tok), fixed_s: self.fixed_mma, window: None, kind: OpKind::Roofline { mma, gp, mem } }
     }
 
@@ -210,7 +216,11 @@ impl<'a> Builder<'a> {
             gate: Self::gate_of(&tok),
             fixed_s: self.fixed_gp * kernels,
             window: None,
-            kind: OpKind::Roofline { mma: [0.0; f::N], gp: scaled(&tok, elems * flops / rate), mem: scaled(&tok, elems * bytes / self.hbm) },
+            kind: OpKind::Roofline {
+                mma: [0.0; f::N],
+                gp: scaled(&tok, elems * flops / rate),
+                mem: scaled(&tok, elems * bytes / self.hbm),
+            },
         }
     }
 
@@ -224,7 +234,14 @@ impl<'a> Builder<'a> {
             return None;
         }
         let mem = scaled(&bytes, 2.0 / self.hbm);
-        Some(Op { name, count, gate: Self::gate_of(&bytes), fixed_s: self.fixed_comm, window: None, kind: OpKind::Collective { algo, group, bytes, mem } })
+        Some(Op {
+            name,
+            count,
+            gate: Self::gate_of(&bytes),
+            fixed_s: self.fixed_comm,
+            window: None,
+            kind: OpKind::Collective { algo, group, bytes, mem },
+        })
     }
 
     fn collective(&mut self, name: &'static str, count: f64, group: CommGroup, algo: Collective, bytes: Coef) {
@@ -295,13 +312,30 @@ impl<'a> Builder<'a> {
     }
 
     /// A row-parallel GEMM followed by its TP reduction (fused when matmul_allreduce).
-    fn row_parallel(&mut self, name: &'static str, reduce: &'static str, count: f64, tok: Coef, k: f64, n: f64, q: Option<LinearQuant>, bias: bool) {
+    fn row_parallel(
+        &mut self,
+        name: &'static str,
+        reduce: &'static str,
+        count: f64,
+        tok: Coef,
+        k: f64,
+        n: f64,
+        q: Option<LinearQuant>,
+        bias: bool,
+    ) {
         let mm = self.gemm_op(name, count, tok, k, n, q, bias);
         let red = self.tp_reduce_op(reduce, count, n);
         if self.compile && self.opts.compile.matmul_allreduce && !red.is_empty() {
             let fixed = mm.fixed_s;
             let streams = vec![vec![mm], red];
-            self.ops.push(Op { name: "matmul_all_reduce", count, gate: TOK, fixed_s: fixed, window: None, kind: OpKind::Overlap { streams, fused: true } });
+            self.ops.push(Op {
+                name: "matmul_all_reduce",
+                count,
+                gate: TOK,
+                fixed_s: fixed,
+                window: None,
+                kind: OpKind::Overlap { streams, fused: true },
+            });
         } else {
             self.ops.push(mm);
             self.ops.extend(red);
@@ -394,7 +428,16 @@ impl<'a> Builder<'a> {
         if self.compile {
             self.gemm_c("gate_up_proj", count, tok, h, 2.0 * i_l, qq, bias);
             let quant_fused = q.act_quant() != ActQuant::None;
-            let op = self.vector_op("swiglu", count, tok, i_l, 5.0 + if quant_fused { 3.0 } else { 0.0 }, 4.0 + if quant_fused { 1.0 } else { 2.0 }, false, 1.0);
+            let op = self.vector_op(
+                "swiglu",
+                count,
+                tok,
+                i_l,
+                5.0 + if quant_fused { 3.0 } else { 0.0 },
+                4.0 + if quant_fused { 1.0 } else { 2.0 },
+                false,
+                1.0,
+            );
             self.ops.push(op);
         } else {
             for name in ["gate_proj", "up_proj"] {
@@ -427,7 +470,18 @@ impl<'a> Builder<'a> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn gqa(&mut self, count: f64, heads: u32, kv_heads: u32, hd: u32, qk_norm: bool, bias: bool, window: Option<u32>, gate_out: bool, rot: f64) {
+    fn gqa(
+        &mut self,
+        count: f64,
+        heads: u32,
+        kv_heads: u32,
+        hd: u32,
+        qk_norm: bool,
+        bias: bool,
+        window: Option<u32>,
+        gate_out: bool,
+        rot: f64,
+    ) {
         let (h, tp) = (self.h, self.tp);
         let hq = heads as f64 / tp;
         // KV heads are replicated when TP exceeds them.
@@ -443,7 +497,11 @@ impl<'a> Builder<'a> {
         if self.compile {
             self.gemm("qkv_proj", count, TOK, h, q_width + kv_width, Some(q), bias);
         } else {
-            for (name, qname, n) in [("q_proj", "q_input_quant", q_width), ("k_proj", "k_input_quant", kv_width / 2.0), ("v_proj", "v_input_quant", kv_width / 2.0)] {
+            for (name, qname, n) in [
+                ("q_proj", "q_input_quant", q_width),
+                ("k_proj", "k_input_quant", kv_width / 2.0),
+                ("v_proj", "v_input_quant", kv_width / 2.0),
+            ] {
                 self.act_quant(qname, count, tok, h, q);
                 self.gemm(name, count, TOK, h, n, Some(q), bias);
             }
@@ -489,7 +547,13 @@ impl<'a> Builder<'a> {
         if dcp > 1.0 {
             let g = self.dcp_group;
             self.collective("dcp_q_all_gather", count, g, Collective::AllGather, unit(f::D_TOKENS, hq * hd * 2.0));
-            self.collective("dcp_out_all_to_all", count, g, Collective::AllToAll, unit(f::D_TOKENS, hq * (hd + 1.0) * 4.0 * (dcp - 1.0) / dcp));
+            self.collective(
+                "dcp_out_all_to_all",
+                count,
+                g,
+                Collective::AllToAll,
+                unit(f::D_TOKENS, hq * (hd + 1.0) * 4.0 * (dcp - 1.0) / dcp),
+            );
             self.kv_capacity_factor = dcp.min((tp / kv_heads as f64).max(1.0));
         }
         // Memory: a full layer caches every token; a sliding layer at most `window` per sequence.
@@ -556,7 +620,14 @@ impl<'a> Builder<'a> {
         gp[f::P_PAIRS] = 4.0 * hq / self.vec_bf16;
         mem[f::P_TOKENS] = (hq * (nope + rope) + hq * v) * 2.0 / self.hbm;
         mem[f::P_CTX] = ((hq * (nope + v) + rope) * 2.0 + (r + rope) * kvb) / self.hbm;
-        self.ops.push(Op { name: "mla_prefill_attention", count, gate: f::P_TOKENS, fixed_s: self.fixed_mma, window: None, kind: OpKind::Roofline { mma, gp, mem } });
+        self.ops.push(Op {
+            name: "mla_prefill_attention",
+            count,
+            gate: f::P_TOKENS,
+            fixed_s: self.fixed_mma,
+            window: None,
+            kind: OpKind::Roofline { mma, gp, mem },
+        });
         // Decode: absorbed form, attending directly over the latent cache.
         let dcp = self.par.dcp.max(1) as f64;
         let mut mma = [0.0; f::N];
@@ -568,11 +639,24 @@ impl<'a> Builder<'a> {
         mem[f::ONE] = r * hq * (nope + v) * 2.0 / self.hbm;
         mem[f::D_TOKENS] = (hq * (nope + rope) + hq * v) * 2.0 / self.hbm;
         mem[f::D_CTX] = (r + rope) * kvb / self.hbm / dcp;
-        self.ops.push(Op { name: "mla_decode_attention", count, gate: f::D_TOKENS, fixed_s: self.fixed_mma, window: None, kind: OpKind::Roofline { mma, gp, mem } });
+        self.ops.push(Op {
+            name: "mla_decode_attention",
+            count,
+            gate: f::D_TOKENS,
+            fixed_s: self.fixed_mma,
+            window: None,
+            kind: OpKind::Roofline { mma, gp, mem },
+        });
         if dcp > 1.0 {
             let g = self.dcp_group;
             self.collective("dcp_q_all_gather", count, g, Collective::AllGather, unit(f::D_TOKENS, hq * (r + rope) * 2.0));
-            self.collective("dcp_out_all_to_all", count, g, Collective::AllToAll, unit(f::D_TOKENS, hq * (r + 1.0) * 4.0 * (dcp - 1.0) / dcp));
+            self.collective(
+                "dcp_out_all_to_all",
+                count,
+                g,
+                Collective::AllToAll,
+                unit(f::D_TOKENS, hq * (r + 1.0) * 4.0 * (dcp - 1.0) / dcp),
+            );
             self.kv_capacity_factor = dcp;
         }
         // The latent cache is shared by all heads: not divided by TP.
@@ -611,13 +695,27 @@ impl<'a> Builder<'a> {
         mma[f::P_TOKENS] = 8.0 * vh * dk * dv / mma_r;
         mem[f::P_TOKENS] = (ch + vh * dv) * 2.0 / self.hbm;
         mem[f::P_SEQS] = 2.0 * state / self.hbm;
-        self.ops.push(Op { name: "gated_delta_rule_prefill", count, gate: f::P_TOKENS, fixed_s: self.fixed_mma, window: None, kind: OpKind::Roofline { mma, gp: [0.0; f::N], mem } });
+        self.ops.push(Op {
+            name: "gated_delta_rule_prefill",
+            count,
+            gate: f::P_TOKENS,
+            fixed_s: self.fixed_mma,
+            window: None,
+            kind: OpKind::Roofline { mma, gp: [0.0; f::N], mem },
+        });
         let mut gp = [0.0; f::N];
         let mut mem = [0.0; f::N];
         gp[f::D_TOKENS] = 6.0 * vh * dk * dv / self.vec_fp32;
         mem[f::D_TOKENS] = (ch + vh * dv) * 2.0 / self.hbm;
         mem[f::D_SEQS] = 2.0 * state / self.hbm;
-        self.ops.push(Op { name: "gated_delta_rule_decode", count, gate: f::D_TOKENS, fixed_s: self.fixed_gp, window: None, kind: OpKind::Roofline { mma: [0.0; f::N], gp, mem } });
+        self.ops.push(Op {
+            name: "gated_delta_rule_decode",
+            count,
+            gate: f::D_TOKENS,
+            fixed_s: self.fixed_gp,
+            window: None,
+            kind: OpKind::Roofline { mma: [0.0; f::N], gp, mem },
+        });
         self.state_per_seq += count * self.copies * (state + (kernel - 1.0) * ch * 2.0);
         let op = self.vector_op("gated_rms_norm", count, tok, vh * dv, 6.0, 6.0, false, 1.0);
         self.ops.push(op);
@@ -642,11 +740,23 @@ impl<'a> Builder<'a> {
         let mut routed: Vec<Op> = Vec::new();
         if ep > 1.0 {
             routed.push(self.vector_op("permute_tokens", count, sliced, top_k * h, 0.0, 2.0 * ab, false, 1.0));
-            routed.extend(self.collective_op("moe_dispatch_all_to_all", count, self.ep_group, Collective::AllToAll, scaled(&sliced, top_k * h * ab * (ep - 1.0) / ep)));
+            routed.extend(self.collective_op(
+                "moe_dispatch_all_to_all",
+                count,
+                self.ep_group,
+                Collective::AllToAll,
+                scaled(&sliced, top_k * h * ab * (ep - 1.0) / ep),
+            ));
         }
         let per_rank_rows = if ep > 1.0 { top_k } else { 1.0 };
         if moe_tp > 1.0 {
-            routed.extend(self.collective_op("moe_tp_all_gather", count, self.moe_tp_group, Collective::AllGather, scaled(&sliced, per_rank_rows * h * ab)));
+            routed.extend(self.collective_op(
+                "moe_tp_all_gather",
+                count,
+                self.moe_tp_group,
+                Collective::AllGather,
+                scaled(&sliced, per_rank_rows * h * ab),
+            ));
         }
         let i_l = inter / moe_tp;
         let local = (experts / ep).max(1.0);
@@ -676,14 +786,45 @@ impl<'a> Builder<'a> {
             deq * h * 2.0 * i_l / self.vec_fp32,
         );
         let act_bytes = 4.0 + if q.is_quantized() { 1.0 } else { 2.0 };
-        let act = ExpertCost { mma_per_pair: 0.0, gp_per_pair: 8.0 * i_l / self.vec_bf16, mem_per_pair: i_l * act_bytes / hbm, mem_per_expert: 0.0, gp_per_expert: 0.0, ..gate_up.clone() };
-        let down = mk(2.0 * i_l * h / mma_r, bias_gp * h / self.vec_bf16, (i_l * ab + h * 2.0) / hbm, i_l * h * wb / hbm, deq * i_l * h / self.vec_fp32);
+        let act = ExpertCost {
+            mma_per_pair: 0.0,
+            gp_per_pair: 8.0 * i_l / self.vec_bf16,
+            mem_per_pair: i_l * act_bytes / hbm,
+            mem_per_expert: 0.0,
+            gp_per_expert: 0.0,
+            ..gate_up.clone()
+        };
+        let down = mk(
+            2.0 * i_l * h / mma_r,
+            bias_gp * h / self.vec_bf16,
+            (i_l * ab + h * 2.0) / hbm,
+            i_l * h * wb / hbm,
+            deq * i_l * h / self.vec_fp32,
+        );
         let fixed_mma = self.fixed_mma;
         let fixed_gp = self.fixed_gp;
-        let (gu_name, act_name, down_name) = if self.compile { ("grouped_gate_up", "grouped_swiglu", "grouped_down") } else { ("expert_gate_up", "expert_act", "expert_down") };
+        let (gu_name, act_name, down_name) = if self.compile {
+            ("grouped_gate_up", "grouped_swiglu", "grouped_down")
+        } else {
+            ("expert_gate_up", "expert_act", "expert_down")
+        };
         let eager_kernels = if eager { 2.0 } else { 1.0 };
-        routed.push(Op { name: gu_name, count: count * eager_kernels, gate: TOK, fixed_s: fixed_mma, window: None, kind: OpKind::Experts(gate_up) });
-        routed.push(Op { name: act_name, count, gate: TOK, fixed_s: fixed_gp * if eager { 3.0 } else { 1.0 }, window: None, kind: OpKind::Experts(act) });
+        routed.push(Op {
+            name: gu_name,
+            count: count * eager_kernels,
+            gate: TOK,
+            fixed_s: fixed_mma,
+            window: None,
+            kind: OpKind::Experts(gate_up),
+        });
+        routed.push(Op {
+            name: act_name,
+            count,
+            gate: TOK,
+            fixed_s: fixed_gp * if eager { 3.0 } else { 1.0 },
+            window: None,
+            kind: OpKind::Experts(act),
+        });
         routed.push(Op { name: down_name, count, gate: TOK, fixed_s: fixed_mma, window: None, kind: OpKind::Experts(down) });
         if eager {
             // Two separate GEMMs each move half the gate_up traffic; keep totals right.
@@ -698,10 +839,22 @@ impl<'a> Builder<'a> {
         self.weights += count * self.copies * local * (3.0 * h * i_l * wb + if bias { (2.0 * i_l + h) * 2.0 } else { 0.0 });
         self.weights += count * self.copies * h * experts * 2.0;
         if moe_tp > 1.0 {
-            routed.extend(self.collective_op("moe_tp_reduce_scatter", count, self.moe_tp_group, Collective::ReduceScatter, scaled(&sliced, per_rank_rows * moe_tp * h * 2.0)));
+            routed.extend(self.collective_op(
+                "moe_tp_reduce_scatter",
+                count,
+                self.moe_tp_group,
+                Collective::ReduceScatter,
+                scaled(&sliced, per_rank_rows * moe_tp * h * 2.0),
+            ));
         }
         if ep > 1.0 {
-            routed.extend(self.collective_op("moe_combine_all_to_all", count, self.ep_group, Collective::AllToAll, scaled(&sliced, top_k * h * 2.0 * (ep - 1.0) / ep)));
+            routed.extend(self.collective_op(
+                "moe_combine_all_to_all",
+                count,
+                self.ep_group,
+                Collective::AllToAll,
+                scaled(&sliced, top_k * h * 2.0 * (ep - 1.0) / ep),
+            ));
             routed.push(self.vector_op("unpermute_weighted_sum", count, sliced, top_k * h, 2.0, 2.0 + 2.0 / top_k, false, 1.0));
         }
         // Permuted rows and expert intermediates per sliced token.
@@ -721,11 +874,25 @@ impl<'a> Builder<'a> {
             // One fused dispatch → FFN → combine kernel: communication hides under compute.
             let (comm, compute): (Vec<Op>, Vec<Op>) = routed.into_iter().partition(|o| matches!(o.kind, OpKind::Collective { .. }));
             let fixed = self.fixed_mma;
-            self.ops.push(Op { name: "dispatch_ffn_combine", count, gate: TOK, fixed_s: fixed, window: None, kind: OpKind::Overlap { streams: vec![compute, comm], fused: true } });
+            self.ops.push(Op {
+                name: "dispatch_ffn_combine",
+                count,
+                gate: TOK,
+                fixed_s: fixed,
+                window: None,
+                kind: OpKind::Overlap { streams: vec![compute, comm], fused: true },
+            });
         } else if self.compile && self.opts.compile.multistream && !shared_ops.is_empty() {
             // The shared expert runs on a second stream beside the routed experts.
             let streams = vec![routed, std::mem::take(&mut shared_ops)];
-            self.ops.push(Op { name: "moe_multistream", count: 1.0, gate: TOK, fixed_s: 0.0, window: None, kind: OpKind::Overlap { streams, fused: false } });
+            self.ops.push(Op {
+                name: "moe_multistream",
+                count: 1.0,
+                gate: TOK,
+                fixed_s: 0.0,
+                window: None,
+                kind: OpKind::Overlap { streams, fused: false },
+            });
         } else {
             self.ops.extend(routed);
         }
@@ -760,7 +927,14 @@ impl<'a> Builder<'a> {
         mma[f::IMG_PAIRS] = 4.0 * heads * hd / mma_r;
         gp[f::IMG_PAIRS] = 4.0 * heads / self.vec_bf16;
         mem[p] = 4.0 * heads * hd * 2.0 / self.hbm;
-        self.ops.push(Op { name: "vision_attention", count: depth, gate: p, fixed_s: self.fixed_mma, window: None, kind: OpKind::Roofline { mma, gp, mem } });
+        self.ops.push(Op {
+            name: "vision_attention",
+            count: depth,
+            gate: p,
+            fixed_s: self.fixed_mma,
+            window: None,
+            kind: OpKind::Roofline { mma, gp, mem },
+        });
         let tok = unit(p, 1.0);
         self.gemm("vision_proj", depth, p, hv / tp, hv, None, true);
         let tg = self.tp_group;

@@ -168,6 +168,10 @@ pub enum OpKind {
 }
 
 /// Per-pair and per-active-expert costs of one routed-expert operator.
+///
+/// Departure from the original: it spreads assignments evenly with the remainder on the
+/// first experts (which live on the priced rank), so a small decode batch reads every local
+/// expert's weights. Here the priced rank is the expected busiest rank under random routing.
 #[derive(Debug, Clone)]
 pub struct ExpertCost {
     /// Tokens on this rank's replica are sliced over `tp` ranks before routing.
@@ -189,19 +193,28 @@ pub struct ExpertCost {
 }
 
 impl ExpertCost {
-    /// (pairs on the busiest rank, active local experts) for `tokens` on this replica.
-    /// Assignments spread evenly over all experts, remainder to the first ones — which
-    /// live on rank 0, the rank priced.
+    /// (token-expert pairs, active local experts) on the busiest rank for `tokens` on this
+    /// replica, under uniform random top-k routing.
+    ///
+    /// Each replica's tokens are sliced over TP and routed within a MoE replica of
+    /// `group_ranks` ranks, giving `A` assignments over `E` experts. An expert is hit with
+    /// probability `p = 1 − (1 − 1/E)^A`; a rank's active experts are ~Binomial(E_local, p)
+    /// and its pairs ~Binomial(A, 1/ranks). The step waits for the busiest of the `ranks`
+    /// ranks: mean + σ·√(2 ln ranks) (the Gaussian approximation of the expected maximum),
+    /// capped by what is possible.
     pub fn load(&self, tokens: f64) -> (f64, f64) {
         if tokens <= 0.0 {
             return (0.0, 0.0);
         }
         let sliced = (tokens / self.tp).ceil();
         let assignments = sliced * self.group_ranks * self.top_k;
-        let per_expert = (assignments / self.experts).floor();
-        let remainder = assignments - per_expert * self.experts;
-        let pairs = self.local_experts * per_expert + remainder.min(self.local_experts);
-        let active = if assignments >= self.experts { self.local_experts } else { assignments.min(self.local_experts) };
+        let ranks = (self.experts / self.local_experts).max(1.0);
+        let z = if ranks > 1.0 { (2.0 * ranks.ln()).sqrt() } else { 0.0 };
+        let mean_pairs = assignments / ranks;
+        let pairs = (mean_pairs + z * (mean_pairs * (1.0 - 1.0 / ranks)).sqrt()).min(assignments);
+        let p = 1.0 - (1.0 - 1.0 / self.experts).powf(assignments);
+        let mean_active = self.local_experts * p;
+        let active = (mean_active + z * (mean_active * (1.0 - p)).sqrt()).clamp(1.0, self.local_experts);
         (pairs, active)
     }
 }
@@ -317,5 +330,57 @@ impl Op {
             OpKind::Overlap { .. } => self.seconds_into(x, &mut Breakdown::default()),
             _ => self.eval(x).total() * self.count,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deepseek_ep16() -> ExpertCost {
+        ExpertCost {
+            tp: 8.0,
+            group_ranks: 16.0,
+            top_k: 8.0,
+            experts: 256.0,
+            local_experts: 16.0,
+            mma_per_pair: 0.0,
+            gp_per_pair: 0.0,
+            mem_per_pair: 0.0,
+            mem_per_expert: 0.0,
+            gp_per_expert: 0.0,
+            fixed_per_expert: false,
+        }
+    }
+
+    #[test]
+    fn small_batches_touch_a_fraction_of_the_experts() {
+        let e = deepseek_ep16();
+        // 8 tokens per replica, sliced over TP8 ⇒ 1 per rank ⇒ 128 assignments over 256 experts.
+        let (pairs, active) = e.load(8.0);
+        let p: f64 = 1.0 - (255.0f64 / 256.0).powf(128.0);
+        let mean = 16.0 * p;
+        let z = (2.0 * 16f64.ln()).sqrt();
+        assert!((active - (mean + z * (mean * (1.0 - p)).sqrt())).abs() < 1e-9);
+        assert!(active > 10.0 && active < 12.0, "{active}");
+        assert!(pairs > 8.0 && pairs < 16.0, "{pairs}");
+    }
+
+    #[test]
+    fn large_batches_touch_every_expert_and_balance() {
+        let e = deepseek_ep16();
+        let (pairs, active) = e.load(8.0 * 4096.0);
+        assert_eq!(active, 16.0);
+        let mean = 4096.0 * 16.0 * 8.0 / 16.0;
+        assert!(pairs > mean && pairs < mean * 1.02, "{pairs} vs {mean}");
+        assert_eq!(e.load(0.0), (0.0, 0.0));
+    }
+
+    #[test]
+    fn a_single_rank_holds_every_expert() {
+        let e = ExpertCost { local_experts: 256.0, group_ranks: 1.0, tp: 1.0, ..deepseek_ep16() };
+        let (pairs, active) = e.load(4.0);
+        assert_eq!(pairs, 32.0);
+        assert!((active - 256.0 * (1.0 - (255.0f64 / 256.0).powf(32.0))).abs() < 1e-9);
     }
 }

@@ -79,15 +79,8 @@ impl DtypePeaks {
         }
     }
     fn entries(&self) -> impl Iterator<Item = (&'static str, Option<f64>)> {
-        [
-            ("fp32", self.fp32),
-            ("bf16", self.bf16),
-            ("fp16", self.fp16),
-            ("int8", self.int8),
-            ("fp8", self.fp8),
-            ("fp4", self.fp4),
-        ]
-        .into_iter()
+        [("fp32", self.fp32), ("bf16", self.bf16), ("fp16", self.fp16), ("int8", self.int8), ("fp8", self.fp8), ("fp4", self.fp4)]
+            .into_iter()
     }
 }
 
@@ -192,10 +185,7 @@ impl DeviceProfile {
             Dtype::Fp32 => &[Dtype::Fp32, Dtype::Bf16, Dtype::Fp16],
             _ => &[d, Dtype::Bf16, Dtype::Fp16, Dtype::Fp32],
         };
-        let peak = order
-            .iter()
-            .find_map(|&x| self.vector_tflops.get(x))
-            .expect("validated: a profile has a vector peak");
+        let peak = order.iter().find_map(|&x| self.vector_tflops.get(x)).expect("validated: a profile has a vector peak");
         peak * 1e12 * self.compute_efficiency
     }
 
@@ -211,11 +201,7 @@ impl DeviceProfile {
 
     /// "256 x 8"
     pub fn grid_shape(&self) -> String {
-        self.comm_grid
-            .iter()
-            .map(|l| l.size.to_string())
-            .collect::<Vec<_>>()
-            .join(" x ")
+        self.comm_grid.iter().map(|l| l.size.to_string()).collect::<Vec<_>>().join(" x ")
     }
 
     /// Cube compute shown in the profile comparison: bf16 peak (fp16 if absent) × efficiency, TFLOP/s.
@@ -236,11 +222,7 @@ impl DeviceProfile {
     }
     /// Effective bandwidth per grid level, GB/s, joined with " | ".
     pub fn display_comm_gb_s(&self) -> String {
-        self.comm_grid
-            .iter()
-            .map(|l| trim_float(l.bandwidth.bytes_per_s * l.efficiency / 1e9))
-            .collect::<Vec<_>>()
-            .join(" | ")
+        self.comm_grid.iter().map(|l| trim_float(l.bandwidth.bytes_per_s * l.efficiency / 1e9)).collect::<Vec<_>>().join(" | ")
     }
 
     /// Check every field; the message names the field, the value and what is allowed.
@@ -250,9 +232,7 @@ impl DeviceProfile {
             return Err("field `name` must not be empty".into());
         }
         if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.') {
-            return Err(format!(
-                "field `name`: `{name}` may only contain letters, digits, `_`, `-` and `.`"
-            ));
+            return Err(format!("field `name`: `{name}` may only contain letters, digits, `_`, `-` and `.`"));
         }
         let frac = |field: &str, v: f64| -> Result<(), String> {
             if v > 0.0 && v <= 1.0 {

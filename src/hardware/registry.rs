@@ -56,10 +56,8 @@ impl DeviceRegistry {
         let profiles = BUILTIN
             .iter()
             .map(|(file, text)| {
-                let p: DeviceProfile = yaml::from_str(text)
-                    .unwrap_or_else(|e| panic!("built-in profile {file} is malformed: {e}"));
-                p.validate()
-                    .unwrap_or_else(|e| panic!("built-in profile {file} is invalid: {e}"));
+                let p: DeviceProfile = yaml::from_str(text).unwrap_or_else(|e| panic!("built-in profile {file} is malformed: {e}"));
+                p.validate().unwrap_or_else(|e| panic!("built-in profile {file} is invalid: {e}"));
                 (p, "built-in".to_string())
             })
             .collect();
@@ -69,10 +67,8 @@ impl DeviceRegistry {
     /// Add the profile(s) of a YAML file: one profile, or a list of profiles.
     pub fn add_file(&mut self, path: &Path) -> Result<Vec<String>, DeviceError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| DeviceError::File {
-            path: shown.clone(),
-            message: format!("cannot read the file: {e}"),
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| DeviceError::File { path: shown.clone(), message: format!("cannot read the file: {e}") })?;
         self.add_text(&text, &shown)
     }
 
@@ -87,17 +83,11 @@ impl DeviceRegistry {
         let mut names = Vec::new();
         for p in list {
             p.validate().map_err(|m| {
-                let line = yaml::line_of_key(text, "name", 1)
-                    .map(|l| format!("line {l}: "))
-                    .unwrap_or_default();
+                let line = yaml::line_of_key(text, "name", 1).map(|l| format!("line {l}: ")).unwrap_or_default();
                 file_err(format!("{line}profile `{}`: {m}", p.name))
             })?;
             if let Some((_, origin)) = self.profiles.iter().find(|(q, _)| q.name == p.name) {
-                return Err(DeviceError::Duplicate {
-                    path: shown.to_string(),
-                    name: p.name.clone(),
-                    previous: origin.clone(),
-                });
+                return Err(DeviceError::Duplicate { path: shown.to_string(), name: p.name.clone(), previous: origin.clone() });
             }
             names.push(p.name.clone());
             self.profiles.push((p, shown.to_string()));

@@ -9,9 +9,24 @@ use serde_json::{Map, Value};
 
 /// `model_type` values this parser understands, for error messages.
 pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
-    "llama", "mistral", "qwen2", "qwen3", "qwen3_vl", "qwen3_vl_text", "qwen2_moe", "qwen3_moe",
-    "mixtral", "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "qwen3_5", "qwen3_5_text",
-    "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_next",
+    "llama",
+    "mistral",
+    "qwen2",
+    "qwen3",
+    "qwen3_vl",
+    "qwen3_vl_text",
+    "qwen2_moe",
+    "qwen3_moe",
+    "mixtral",
+    "deepseek_v2",
+    "deepseek_v3",
+    "kimi_k2",
+    "gpt_oss",
+    "qwen3_5",
+    "qwen3_5_text",
+    "qwen3_5_moe",
+    "qwen3_5_moe_text",
+    "qwen3_next",
 ];
 
 struct Fields<'a> {
@@ -83,7 +98,11 @@ impl<'a> Fields<'a> {
             None => Ok(vec![]),
             Some(Value::Array(a)) => a
                 .iter()
-                .map(|v| v.as_u64().and_then(|x| u32::try_from(x).ok()).ok_or_else(|| format!("field `{}` must be a list of integers", self.name(key))))
+                .map(|v| {
+                    v.as_u64()
+                        .and_then(|x| u32::try_from(x).ok())
+                        .ok_or_else(|| format!("field `{}` must be a list of integers", self.name(key)))
+                })
                 .collect(),
             Some(v) => Err(format!("field `{}` is {v}; expected a list of integers", self.name(key))),
         }
@@ -265,7 +284,7 @@ fn deepseek(f: &Fields) -> Result<Parsed, String> {
         groups.push(LayerGroup { count: n - dense_count, attention: attention.clone(), mlp: moe.clone() });
     }
     let nextn = f.u32_opt("num_nextn_predict_layers")?.unwrap_or(0);
-    let mtp = (nextn > 0).then(|| MtpBlock { layers: nextn, attention, mlp: moe });
+    let mtp = (nextn > 0).then_some(MtpBlock { layers: nextn, attention, mlp: moe });
     Ok((groups, mtp))
 }
 
@@ -312,9 +331,7 @@ fn qwen3_5(f: &Fields) -> Result<Parsed, String> {
         Some(t) => t,
         None => {
             let interval = f.u32_opt("full_attention_interval")?.unwrap_or(4).max(1);
-            (0..n)
-                .map(|i| if (i + 1) % interval == 0 { "full_attention" } else { "linear_attention" }.to_string())
-                .collect()
+            (0..n).map(|i| if (i + 1) % interval == 0 { "full_attention" } else { "linear_attention" }.to_string()).collect()
         }
     };
     if types.len() as u32 != n {
@@ -350,7 +367,7 @@ fn qwen3_5(f: &Fields) -> Result<Parsed, String> {
         groups.push(LayerGroup { count: n - linear_count, attention: full.clone(), mlp: mlp.clone() });
     }
     let mtp_layers = f.u32_opt("mtp_num_hidden_layers")?.unwrap_or(0);
-    let mtp = (mtp_layers > 0).then(|| MtpBlock { layers: mtp_layers, attention: full, mlp });
+    let mtp = (mtp_layers > 0).then_some(MtpBlock { layers: mtp_layers, attention: full, mlp });
     Ok((groups, mtp))
 }
 
@@ -403,9 +420,12 @@ mod tests {
 
     #[test]
     fn text_config_nesting_is_read() {
-        let vl = format!(r#"{{"model_type":"qwen3_vl","text_config":{},"vision_config":{{"depth":27,"hidden_size":1152,
+        let vl = format!(
+            r#"{{"model_type":"qwen3_vl","text_config":{},"vision_config":{{"depth":27,"hidden_size":1152,
             "intermediate_size":4304,"num_heads":16,"patch_size":16,"spatial_merge_size":2,"out_hidden_size":5120,
-            "deepstack_visual_indexes":[8,16,24]}}}}"#, QWEN3_32B);
+            "deepstack_visual_indexes":[8,16,24]}}}}"#,
+            QWEN3_32B
+        );
         let m = parse_config(&vl, "vl").unwrap();
         assert_eq!(m.hidden_size, 5120);
         let v = m.vision.unwrap();

@@ -80,13 +80,7 @@ pub enum Attention {
         v_head_dim: u32,
     },
     /// Gated DeltaNet linear attention: a constant-size recurrent state per sequence.
-    LinearAttention {
-        key_heads: u32,
-        value_heads: u32,
-        key_head_dim: u32,
-        value_head_dim: u32,
-        conv_kernel: u32,
-    },
+    LinearAttention { key_heads: u32, value_heads: u32, key_head_dim: u32, value_head_dim: u32, conv_kernel: u32 },
 }
 
 /// The channel mixer of a layer.
@@ -255,7 +249,11 @@ impl ModelArch {
         let kind = if self.uses_mla() {
             "MLA+MoE"
         } else if self.layers.iter().any(|g| matches!(g.attention, Attention::LinearAttention { .. })) {
-            if self.is_moe() { "hybrid linear-attn MoE" } else { "hybrid linear-attn" }
+            if self.is_moe() {
+                "hybrid linear-attn MoE"
+            } else {
+                "hybrid linear-attn"
+            }
         } else if self.is_moe() {
             "MoE"
         } else {
@@ -288,11 +286,7 @@ impl ModelArch {
         if self.layers.is_empty() || self.num_layers() == 0 {
             return Err("the model has no decoder layers (`num_hidden_layers` is 0)".into());
         }
-        let blocks = self
-            .layers
-            .iter()
-            .map(|g| (&g.attention, &g.mlp))
-            .chain(self.mtp.iter().map(|m| (&m.attention, &m.mlp)));
+        let blocks = self.layers.iter().map(|g| (&g.attention, &g.mlp)).chain(self.mtp.iter().map(|m| (&m.attention, &m.mlp)));
         for (att, mlp) in blocks {
             match *att {
                 Attention::Gqa { heads, kv_heads, head_dim, sliding_window, rotary_fraction, .. } => {
@@ -302,9 +296,7 @@ impl ModelArch {
                         ));
                     }
                     if heads % kv_heads != 0 {
-                        return Err(format!(
-                            "`num_attention_heads` ({heads}) must be a multiple of `num_key_value_heads` ({kv_heads})"
-                        ));
+                        return Err(format!("`num_attention_heads` ({heads}) must be a multiple of `num_key_value_heads` ({kv_heads})"));
                     }
                     if sliding_window == Some(0) {
                         return Err("`sliding_window` must be positive".into());
@@ -354,7 +346,9 @@ impl ModelArch {
         }
         if let Some(v) = &self.vision {
             if v.depth == 0 || v.hidden_size == 0 || v.heads == 0 || v.patch_size == 0 || v.spatial_merge_size == 0 {
-                return Err("`vision_config`: `depth`, `hidden_size`, `num_heads`, `patch_size`, `spatial_merge_size` must be positive".into());
+                return Err(
+                    "`vision_config`: `depth`, `hidden_size`, `num_heads`, `patch_size`, `spatial_merge_size` must be positive".into()
+                );
             }
             if v.hidden_size % v.heads as u64 != 0 {
                 return Err(format!(

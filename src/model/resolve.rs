@@ -59,8 +59,7 @@ pub fn resolve_model(id: &str) -> Result<(ModelArch, ModelSource), ModelError> {
         for dir in &cache_dirs {
             let snaps = dir.join(&folder).join("snapshots");
             let Ok(entries) = std::fs::read_dir(&snaps) else { continue };
-            let mut configs: Vec<PathBuf> =
-                entries.flatten().map(|e| e.path().join("config.json")).filter(|c| c.is_file()).collect();
+            let mut configs: Vec<PathBuf> = entries.flatten().map(|e| e.path().join("config.json")).filter(|c| c.is_file()).collect();
             configs.sort();
             if let Some(cfg) = configs.last() {
                 return from_file(cfg, id).map(|m| (m, ModelSource::File(cfg.clone())));

@@ -21,7 +21,9 @@ pub fn enabled(plan: &Plan) -> bool {
 const PALETTE: [(u8, u8, u8); 6] = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75)];
 
 fn plotted(r: &Row) -> bool {
-    matches!(r.stop_reason, None | Some(StopReason::TpotLimit) | Some(StopReason::TtftLimit)) && r.throughput.is_finite() && r.throughput > 0.0
+    matches!(r.stop_reason, None | Some(StopReason::TpotLimit) | Some(StopReason::TtftLimit))
+        && r.throughput.is_finite()
+        && r.throughput > 0.0
 }
 
 fn chart(title: &str, series: &[(String, Vec<(f32, f32)>)], color: bool) -> String {

@@ -3,10 +3,36 @@
 use super::Report;
 
 pub const COLUMNS: &[&str] = &[
-    "device", "phase", "parallel", "tp", "dp", "ep", "moe_tp", "moe_dp", "dcp", "mtp", "batch_size", "concurrency", "num_devices",
-    "ttft_ms", "tpot_ms", "tpot_amortized_ms", "tpot_inter_token_ms", "throughput_tok_s", "throughput_per_device_tok_s", "qps",
-    "weight_gb", "kv_cache_gb", "activation_gb", "avail_gb", "max_batched_tokens", "prefill_num_chunks", "effective_input_length",
-    "feasible", "stop_reason", "best_rank",
+    "device",
+    "phase",
+    "parallel",
+    "tp",
+    "dp",
+    "ep",
+    "moe_tp",
+    "moe_dp",
+    "dcp",
+    "mtp",
+    "batch_size",
+    "concurrency",
+    "num_devices",
+    "ttft_ms",
+    "tpot_ms",
+    "tpot_amortized_ms",
+    "tpot_inter_token_ms",
+    "throughput_tok_s",
+    "throughput_per_device_tok_s",
+    "qps",
+    "weight_gb",
+    "kv_cache_gb",
+    "activation_gb",
+    "avail_gb",
+    "max_batched_tokens",
+    "prefill_num_chunks",
+    "effective_input_length",
+    "feasible",
+    "stop_reason",
+    "best_rank",
 ];
 
 fn opt(v: Option<f64>) -> String {
@@ -20,7 +46,12 @@ pub fn render(report: &Report) -> Result<String, String> {
     for d in &report.devices {
         for p in &d.phases {
             for r in &p.rows {
-                let rank = p.best.iter().position(|b| b.parallel == r.parallel && b.batch_size == r.batch_size).map(|i| (i + 1).to_string()).unwrap_or_default();
+                let rank = p
+                    .best
+                    .iter()
+                    .position(|b| b.parallel == r.parallel && b.batch_size == r.batch_size)
+                    .map(|i| (i + 1).to_string())
+                    .unwrap_or_default();
                 let l = &r.layout;
                 w.write_record([
                     r.device.clone(),

@@ -263,11 +263,8 @@ pub struct Report {
 impl Report {
     /// Best rows of `phase` over all devices, one per device (cross-hardware summary).
     pub fn cross_hardware(&self, phase: Phase) -> Vec<Row> {
-        let mut v: Vec<Row> = self
-            .devices
-            .iter()
-            .filter_map(|d| d.phases.iter().find(|p| p.phase == phase).and_then(|p| p.best.first().cloned()))
-            .collect();
+        let mut v: Vec<Row> =
+            self.devices.iter().filter_map(|d| d.phases.iter().find(|p| p.phase == phase).and_then(|p| p.best.first().cloned())).collect();
         v.sort_by(|a, b| b.throughput.total_cmp(&a.throughput));
         v
     }

@@ -159,7 +159,15 @@ fn phase_table(p: &PhaseResult, top: Option<usize>) -> String {
         h.extend(["Throughput (token/s)", "parallel", "batch_size"]);
         let mut t = new_table(&h);
         for (i, r) in rows.iter().enumerate() {
-            let mut cells = vec![(i + 1).to_string(), r.num_devices.to_string(), "all".into(), "1.000".into(), r.batch_size.to_string(), r.concurrency.to_string(), f2(r.ttft_ms)];
+            let mut cells = vec![
+                (i + 1).to_string(),
+                r.num_devices.to_string(),
+                "all".into(),
+                "1.000".into(),
+                r.batch_size.to_string(),
+                r.concurrency.to_string(),
+                f2(r.ttft_ms),
+            ];
             if p.phase == Phase::Aggregated {
                 cells.push(f2(r.tpot_ms));
             }
@@ -355,7 +363,15 @@ fn profile_table(report: &Report) -> String {
     let _ = writeln!(s, "Cross-hardware - device profile summary (modeling abstraction vs performance merge tables)");
     let _ = writeln!(s, "Device profile parameter comparison (effective compute / memory BW / comm BW)");
     let _ = writeln!(s, "{}", rule(108));
-    let mut t = new_table(&["Device", "Cube Compute (TFLOPS)", "Vector Compute (TFLOPS)", "HBM BW (TB/s)", "Memory (GB)", "Comm Grid", "Comm BW (GB/s)"]);
+    let mut t = new_table(&[
+        "Device",
+        "Cube Compute (TFLOPS)",
+        "Vector Compute (TFLOPS)",
+        "HBM BW (TB/s)",
+        "Memory (GB)",
+        "Comm Grid",
+        "Comm BW (GB/s)",
+    ]);
     for d in &report.devices {
         let p = &d.profile;
         t.add_row(vec![
@@ -385,16 +401,55 @@ fn cross_phase_table(report: &Report, phase: Phase) -> String {
     let _ = writeln!(s, "{title}");
     let _ = writeln!(s, "{}", rule(100));
     let mut t = match phase {
-        Phase::Aggregated => new_table(&["Top", "Device", "Throughput (token/s)", "TTFT (ms)", "TPOT (ms)", "Concurrency", "Parallel", "Batch", "num_devices"]),
-        Phase::Prefill => new_table(&["Top", "Device", "Prefill throughput (token/s)", "QPS (req/s)", "TTFT (ms)", "TPOT (ms)", "Concurrency", "Parallel", "Batch", "num_devices"]),
-        Phase::Decode => new_table(&["Top", "Device", "Decode throughput (token/s)", "QPS (req/s)", "TTFT (ms)", "TPOT (ms)", "Concurrency", "Parallel", "Batch", "num_devices"]),
+        Phase::Aggregated => new_table(&[
+            "Top",
+            "Device",
+            "Throughput (token/s)",
+            "TTFT (ms)",
+            "TPOT (ms)",
+            "Concurrency",
+            "Parallel",
+            "Batch",
+            "num_devices",
+        ]),
+        Phase::Prefill => new_table(&[
+            "Top",
+            "Device",
+            "Prefill throughput (token/s)",
+            "QPS (req/s)",
+            "TTFT (ms)",
+            "TPOT (ms)",
+            "Concurrency",
+            "Parallel",
+            "Batch",
+            "num_devices",
+        ]),
+        Phase::Decode => new_table(&[
+            "Top",
+            "Device",
+            "Decode throughput (token/s)",
+            "QPS (req/s)",
+            "TTFT (ms)",
+            "TPOT (ms)",
+            "Concurrency",
+            "Parallel",
+            "Batch",
+            "num_devices",
+        ]),
     };
     for (i, r) in rows.iter().enumerate() {
         let mut cells = vec![(i + 1).to_string(), r.device.clone(), format!("{:.2}", r.throughput)];
         if phase != Phase::Aggregated {
             cells.push(f2(r.qps));
         }
-        cells.extend([f2(r.ttft_ms), f2(r.tpot_ms), r.concurrency.to_string(), r.parallel.clone(), r.batch_size.to_string(), r.num_devices.to_string()]);
+        cells.extend([
+            f2(r.ttft_ms),
+            f2(r.tpot_ms),
+            r.concurrency.to_string(),
+            r.parallel.clone(),
+            r.batch_size.to_string(),
+            r.num_devices.to_string(),
+        ]);
         t.add_row(cells);
     }
     let missing: Vec<&str> = report
@@ -416,7 +471,8 @@ fn cross_pd_table(report: &Report) -> String {
     let _ = writeln!(s, "{}", banner(100));
     let _ = writeln!(s, "Cross-hardware - PD Ratio (best balanced QPS per device under TTFT/TPOT limits)");
     let _ = writeln!(s, "{}", rule(100));
-    let mut t = new_table(&["Top", "Device", "Balanced QPS (req/s)", "PD Ratio (P:D inst)", "P QPS", "D QPS", "TTFT", "TPOT", "P inst", "D inst"]);
+    let mut t =
+        new_table(&["Top", "Device", "Balanced QPS (req/s)", "PD Ratio (P:D inst)", "P QPS", "D QPS", "TTFT", "TPOT", "P inst", "D inst"]);
     let mut best: Vec<(&str, &super::PdRow, Option<super::InstanceSplit>)> = report
         .devices
         .iter()
@@ -450,9 +506,23 @@ fn dump(report: &Report) -> String {
         for p in &d.phases {
             let agg = p.phase == Phase::Aggregated;
             let mut h = vec![
-                "device_name", "num_devices", "model_id", "quantize_linear_action", "quantize_attention_action", "input_length", "output_length",
-                "effective_input_length", "max_batched_tokens", "prefill_num_chunks", "concurrency", "ttft", "tpot", "token/s", "token/s/device",
-                "parallel", "batch_size",
+                "device_name",
+                "num_devices",
+                "model_id",
+                "quantize_linear_action",
+                "quantize_attention_action",
+                "input_length",
+                "output_length",
+                "effective_input_length",
+                "max_batched_tokens",
+                "prefill_num_chunks",
+                "concurrency",
+                "ttft",
+                "tpot",
+                "token/s",
+                "token/s/device",
+                "parallel",
+                "batch_size",
             ];
             if agg {
                 h.extend(["percentage_breakdowns(p)", "percentage_breakdowns(d)"]);
@@ -540,7 +610,16 @@ pub fn render(plan: &Plan, report: &Report) -> String {
 
 /// `--list-devices`
 pub fn device_list(reg: &DeviceRegistry) -> String {
-    let mut t = new_table(&["Device", "Vendor", "Cube bf16 (TFLOPS, eff.)", "Memory (GiB)", "HBM BW (TiB/s, eff.)", "Comm Grid", "Max devices", "Source"]);
+    let mut t = new_table(&[
+        "Device",
+        "Vendor",
+        "Cube bf16 (TFLOPS, eff.)",
+        "Memory (GiB)",
+        "HBM BW (TiB/s, eff.)",
+        "Comm Grid",
+        "Max devices",
+        "Source",
+    ]);
     for (p, origin) in reg.profiles() {
         t.add_row(vec![
             p.name.clone(),

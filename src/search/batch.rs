@@ -64,12 +64,7 @@ pub fn latency_bound(bs_l: u32, lat_l: f64, bs_r: u32, lat_r: f64, limit: f64) -
 }
 
 /// Search `[min, max]` (max unbounded when `None`) with `probe`, memoised per batch size.
-pub fn search(
-    min: u32,
-    max: Option<u32>,
-    strategy: SearchStrategy,
-    probe: &mut dyn FnMut(u32) -> (Probe, ProbeStats),
-) -> SearchResult {
+pub fn search(min: u32, max: Option<u32>, strategy: SearchStrategy, probe: &mut dyn FnMut(u32) -> (Probe, ProbeStats)) -> SearchResult {
     let mut seen: BTreeMap<u32, (Probe, ProbeStats)> = BTreeMap::new();
     let mut run = |b: u32, seen: &mut BTreeMap<u32, (Probe, ProbeStats)>| -> bool {
         let entry = seen.entry(b).or_insert_with(|| probe(b));

@@ -83,7 +83,9 @@ pub fn model_limit(model: &ModelArch, p: &ParallelConfig, with_vision: bool) -> 
             }
             Attention::LinearAttention { key_heads, value_heads, .. } => {
                 if key_heads % tp != 0 || value_heads % tp != 0 {
-                    return Some(format!("TP={tp} does not divide the {key_heads} key / {value_heads} value heads of the linear-attention layers"));
+                    return Some(format!(
+                        "TP={tp} does not divide the {key_heads} key / {value_heads} value heads of the linear-attention layers"
+                    ));
                 }
             }
         }
@@ -187,11 +189,7 @@ pub fn check(plan: &Plan) -> Result<(), String> {
                     "No valid parallel combination is produced by the provided search arguments under {n} devices{which}: every size must divide the device count (and TP must be a multiple of DCP)"
                 ));
             }
-            return Err(format!(
-                "no parallel layout{which} fits {}: {}; choose sizes the model allows",
-                plan.model.id,
-                skipped.join("; ")
-            ));
+            return Err(format!("no parallel layout{which} fits {}: {}; choose sizes the model allows", plan.model.id, skipped.join("; ")));
         }
     }
     Ok(())

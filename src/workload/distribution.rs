@@ -71,8 +71,11 @@ impl LengthDistribution {
 
     pub fn load(path: &Path, flag: &str) -> Result<Self, LengthError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| LengthError { flag: flag.into(), path: shown.clone(), message: format!("cannot read the file: {e}") })?;
+        let text = std::fs::read_to_string(path).map_err(|e| LengthError {
+            flag: flag.into(),
+            path: shown.clone(),
+            message: format!("cannot read the file: {e}"),
+        })?;
         Self::parse(&text, &shown, flag)
     }
 
@@ -195,16 +198,40 @@ mod tests {
         let got: Vec<(u64, u64)> = c16.rows.iter().map(|(r, n)| (r.num_input_tokens, *n)).collect();
         assert_eq!(
             got,
-            vec![(250, 4), (750, 1), (1250, 1), (1750, 1), (2250, 1), (2750, 1), (3250, 1), (3750, 1), (4250, 1), (4750, 1), (6250, 1), (11000, 1), (13000, 1)]
+            vec![
+                (250, 4),
+                (750, 1),
+                (1250, 1),
+                (1750, 1),
+                (2250, 1),
+                (2750, 1),
+                (3250, 1),
+                (3750, 1),
+                (4250, 1),
+                (4750, 1),
+                (6250, 1),
+                (11000, 1),
+                (13000, 1)
+            ]
         );
     }
 
     #[test]
     fn midpoint_average_and_prefix_cache() {
-        let d = LengthDistribution::parse("bins:\n  - {min_tokens: 0, max_tokens: 100, weight: 1}\n  - {min_tokens: 1000, max_tokens: 1100, weight: 1}\n", "t", "--input-length").unwrap();
+        let d = LengthDistribution::parse(
+            "bins:\n  - {min_tokens: 0, max_tokens: 100, weight: 1}\n  - {min_tokens: 1000, max_tokens: 1100, weight: 1}\n",
+            "t",
+            "--input-length",
+        )
+        .unwrap();
         assert_eq!(d.effective_length(0.0), 550);
         assert_eq!(d.effective_length(0.5), 275);
-        let w = LengthDistribution::parse("bins:\n  - {min_tokens: 0, max_tokens: 100, weight: 3}\n  - {min_tokens: 100, max_tokens: 200, weight: 1}\n", "t", "x").unwrap();
+        let w = LengthDistribution::parse(
+            "bins:\n  - {min_tokens: 0, max_tokens: 100, weight: 3}\n  - {min_tokens: 100, max_tokens: 200, weight: 1}\n",
+            "t",
+            "x",
+        )
+        .unwrap();
         let r = w.representatives(0.0);
         assert_eq!((r[0].request_ratio, r[1].request_ratio), (0.75, 0.25));
     }
@@ -224,9 +251,15 @@ mod tests {
 
     #[test]
     fn bad_bins_name_line_and_field() {
-        let e = LengthDistribution::parse("bins:\n  - {min_tokens: 10, max_tokens: 5, weight: 1}\n", "f.yaml", "--input-length").unwrap_err();
+        let e =
+            LengthDistribution::parse("bins:\n  - {min_tokens: 10, max_tokens: 5, weight: 1}\n", "f.yaml", "--input-length").unwrap_err();
         assert_eq!(e.to_string(), "--input-length f.yaml: line 2: bins[0]: `max_tokens` (5) must be greater than `min_tokens` (10)");
-        let e = LengthDistribution::parse("bins:\n  - {min_tokens: 0, max_tokens: 50, weight: 1}\n  - {min_tokens: 40, max_tokens: 60, weight: 1}\n", "f", "x").unwrap_err();
+        let e = LengthDistribution::parse(
+            "bins:\n  - {min_tokens: 0, max_tokens: 50, weight: 1}\n  - {min_tokens: 40, max_tokens: 60, weight: 1}\n",
+            "f",
+            "x",
+        )
+        .unwrap_err();
         assert!(e.message.contains("line 3: bins[1] [40, 60) overlaps bins[0] [0, 50)"), "{e}");
         let e = LengthDistribution::parse("bins:\n  - {min_tokens: 0, max_tokens: 50, weight: 0}\n", "f", "x").unwrap_err();
         assert!(e.message.contains("`weight` is 0"), "{e}");
