@@ -1,0 +1,35 @@
+//! Whole searches, as a user runs them. Targets (docs/performance.md): the headline example
+//! with the analytic engine under 0.1 s.
+
+use clap::Parser;
+use throughput_optimizer::cli::{self, Command, Plan, RawArgs};
+
+fn main() {
+    divan::main();
+}
+
+fn plan(args: &str) -> Plan {
+    let argv = std::iter::once("throughput-optimizer").chain(args.split_whitespace());
+    match cli::build(RawArgs::try_parse_from(argv).unwrap()).unwrap() {
+        Command::Run(p) => *p,
+        _ => unreachable!(),
+    }
+}
+
+const HEADLINE: &str = "Qwen/Qwen3-32B --device TEST_DEVICE --num-devices 8 --input-length 3500 --output-length 1500 --compile \
+    --quantize-linear-action W8A8_DYNAMIC --quantize-attention-action DISABLED --tpot-limits 50 --engine analytic --jobs 1";
+
+#[divan::bench(sample_count = 20)]
+fn headline_analytic(bencher: divan::Bencher) {
+    let p = plan(HEADLINE);
+    bencher.bench(|| throughput_optimizer::search::run(&p));
+}
+
+#[divan::bench(sample_count = 10)]
+fn deepseek_pd_ratio_analytic(bencher: divan::Bencher) {
+    let p = plan(
+        "deepseek-ai/DeepSeek-V3.1 --input-length 3500 --output-length 1500 --compile --enable-optimize-prefill-decode-ratio \
+         --prefill-devices-per-instance 16 --decode-devices-per-instance 16 --num-devices 64 --ttft-limits 2000 --tpot-limits 50 --jobs 1",
+    );
+    bencher.bench(|| throughput_optimizer::search::run(&p));
+}
