@@ -24,22 +24,22 @@ pub trait NamedEnum: Sized + Copy + 'static {
 
 macro_rules! named_enum {
     ($ty:ident { $($variant:ident => $name:literal),* $(,)? }) => {
-        impl NamedEnum for $ty {
+        impl $crate::quant::NamedEnum for $ty {
             const ALL: &'static [Self] = &[$($ty::$variant),*];
             fn name(self) -> &'static str {
                 match self { $($ty::$variant => $name),* }
             }
         }
         impl std::fmt::Display for $ty {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str(self.name()) }
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str($crate::quant::NamedEnum::name(*self)) }
         }
         impl serde::Serialize for $ty {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> { s.serialize_str(self.name()) }
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> { s.serialize_str($crate::quant::NamedEnum::name(*self)) }
         }
         impl<'de> serde::Deserialize<'de> for $ty {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let s = <String as serde::Deserialize>::deserialize(d)?;
-                <$ty>::parse_named(&s).map_err(serde::de::Error::custom)
+                <$ty as $crate::quant::NamedEnum>::parse_named(&s).map_err(serde::de::Error::custom)
             }
         }
     };

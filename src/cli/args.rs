@@ -245,15 +245,59 @@ pub struct RawArgs {
     /// KV-cache block size in tokens. [default: 128]
     #[arg(long, value_parser = positive_u32, value_name = "TOKENS", help_heading = "SLO and serving")]
     pub kv_block_size: Option<u32>,
-    /// Which TPOT the SLO filter applies: inter-token = (finish − first token)/(O − 1), or
-    /// amortized = E2E / O (the documented formula's definition). [default: amortized for the
-    /// analytic engine]
+    /// Which TPOT the SLO filter applies: inter-token = (finish − first token)/(O − 1), as
+    /// serving benchmarks measure it, or amortized = E2E / O (the documented formula's).
+    /// [default: inter-token for sim and compare, amortized for analytic]
     #[arg(long, value_name = "DEFINITION", help_heading = "SLO and serving")]
     pub tpot_definition: Option<String>,
 
+    // ---- Simulator ----
+    /// Request arrivals: closed (the candidate's concurrency kept in flight, steady state),
+    /// burst (all requests at t=0, one pass), poisson, gamma (need --request-rate), or
+    /// `trace FILE` (CSV or JSON Lines of arrival_s, input_tokens, output_tokens). [default:
+    /// closed]
+    #[arg(long, num_args = 1..=2, value_name = "PROCESS [FILE]", help_heading = "Simulator")]
+    pub arrival: Option<Vec<String>>,
+    /// Mean request rate for poisson/gamma arrivals, requests per second over all replicas.
+    #[arg(long, value_parser = finite_f64, value_name = "REQ/S", help_heading = "Simulator")]
+    pub request_rate: Option<f64>,
+    /// Gamma arrival shape: 1 = Poisson, below 1 = burstier. [default: 1]
+    #[arg(long, value_parser = finite_f64, value_name = "SHAPE", help_heading = "Simulator")]
+    pub burstiness: Option<f64>,
+    /// Requests per open-loop simulation. [default: 1000]
+    #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "Simulator")]
+    pub num_requests: Option<u32>,
+    /// Open loop: at most this many requests in flight (client side). [default: unlimited]
+    #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "Simulator")]
+    pub max_concurrency: Option<u32>,
+    /// Running sequences per DP replica. [default: the searched batch size]
+    #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "Simulator")]
+    pub max_num_seqs: Option<u32>,
+    /// Share by which prefill chunks may overflow the token budget after the decodes.
+    /// [default: 0.15]
+    #[arg(long, value_parser = finite_f64, value_name = "SHARE", help_heading = "Simulator")]
+    pub token_budget_slack: Option<f64>,
+    /// Schedule whole prompts only (no chunked prefill).
+    #[arg(long, help_heading = "Simulator")]
+    pub no_chunked_prefill: bool,
+    /// Statistic the SLO filter applies to TTFT and TPOT: mean, p50, p90, p95, p99.
+    /// [default: mean]
+    #[arg(long, value_name = "STAT", help_heading = "Simulator")]
+    pub slo_percentile: Option<String>,
+    /// Requests share one of N cached prefixes (block-level prefix cache).
+    #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "Simulator")]
+    pub prefix_groups: Option<u32>,
+    /// Tokens of the shared prefix (with --prefix-groups).
+    #[arg(long, value_parser = positive_u32, value_name = "TOKENS", help_heading = "Simulator")]
+    pub prefix_length: Option<u32>,
+    /// Run a scenario file (a whole run in YAML) instead of flags.
+    #[arg(long, value_name = "FILE", help_heading = "Simulator")]
+    pub scenario: Option<PathBuf>,
+
     // ---- Engine and performance model ----
-    /// Evaluation engine: analytic (closed-form formulas), sim (discrete-event simulation) or
-    /// compare (both, side by side).
+    /// Evaluation engine: sim (discrete-event simulation of the serving scheduler), analytic
+    /// (the documented closed-form formulas) or compare (both per candidate, side by side).
+    /// [default: sim]
     #[arg(long, value_name = "ENGINE", help_heading = "Engine")]
     pub engine: Option<String>,
     /// Per-operator model: analytic (roofline). `profiling` needs measured databases, which

@@ -5,6 +5,8 @@ use crate::cost::{CompileOptions, EmbeddingTp};
 use crate::hardware::{DeviceProfile, DeviceRegistry};
 use crate::model::{self, ModelArch, ModelSource};
 use crate::quant::{KvQuant, LinearQuant, NamedEnum, QuantConfig};
+use crate::sim::Percentile;
+use crate::workload::arrival::{ArrivalProcess, SharedPrefix, Trace};
 use crate::workload::{LengthDistribution, Lengths, MAX_LENGTH};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -157,6 +159,18 @@ pub struct ServingOptions {
     pub tpot_definition: TpotDefinition,
 }
 
+/// Simulator options (`--arrival`, scheduler knobs, SLO statistic).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimOptions {
+    pub arrival: ArrivalProcess,
+    pub num_requests: Option<u64>,
+    pub max_concurrency: Option<u64>,
+    pub max_num_seqs: Option<u64>,
+    pub chunked_prefill: bool,
+    pub slo_percentile: Percentile,
+    pub shared_prefix: Option<SharedPrefix>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutputOptions {
     pub format: OutputFormat,
@@ -183,6 +197,7 @@ pub struct Plan {
     pub compile: CompileOptions,
     pub search: SearchSpace,
     pub serving: ServingOptions,
+    pub sim: SimOptions,
     pub engine: EngineKind,
     pub output: OutputOptions,
     pub jobs: usize,
@@ -236,6 +251,14 @@ fn model_id_ok(id: &str) -> bool {
 
 /// Validate the raw arguments into a command.
 pub fn build(raw: RawArgs) -> Result<Command, PlanError> {
+    if let Some(path) = &raw.scenario {
+        return crate::scenario::build_from_file(path, &raw);
+    }
+    build_checked(raw)
+}
+
+/// Validate arguments that do not name a scenario.
+pub(crate) fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
     let mut warnings = Vec::new();
     // Device profiles first: --list-devices shows custom ones too.
     let mut registry = DeviceRegistry::builtin();
@@ -698,20 +721,30 @@ pub fn build(raw: RawArgs) -> Result<Command, PlanError> {
     }
 
     // ---- engine ----
+    let aggregated = matches!(mode, Mode::Aggregation);
     let engine = match raw.engine.as_deref() {
-        None => EngineKind::Analytic,
+        // The simulator covers aggregated serving; disaggregated modes use the formulas.
+        None => {
+            if aggregated {
+                EngineKind::Sim
+            } else {
+                EngineKind::Analytic
+            }
+        }
         Some(e) => EngineKind::parse_named(e).map_err(|m| usage(format!("--engine: {m}")))?,
     };
-    if engine != EngineKind::Analytic {
+    if engine != EngineKind::Analytic && !aggregated {
         return Err(usage(format!(
-            "--engine {}: the discrete-event simulator is not available yet in this build; use --engine analytic",
+            "--engine {}: simulated disaggregation and P/D ratio planning are not available yet; use --engine analytic for this mode",
             engine.name()
         )));
     }
     let tpot_definition = match raw.tpot_definition.as_deref() {
-        None => TpotDefinition::Amortized,
+        None if engine == EngineKind::Analytic => TpotDefinition::Amortized,
+        None => TpotDefinition::InterToken,
         Some(s) => TpotDefinition::parse(s).map_err(|e| usage(format!("--tpot-definition: {e}")))?,
     };
+    let sim = sim_options(&raw, engine, &input, &search_budgets(&raw), &mut warnings)?;
     match raw.performance_model.as_deref().map(str::to_lowercase).as_deref() {
         None | Some("analytic") => {}
         Some("profiling") => {
@@ -764,9 +797,10 @@ pub fn build(raw: RawArgs) -> Result<Command, PlanError> {
             shared_expert_tp: raw.enable_shared_expert_tp,
             word_embedding_tp,
             kv_block_size,
-            token_budget_slack: 0.15,
+            token_budget_slack: slack(&raw)?,
             tpot_definition,
         },
+        sim,
         engine,
         output: OutputOptions {
             format,
@@ -787,4 +821,118 @@ pub fn build(raw: RawArgs) -> Result<Command, PlanError> {
 
 fn pow2_count(n: u32) -> usize {
     (32 - n.leading_zeros()) as usize
+}
+
+fn search_budgets(raw: &RawArgs) -> Option<Vec<u32>> {
+    raw.max_batched_tokens.clone().or_else(|| raw.max_prefill_tokens.clone())
+}
+
+fn slack(raw: &RawArgs) -> Result<f64, PlanError> {
+    let v = raw.token_budget_slack.unwrap_or(0.15);
+    if !(0.0..=1.0).contains(&v) {
+        return Err(usage(format!("--token-budget-slack {v}: must be between 0 and 1")));
+    }
+    Ok(v)
+}
+
+/// Simulator options; flags that only the simulator reads are refused with the analytic engine.
+fn sim_options(
+    raw: &RawArgs,
+    engine: EngineKind,
+    input: &Lengths,
+    budgets: &Option<Vec<u32>>,
+    warnings: &mut Vec<String>,
+) -> Result<SimOptions, PlanError> {
+    let sim_flags: Vec<&str> = [
+        (raw.arrival.is_some(), "--arrival"),
+        (raw.request_rate.is_some(), "--request-rate"),
+        (raw.burstiness.is_some(), "--burstiness"),
+        (raw.num_requests.is_some(), "--num-requests"),
+        (raw.max_concurrency.is_some(), "--max-concurrency"),
+        (raw.max_num_seqs.is_some(), "--max-num-seqs"),
+        (raw.no_chunked_prefill, "--no-chunked-prefill"),
+        (raw.slo_percentile.is_some(), "--slo-percentile"),
+        (raw.prefix_groups.is_some(), "--prefix-groups"),
+        (raw.prefix_length.is_some(), "--prefix-length"),
+    ]
+    .iter()
+    .filter(|(given, _)| *given)
+    .map(|(_, f)| *f)
+    .collect();
+    if engine == EngineKind::Analytic && !sim_flags.is_empty() {
+        return Err(usage(format!("{} only apply to the simulator; drop them or use --engine sim (or compare)", sim_flags.join(", "))));
+    }
+    let rate = |name: &str| -> Result<f64, PlanError> {
+        match raw.request_rate {
+            None => Err(usage(format!("--arrival {name} needs --request-rate (requests per second)"))),
+            Some(r) if r <= 0.0 || r > 1e6 => Err(usage(format!("--request-rate {r}: must be a positive rate up to 1000000 req/s"))),
+            Some(r) => Ok(r),
+        }
+    };
+    let arrival = match raw.arrival.as_deref() {
+        None => ArrivalProcess::Closed,
+        Some(v) => {
+            let kind = v[0].to_lowercase();
+            if kind != "trace" && v.len() > 1 {
+                return Err(usage(format!("--arrival {}: only `trace` takes a FILE", v.join(" "))));
+            }
+            match kind.as_str() {
+                "closed" => ArrivalProcess::Closed,
+                "burst" => ArrivalProcess::Burst,
+                "poisson" => ArrivalProcess::Poisson { rate: rate("poisson")? },
+                "gamma" => {
+                    let b = raw.burstiness.unwrap_or(1.0);
+                    if b <= 0.0 || b > 1000.0 {
+                        return Err(usage(format!("--burstiness {b}: must be positive (1 = Poisson, below 1 = burstier), at most 1000")));
+                    }
+                    ArrivalProcess::Gamma { rate: rate("gamma")?, burstiness: b }
+                }
+                "trace" => {
+                    let Some(f) = v.get(1) else {
+                        return Err(usage("--arrival trace needs a FILE (CSV or JSON Lines of arrival_s, input_tokens, output_tokens)"));
+                    };
+                    ArrivalProcess::Trace(Trace::load(Path::new(f)).map_err(|e| usage(e.to_string()))?)
+                }
+                other => return Err(usage(format!("--arrival `{other}` is not one of closed, burst, poisson, gamma, trace FILE"))),
+            }
+        }
+    };
+    if raw.request_rate.is_some() && !matches!(arrival, ArrivalProcess::Poisson { .. } | ArrivalProcess::Gamma { .. }) {
+        warnings.push("--request-rate only applies to --arrival poisson or gamma; it is ignored".into());
+    }
+    if raw.burstiness.is_some() && !matches!(arrival, ArrivalProcess::Gamma { .. }) {
+        warnings.push("--burstiness only applies to --arrival gamma; it is ignored".into());
+    }
+    if (raw.num_requests.is_some() || raw.max_concurrency.is_some()) && !arrival.is_open() {
+        warnings.push("--num-requests / --max-concurrency apply to open-loop arrivals (poisson, gamma, trace); they are ignored".into());
+    }
+    let slo_percentile = match raw.slo_percentile.as_deref() {
+        None => Percentile::Mean,
+        Some(p) => Percentile::parse_named(p).map_err(|e| usage(format!("--slo-percentile: {e}")))?,
+    };
+    let shared_prefix = match (raw.prefix_groups, raw.prefix_length) {
+        (None, None) => None,
+        (Some(g), Some(l)) => Some(SharedPrefix { groups: g, length: l as u64 }),
+        _ => return Err(usage("--prefix-groups and --prefix-length must be given together")),
+    };
+    let chunked_prefill = !raw.no_chunked_prefill;
+    if !chunked_prefill {
+        if let Some(b) = budgets {
+            let longest = input.max_effective(0.0);
+            if let Some(&small) = b.iter().find(|&&x| (x as u64) < longest) {
+                return Err(usage(format!(
+                    "--no-chunked-prefill with --max-batched-tokens {small}: prompts of up to {longest} tokens cannot be scheduled whole; raise the budget or allow chunked prefill"
+                )));
+            }
+        }
+    }
+    Ok(SimOptions {
+        arrival,
+        num_requests: raw.num_requests.map(u64::from),
+        max_concurrency: raw.max_concurrency.map(u64::from),
+        max_num_seqs: raw.max_num_seqs.map(u64::from),
+        chunked_prefill,
+        slo_percentile,
+        shared_prefix,
+    })
 }

@@ -81,6 +81,62 @@ pub struct Row {
     pub stop_reason: Option<StopReason>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub composition: Vec<CompositionRow>,
+    /// Simulator figures (simulated rows only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sim: Option<SimSummary>,
+    /// Why the simulation could not run, if it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sim_error: Option<String>,
+    /// The analytic engine's figures at the same batch size (`--engine compare`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analytic: Option<AnalyticFigures>,
+}
+
+/// What the simulator measured beyond the row's headline figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimSummary {
+    pub latency: crate::sim::LatencyStats,
+    pub total_throughput: f64,
+    pub goodput: f64,
+    pub kv_utilization: f64,
+    pub kv_peak_utilization: f64,
+    pub kv_capacity_blocks: u64,
+    pub mean_batch_size: f64,
+    pub mean_step_ms: f64,
+    pub steps: u64,
+    pub measured_requests: u64,
+    pub preemptions: u64,
+    pub window_s: f64,
+    pub converged: bool,
+}
+
+impl SimSummary {
+    pub fn from_report(r: &crate::sim::SimReport) -> Self {
+        SimSummary {
+            latency: r.latency.clone(),
+            total_throughput: r.total_throughput,
+            goodput: r.goodput,
+            kv_utilization: r.kv_utilization,
+            kv_peak_utilization: r.kv_peak_utilization,
+            kv_capacity_blocks: r.kv_capacity_blocks,
+            mean_batch_size: r.mean_batch_size,
+            mean_step_ms: r.mean_step_ms,
+            steps: r.steps,
+            measured_requests: r.measured,
+            preemptions: r.preemptions,
+            window_s: r.window_s,
+            converged: r.converged,
+        }
+    }
+}
+
+/// The analytic engine's TTFT, TPOT and throughput for a simulated row.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AnalyticFigures {
+    pub ttft_ms: Option<f64>,
+    pub tpot_ms: Option<f64>,
+    pub throughput: f64,
+    pub feasible: bool,
 }
 
 impl Row {
@@ -114,6 +170,9 @@ impl Row {
             effective_input_length: 0,
             stop_reason: None,
             composition: Vec::new(),
+            sim: None,
+            sim_error: None,
+            analytic: None,
         }
     }
 

@@ -186,7 +186,9 @@ fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile) -> Devic
 /// on `--jobs` threads.
 pub fn run(plan: &Plan) -> Report {
     let engine: Box<dyn Engine> = match plan.engine {
-        EngineKind::Analytic | EngineKind::Sim | EngineKind::Compare => Box::new(crate::analytic::AnalyticEngine),
+        EngineKind::Analytic => Box::new(crate::analytic::AnalyticEngine),
+        EngineKind::Sim => Box::new(crate::sim::SimEngine),
+        EngineKind::Compare => Box::new(CompareEngine),
     };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(plan.jobs).build();
     let devices: Vec<DeviceResult> = match pool {
@@ -251,4 +253,22 @@ fn inputs(plan: &Plan) -> Inputs {
 /// Fail early when a phase has no runnable layout (a usage error).
 pub fn check_candidates(plan: &Plan) -> Result<(), String> {
     candidates::check(plan)
+}
+
+/// `--engine compare`: the simulator decides feasibility; every row also carries the analytic
+/// engine's figures at the same batch size.
+pub struct CompareEngine;
+
+impl Engine for CompareEngine {
+    fn probe(&self, ctx: &CandidateCtx, batch: u32, budget: u64) -> (Probe, ProbeStats) {
+        let (mut p, st) = crate::sim::SimEngine.probe(ctx, batch, budget);
+        let (a, _) = crate::analytic::AnalyticEngine.probe(ctx, batch, budget);
+        p.row.analytic = Some(crate::report::AnalyticFigures {
+            ttft_ms: a.row.ttft_ms,
+            tpot_ms: a.row.tpot_ms,
+            throughput: a.row.throughput,
+            feasible: a.stop.is_none(),
+        });
+        (p, st)
+    }
 }

@@ -2,6 +2,7 @@
 //! representative rows and largest-remainder compositions, and (for the simulator) seeded
 //! sampling of request streams.
 
+pub mod arrival;
 pub mod distribution;
 
 pub use distribution::{Composition, LengthBin, LengthDistribution, LengthError, Representative};

@@ -1,0 +1,86 @@
+//! The simulator's event loop on decode-heavy batches: target ≥ 1 million engine steps per
+//! second with 256 running sequences (docs/performance.md).
+
+use throughput_optimizer::cost::graph::build_both;
+use throughput_optimizer::cost::{CompileOptions, CostOptions, FixedCost, ParallelConfig, RooflineCost};
+use throughput_optimizer::hardware::DeviceRegistry;
+use throughput_optimizer::model::catalog;
+use throughput_optimizer::quant::{KvQuant, LinearQuant, QuantConfig};
+use throughput_optimizer::sim::{simulate, DecodeMode, SimConfig};
+use throughput_optimizer::workload::arrival::{ArrivalProcess, RequestFactory};
+use throughput_optimizer::workload::Lengths;
+
+fn main() {
+    divan::main();
+}
+
+fn config(decode: DecodeMode) -> SimConfig {
+    SimConfig {
+        budget: 8192,
+        slack: 0.15,
+        max_num_seqs: 256,
+        chunked_prefill: true,
+        block_size: 128,
+        kv_blocks: 1 << 20,
+        decode,
+        prefix_hit_rate: 0.0,
+        images_per_request: 0,
+        image_patches_per_image: 0,
+        image_patches: 0,
+        image_tokens: 0,
+        instances: 1,
+        concurrency: 256,
+        num_requests: 0,
+        max_concurrency: None,
+        ttft_limit_ms: f64::INFINITY,
+        tpot_limit_ms: f64::INFINITY,
+        seed: 0,
+        max_steps: u64::MAX,
+    }
+}
+
+fn roofline() -> RooflineCost {
+    let reg = DeviceRegistry::builtin();
+    let dev = reg.get("TEST_DEVICE").unwrap();
+    let m = catalog::find("Qwen/Qwen3-32B").unwrap();
+    let opts = CostOptions {
+        quant: QuantConfig { linear: LinearQuant::W8A8Dynamic, non_expert: None, kv: KvQuant::Disabled, mxfp4_group_size: 32 },
+        compile: CompileOptions { enabled: true, ..Default::default() },
+        mtp_tokens: 0,
+        draft_layers: 0,
+        shared_expert_tp: false,
+        word_embedding_tp: None,
+        with_vision: false,
+    };
+    build_both(&m, dev, &ParallelConfig::dense(8, 8), &opts).0
+}
+
+fn factory() -> RequestFactory {
+    RequestFactory::new(Lengths::Fixed(128), Lengths::Fixed(4096), None, ArrivalProcess::Closed, 0)
+}
+
+/// Closed loop of 256 sequences, 128-token prompts, 4096-token outputs: almost every step is
+/// a decode step of ~256 sequences. Reports steps per iteration via the counter.
+#[divan::bench(sample_count = 10)]
+fn decode_heavy_256_roofline(bencher: divan::Bencher) {
+    let cost = roofline();
+    let cfg = config(DecodeMode::Plain);
+    let steps = simulate(&cfg, &cost, factory()).unwrap().steps;
+    bencher.counter(divan::counter::ItemsCount::new(steps)).bench(|| simulate(&cfg, &cost, factory()).unwrap());
+}
+
+#[divan::bench(sample_count = 10)]
+fn decode_heavy_256_fixed_cost(bencher: divan::Bencher) {
+    let cost = FixedCost { per_step_s: 0.03, per_token_s: 0.0 };
+    let cfg = config(DecodeMode::Plain);
+    let steps = simulate(&cfg, &cost, factory()).unwrap().steps;
+    bencher.counter(divan::counter::ItemsCount::new(steps)).bench(|| simulate(&cfg, &cost, factory()).unwrap());
+}
+
+#[divan::bench(sample_count = 10)]
+fn decode_heavy_256_mtp2_roofline(bencher: divan::Bencher) {
+    let cost = roofline();
+    let cfg = config(DecodeMode::mtp(2, &[0.9, 0.6]));
+    let steps = simulate(&cfg, &cost, factory()).unwrap().steps;
+    bencher.counter(divan::counter::ItemsCount::new(steps)).bench(|| simulate(&cfg, &cost, factory()).unwrap());
+}

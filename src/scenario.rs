@@ -1,0 +1,173 @@
+//! Scenario files: a whole run in YAML. Keys are the command line's long flags in snake_case
+//! (`tpot_limits: 50`, `tp_sizes: [1, 2]`, `compile: true`), plus `model` and an optional
+//! `name` and `description`. A scenario is turned into the same raw arguments the command line
+//! produces, so every validation rule applies unchanged; errors point at the scenario's file,
+//! line and key.
+
+use crate::cli::args::RawArgs;
+use crate::cli::plan::{build_checked, Command, PlanError};
+use crate::yaml;
+use clap::{CommandFactory, Parser};
+use serde_yaml::Value;
+use std::path::Path;
+
+/// Keys that describe a scenario rather than a flag.
+const META: [&str; 3] = ["name", "description", "model"];
+/// Flags a scenario may not set (they are actions, not parts of a run).
+const FORBIDDEN: [&str; 7] = ["scenario", "list_devices", "list_models", "show_model", "help", "version", "model_id"];
+
+fn err(path: &str, msg: String) -> PlanError {
+    PlanError { usage: true, message: format!("--scenario {path}: {msg}") }
+}
+
+/// Every long flag of the command line, snake_case.
+fn known_keys() -> Vec<String> {
+    RawArgs::command().get_arguments().filter_map(|a| a.get_long().map(|l| l.replace('-', "_"))).collect()
+}
+
+fn scalar(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// The argv a scenario stands for.
+pub fn to_argv(text: &str, path: &str) -> Result<Vec<String>, PlanError> {
+    let doc = yaml::value_from_str(text).map_err(|e| err(path, e.to_string()))?;
+    let Value::Mapping(map) = doc else {
+        return Err(err(path, "the file must be a mapping of keys such as `model:` and `num_devices:`".into()));
+    };
+    let known = known_keys();
+    let line = |key: &str| yaml::line_of_key(text, key, 1).map(|l| format!("line {l}: ")).unwrap_or_default();
+    let mut argv = vec!["throughput-optimizer".to_string()];
+    let mut model = None;
+    for (k, v) in &map {
+        let Some(key) = k.as_str() else {
+            return Err(err(path, format!("keys must be strings, found {k:?}")));
+        };
+        if META.contains(&key) {
+            if key == "model" {
+                model = Some(scalar(v).ok_or_else(|| err(path, format!("{}field `model` must be a model id or path", line(key))))?);
+            } else if scalar(v).is_none() {
+                return Err(err(path, format!("{}field `{key}` must be text", line(key))));
+            }
+            continue;
+        }
+        if FORBIDDEN.contains(&key) {
+            return Err(err(path, format!("{}field `{key}` cannot be set in a scenario", line(key))));
+        }
+        if !known.iter().any(|k| k == key) {
+            let refs: Vec<&str> = known.iter().map(String::as_str).collect();
+            let close = crate::util::closest(key, &refs, 3);
+            let hint = if close.is_empty() { String::new() } else { format!(" (did you mean {}?)", close.join(", ")) };
+            return Err(err(path, format!("{}unknown field `{key}`{hint}", line(key))));
+        }
+        let flag = format!("--{}", key.replace('_', "-"));
+        match v {
+            Value::Null => {}
+            Value::Bool(false) => {}
+            Value::Bool(true) => argv.push(flag),
+            Value::Sequence(items) => {
+                argv.push(flag);
+                for it in items {
+                    argv.push(
+                        scalar(it).ok_or_else(|| err(path, format!("{}field `{key}`: list items must be numbers or text", line(key))))?,
+                    );
+                }
+            }
+            other => {
+                argv.push(flag);
+                argv.push(scalar(other).ok_or_else(|| err(path, format!("{}field `{key}` must be a value or a list", line(key))))?);
+            }
+        }
+    }
+    let Some(model) = model else {
+        return Err(err(path, "field `model` is required (a catalog id such as Qwen/Qwen3-32B)".into()));
+    };
+    argv.insert(1, model);
+    Ok(argv)
+}
+
+/// Point a message that names a `--flag` at the scenario key and its line.
+fn locate(msg: &str, text: &str, path: &str) -> String {
+    let flag = msg
+        .split(|c: char| c.is_whitespace() || c == '\'' || c == '`' || c == ':' || c == '<' || c == ',')
+        .find(|w| w.starts_with("--") && w.len() > 2);
+    match flag {
+        Some(f) => {
+            let key = f.trim_start_matches('-').replace('-', "_");
+            match yaml::line_of_key(text, &key, 1) {
+                Some(l) => format!("--scenario {path}: line {l}: field `{key}`: {msg}"),
+                None => format!("--scenario {path}: {msg}"),
+            }
+        }
+        None => format!("--scenario {path}: {msg}"),
+    }
+}
+
+/// Build the command a scenario file describes. Flags given next to `--scenario` are not
+/// merged: the scenario is the whole run (only output options may be added on the command
+/// line).
+pub fn build_from_file(path: &Path, cli: &RawArgs) -> Result<Command, PlanError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| err(&shown, format!("cannot read the file: {e}")))?;
+    let argv = to_argv(&text, &shown)?;
+    let mut raw = RawArgs::try_parse_from(&argv).map_err(|e| {
+        let rendered = e.to_string();
+        let first = rendered.lines().next().unwrap_or("").trim_start_matches("error: ").to_string();
+        PlanError { usage: true, message: locate(&first, &text, &shown) }
+    })?;
+    // Output choices stay with the caller.
+    raw.output = cli.output.clone().or(raw.output);
+    raw.output_file = cli.output_file.clone().or(raw.output_file);
+    raw.top = cli.top.or(raw.top);
+    raw.plot |= cli.plot;
+    raw.no_plot |= cli.no_plot;
+    raw.quiet |= cli.quiet;
+    raw.jobs = cli.jobs.or(raw.jobs);
+    build_checked(raw).map_err(|e| PlanError { usage: e.usage, message: locate(&e.message, &text, &shown) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "name: t\nmodel: Qwen/Qwen3-32B\nnum_devices: 8\ninput_length: 3500\noutput_length: 1500\ncompile: true\ntp_sizes: [4, 8]\ntpot_limits: 50\n";
+
+    #[test]
+    fn keys_become_flags() {
+        let argv = to_argv(GOOD, "s.yaml").unwrap();
+        assert_eq!(
+            argv,
+            [
+                "throughput-optimizer",
+                "Qwen/Qwen3-32B",
+                "--num-devices",
+                "8",
+                "--input-length",
+                "3500",
+                "--output-length",
+                "1500",
+                "--compile",
+                "--tp-sizes",
+                "4",
+                "8",
+                "--tpot-limits",
+                "50"
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_name_file_line_and_field() {
+        let e = to_argv(&GOOD.replace("compile: true", "compile: true\ntpot_limit_ms: 3"), "s.yaml").unwrap_err();
+        assert!(e.message.contains("--scenario s.yaml: line 7: unknown field `tpot_limit_ms`"), "{}", e.message);
+        let e = to_argv("num_devices: 8\n", "s.yaml").unwrap_err();
+        assert!(e.message.contains("field `model` is required"), "{}", e.message);
+        let m = locate("invalid value '-3' for '--tpot-limits <MS>': must be positive", GOOD, "s.yaml");
+        assert_eq!(m, "--scenario s.yaml: line 8: field `tpot_limits`: invalid value '-3' for '--tpot-limits <MS>': must be positive");
+    }
+}

@@ -1,0 +1,173 @@
+//! The simulator as a search [`Engine`]: a candidate at a batch size becomes a simulation of
+//! its serving instances; the row carries the simulated latencies and throughput.
+//!
+//! Closed-loop and burst aggregation simulate one representative DP replica with the batch
+//! size as its concurrency: replicas share nothing in aggregated serving, so the others are
+//! statistically identical copies and throughput scales by DP. Open-loop arrivals are routed
+//! over every replica (least loaded first), which is where replicas stop being identical.
+
+use super::{simulate, DecodeMode, SimConfig, SimError, SimReport};
+use crate::cli::{SpeculativeMethod, TpotDefinition};
+use crate::cost::memory::{gib, MemoryUse};
+use crate::cost::{BatchShape, PhaseLoad};
+use crate::report::{Row, SimSummary, StopReason};
+use crate::search::batch::{Probe, ProbeStats};
+use crate::search::{CandidateCtx, Engine, Phase};
+use crate::workload::arrival::{ArrivalProcess, RequestFactory};
+
+/// Simulates every probe.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SimEngine;
+
+/// Steps after which one simulation is abandoned (a typed error, not a hang).
+const MAX_STEPS: u64 = 20_000_000;
+
+/// The decode mode a candidate implies.
+pub fn decode_mode(ctx: &CandidateCtx) -> DecodeMode {
+    let plan = ctx.plan;
+    match &plan.serving.speculative {
+        Some(s) => {
+            let drafts = match s.method {
+                SpeculativeMethod::Dflash => s.block as u64 - 1,
+                SpeculativeMethod::Dspark => s.block as u64,
+            };
+            DecodeMode::Block { block: s.block as u64, drafts, mean_accepted: s.acceptance.min(drafts as f64) }
+        }
+        None => DecodeMode::mtp(ctx.cand.mtp, &plan.serving.mtp_acceptance_rates),
+    }
+}
+
+/// KV blocks one instance of the candidate holds once weights, the reserve and the largest
+/// step's activations are set aside.
+pub fn kv_blocks(ctx: &CandidateCtx, budget: u64, max_seqs: u64) -> u64 {
+    let slack = ctx.plan.serving.token_budget_slack;
+    let peak_tokens = (budget as f64 * (1.0 + slack)).floor() as u64;
+    let peak = BatchShape { prefill: PhaseLoad::uniform(1, peak_tokens, peak_tokens), sampled: max_seqs, ..Default::default() };
+    let bytes = ctx.mem.kv_budget_bytes(&peak, ctx.reserved_bytes());
+    ctx.mem.kv_capacity_blocks(bytes, ctx.plan.serving.kv_block_size as u64, max_seqs)
+}
+
+/// The simulation configuration of one probe.
+pub fn sim_config(ctx: &CandidateCtx, batch: u32, budget: u64) -> (SimConfig, RequestFactory) {
+    let plan = ctx.plan;
+    let so = &plan.sim;
+    let dp = ctx.cand.parallel.dp;
+    let open = so.arrival.is_open();
+    let max_num_seqs = so.max_num_seqs.unwrap_or(batch as u64);
+    let (images_per_request, patches, tokens) = match (&plan.workload.images, &plan.model.vision) {
+        (Some(im), Some(v)) => {
+            let (p, t) = v.image_tokens(im.height, im.width);
+            (im.per_request as u64, p, t * im.per_request as u64)
+        }
+        _ => (0, 0, 0),
+    };
+    let (ttft_limit, tpot_limit) = crate::search::phase_limits(plan, ctx.phase);
+    let cfg = SimConfig {
+        budget,
+        slack: plan.serving.token_budget_slack,
+        max_num_seqs,
+        chunked_prefill: so.chunked_prefill,
+        block_size: plan.serving.kv_block_size as u64,
+        kv_blocks: kv_blocks(ctx, budget, max_num_seqs),
+        decode: decode_mode(ctx),
+        prefix_hit_rate: plan.workload.prefix_cache_hit_rate,
+        images_per_request,
+        image_patches_per_image: patches,
+        image_patches: patches * images_per_request,
+        image_tokens: tokens,
+        instances: if open { dp } else { 1 },
+        concurrency: batch as u64,
+        num_requests: so.num_requests.unwrap_or(1000),
+        max_concurrency: so.max_concurrency,
+        ttft_limit_ms: ttft_limit,
+        tpot_limit_ms: tpot_limit,
+        seed: plan.seed,
+        max_steps: MAX_STEPS,
+    };
+    let factory =
+        RequestFactory::new(plan.workload.input.clone(), plan.workload.output.clone(), so.shared_prefix, so.arrival.clone(), plan.seed);
+    (cfg, factory)
+}
+
+/// Latency figures of a simulated row under the plan's definition and percentile.
+pub fn fill_row(ctx: &CandidateCtx, row: &mut Row, rep: &SimReport, replicas: f64) {
+    let plan = ctx.plan;
+    let pct = plan.sim.slo_percentile;
+    let l = &rep.latency;
+    row.ttft_ms = Some(l.ttft.pick(pct));
+    row.tpot_inter_token_ms = Some(l.tpot_inter_token.pick(pct));
+    row.tpot_amortized_ms = Some(l.tpot_amortized.pick(pct));
+    row.tpot_ms = Some(match plan.serving.tpot_definition {
+        TpotDefinition::InterToken => l.tpot_inter_token.pick(pct),
+        TpotDefinition::Amortized => l.tpot_amortized.pick(pct),
+    });
+    row.throughput = rep.output_throughput * replicas;
+    row.qps = Some(rep.request_rate * replicas);
+    row.breakdown_decode = Some(rep.breakdown);
+    row.sim = Some(SimSummary::from_report(rep));
+}
+
+impl Engine for SimEngine {
+    fn probe(&self, ctx: &CandidateCtx, batch: u32, budget: u64) -> (Probe, ProbeStats) {
+        let plan = ctx.plan;
+        let (cfg, factory) = sim_config(ctx, batch, budget);
+        let replicas = if plan.sim.arrival.is_open() { 1.0 } else { ctx.cand.parallel.dp as f64 };
+        let eff = ctx.plan.workload.input.effective(ctx.plan.workload.prefix_cache_hit_rate);
+        let mut row = crate::analytic::engine::base_row(ctx, batch, budget, eff);
+        row.prefill_num_chunks = eff.div_ceil(budget.max(1));
+        let (ttft_limit, tpot_limit) = crate::search::phase_limits(plan, ctx.phase);
+        let result = if ctx.phase == Phase::Aggregated { simulate(&cfg, &ctx.cost, factory) } else { Err(SimError::NoKvCapacity) };
+        let weight_gb = gib(ctx.mem.weight_bytes);
+        let stop = match result {
+            Err(e) => {
+                row.memory = MemoryUse {
+                    weight_gb,
+                    kv_cache_gb: 0.0,
+                    activation_gb: 0.0,
+                    avail_gb: gib(ctx.mem.device_bytes - ctx.mem.weight_bytes - ctx.reserved_bytes()),
+                };
+                row.sim_error = Some(e.to_string());
+                Some(match e {
+                    SimError::PromptTooLong { .. } => StopReason::PrefillOom,
+                    SimError::StepLimit { .. } => StopReason::TtftLimit,
+                    _ => StopReason::MemoryOom,
+                })
+            }
+            Ok(rep) => {
+                fill_row(ctx, &mut row, &rep, replicas);
+                let kv_bytes = rep.kv_peak_utilization * cfg.kv_blocks as f64 * cfg.block_size as f64 * ctx.mem.kv_bytes_per_token;
+                let peak = BatchShape {
+                    prefill: PhaseLoad::uniform(1, (budget as f64 * (1.0 + cfg.slack)) as u64, budget),
+                    sampled: cfg.max_num_seqs,
+                    ..Default::default()
+                };
+                row.memory = ctx.mem.usage(&peak, kv_bytes, ctx.reserved_bytes());
+                let (ttft, tpot) = (row.ttft_ms.unwrap_or(0.0), row.tpot_ms.unwrap_or(0.0));
+                if tpot > tpot_limit {
+                    Some(StopReason::TpotLimit)
+                } else if ttft > ttft_limit {
+                    Some(StopReason::TtftLimit)
+                } else {
+                    None
+                }
+            }
+        };
+        row.throughput_per_device = row.throughput / ctx.cand.parallel.num_devices as f64;
+        row.stop_reason = stop;
+        let st =
+            crate::analytic::engine::stats(ctx, &row, [(row.tpot_ms.unwrap_or(0.0), tpot_limit), (row.ttft_ms.unwrap_or(0.0), ttft_limit)]);
+        (Probe { row, stop }, st)
+    }
+}
+
+impl ArrivalProcess {
+    /// Arrival processes the search can use as probes (all of them).
+    pub fn describe(&self) -> String {
+        match self {
+            ArrivalProcess::Poisson { rate } => format!("poisson at {rate} req/s"),
+            ArrivalProcess::Gamma { rate, burstiness } => format!("gamma at {rate} req/s, burstiness {burstiness}"),
+            ArrivalProcess::Trace(t) => format!("trace {} ({} requests)", t.source, t.requests.len()),
+            other => other.name().to_string(),
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! What a simulation measures: per-request latencies (TTFT, TPOT both ways, E2E, queueing),
+//! inter-token gaps per step, throughput over the measurement window, KV utilisation, batch
+//! sizes and where step time went. Percentiles come from hdrhistogram; means are exact.
+
+use crate::cost::Breakdown;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Mean and percentiles of one latency, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stat {
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub count: u64,
+}
+
+impl Stat {
+    /// The statistic `--slo-percentile` selects.
+    pub fn pick(&self, which: Percentile) -> f64 {
+        match which {
+            Percentile::Mean => self.mean,
+            Percentile::P50 => self.p50,
+            Percentile::P90 => self.p90,
+            Percentile::P95 => self.p95,
+            Percentile::P99 => self.p99,
+        }
+    }
+}
+
+/// Which statistic of a latency the SLO applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Percentile {
+    Mean,
+    P50,
+    P90,
+    P95,
+    P99,
+}
+crate::quant::named_enum!(Percentile { Mean => "mean", P50 => "p50", P90 => "p90", P95 => "p95", P99 => "p99" });
+
+/// A latency recorder: exact sum for the mean, a histogram (µs, 3 significant digits) for
+/// percentiles.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    hist: Histogram<u64>,
+    sum_ms: f64,
+    count: u64,
+}
+
+const MAX_US: u64 = 1_000_000_000_000; // 11.6 days
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder { hist: Histogram::new_with_bounds(1, MAX_US, 3).expect("valid bounds"), sum_ms: 0.0, count: 0 }
+    }
+}
+
+impl Recorder {
+    /// Record `n` samples of `ms` milliseconds with one call.
+    pub fn record_n(&mut self, ms: f64, n: u64) {
+        if n == 0 || !ms.is_finite() {
+            return;
+        }
+        let us = ((ms * 1000.0).round() as u64).clamp(1, MAX_US);
+        self.hist.saturating_record_n(us, n);
+        self.sum_ms += ms * n as f64;
+        self.count += n;
+    }
+
+    pub fn record(&mut self, ms: f64) {
+        self.record_n(ms, 1);
+    }
+
+    pub fn stat(&self) -> Stat {
+        if self.count == 0 {
+            return Stat::default();
+        }
+        let q = |p: f64| self.hist.value_at_quantile(p) as f64 / 1000.0;
+        Stat { mean: self.sum_ms / self.count as f64, p50: q(0.50), p90: q(0.90), p95: q(0.95), p99: q(0.99), count: self.count }
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+}
+
+/// Latency statistics of a simulated run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyStats {
+    pub ttft: Stat,
+    /// (finish − first token) / (O − 1) per request.
+    pub tpot_inter_token: Stat,
+    /// E2E / O per request.
+    pub tpot_amortized: Stat,
+    /// Gap between consecutive token deliveries of a sequence.
+    pub itl: Stat,
+    pub e2e: Stat,
+    /// Arrival → first scheduled.
+    pub queueing: Stat,
+}
+
+/// Everything a simulation reports.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SimReport {
+    pub latency: LatencyStats,
+    /// Output tokens/s over the measurement window, all simulated instances.
+    pub output_throughput: f64,
+    /// Input + output tokens/s over the window.
+    pub total_throughput: f64,
+    /// Completed requests/s over the window.
+    pub request_rate: f64,
+    /// Share of measured requests meeting both latency limits.
+    pub goodput: f64,
+    /// Time-weighted mean share of KV blocks in use.
+    pub kv_utilization: f64,
+    /// Peak share of KV blocks in use.
+    pub kv_peak_utilization: f64,
+    /// Mean sequences per step.
+    pub mean_batch_size: f64,
+    /// Mean new tokens per step.
+    pub mean_step_tokens: f64,
+    /// Mean step time, ms.
+    pub mean_step_ms: f64,
+    /// Time-weighted share of step time by bound.
+    pub breakdown: Breakdown,
+    pub steps: u64,
+    pub completed: u64,
+    pub measured: u64,
+    pub preemptions: u64,
+    /// The measurement window in simulated seconds.
+    pub window_s: f64,
+    pub makespan_s: f64,
+    /// Whether the stopping rule was met (doubling the window moved throughput < 1 %).
+    pub converged: bool,
+    pub kv_capacity_blocks: u64,
+}

@@ -1,0 +1,519 @@
+//! The discrete-event simulation of serving instances: requests arrive, wait, prefill in
+//! chunks, decode one token per step (more with MTP), finish. Time is integer nanoseconds;
+//! events pop by (time, push order); a step's latency comes from a [`StepCostModel`] on the
+//! step's actual batch shape. Every loop is bounded: a run that cannot finish is a typed
+//! [`SimError`], never a hang.
+//!
+//! Layout: [`queue`] (events), [`kv`] (paged KV pool, prefix cache), [`instance`] (one
+//! instance: admission, decode-first scheduling, preemption, step completion), [`metrics`]
+//! (latency recorders and the report), [`engine`] (the search's [`crate::search::Engine`]).
+
+pub mod engine;
+pub mod instance;
+pub mod kv;
+pub mod metrics;
+pub mod queue;
+
+pub use engine::SimEngine;
+pub use instance::{Instance, Role};
+pub use metrics::{LatencyStats, Percentile, Recorder, SimReport, Stat};
+pub use queue::{Event, EventQueue, Nanos};
+
+use crate::cost::{Breakdown, StepCostModel};
+use crate::workload::arrival::{rng, ArrivalProcess, NewRequest, RequestFactory, Stream};
+use instance::StepOutcome;
+
+/// How decode steps draft tokens.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DecodeMode {
+    /// One token per step.
+    Plain,
+    /// MTP with one marginal acceptance rate per draft position (non-increasing).
+    Mtp { rates: Vec<f64> },
+    /// Block drafting (DFlash/DSpark): `block` query tokens, up to `drafts` accepted, on
+    /// average `mean_accepted`.
+    Block { block: u64, drafts: u64, mean_accepted: f64 },
+}
+
+impl DecodeMode {
+    /// MTP with `k` drafts and the given rates (missing rates are 0; a rate cannot exceed the
+    /// one before it).
+    pub fn mtp(k: u32, rates: &[f64]) -> Self {
+        if k == 0 {
+            return DecodeMode::Plain;
+        }
+        let mut v = Vec::with_capacity(k as usize);
+        let mut prev: f64 = 1.0;
+        for i in 0..k as usize {
+            let r = rates.get(i).copied().unwrap_or(0.0).min(prev);
+            v.push(r);
+            prev = r;
+        }
+        DecodeMode::Mtp { rates: v }
+    }
+
+    /// Query tokens per decode step.
+    pub fn query_tokens(&self) -> u64 {
+        match self {
+            DecodeMode::Plain => 1,
+            DecodeMode::Mtp { rates } => 1 + rates.len() as u64,
+            DecodeMode::Block { block, .. } => *block,
+        }
+    }
+
+    pub fn draw_accepted(&self, rng: &mut rand_chacha::ChaCha8Rng) -> u64 {
+        instance::draw(self, rng)
+    }
+
+    /// Expected output tokens per decode step.
+    pub fn expected_tokens(&self) -> f64 {
+        match self {
+            DecodeMode::Plain => 1.0,
+            DecodeMode::Mtp { rates } => 1.0 + rates.iter().sum::<f64>(),
+            DecodeMode::Block { mean_accepted, .. } => 1.0 + mean_accepted,
+        }
+    }
+}
+
+/// Everything one simulation needs besides the cost model and the request stream.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Token budget per step (`--max-batched-tokens`).
+    pub budget: u64,
+    /// The budget is inflated by this share for prefill chunks after the decodes.
+    pub slack: f64,
+    /// Running sequences per instance.
+    pub max_num_seqs: u64,
+    pub chunked_prefill: bool,
+    pub block_size: u64,
+    /// KV blocks per instance.
+    pub kv_blocks: u64,
+    pub decode: DecodeMode,
+    /// Token-level prefix-cache hit rate.
+    pub prefix_hit_rate: f64,
+    pub images_per_request: u64,
+    pub image_patches_per_image: u64,
+    /// Vision patches per request (images × patches).
+    pub image_patches: u64,
+    /// LLM tokens the images add to each prompt.
+    pub image_tokens: u64,
+    /// Instances simulated (DP replicas).
+    pub instances: u32,
+    /// Closed loop: requests in flight over all simulated instances; burst: requests released.
+    pub concurrency: u64,
+    /// Open loop: requests to simulate.
+    pub num_requests: u64,
+    /// Open loop: at most this many requests in flight (client side).
+    pub max_concurrency: Option<u64>,
+    /// Limits for goodput (ms).
+    pub ttft_limit_ms: f64,
+    pub tpot_limit_ms: f64,
+    pub seed: u64,
+    /// Steps after which a run is abandoned.
+    pub max_steps: u64,
+}
+
+impl SimConfig {
+    /// Running sequences are capped so that every decode fits the step's token budget.
+    pub fn running_cap(&self) -> u64 {
+        self.max_num_seqs.min((self.budget / self.decode.query_tokens()).max(1))
+    }
+}
+
+/// A request's life, as the simulation records it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestState {
+    pub arrival: Nanos,
+    pub input: u64,
+    pub output: u64,
+    pub prefix_group: Option<u32>,
+    pub prefix_len: u64,
+    /// First time a scheduler admitted it.
+    pub scheduled: Option<Nanos>,
+    pub first_token: Option<Nanos>,
+    pub finish: Option<Nanos>,
+    /// Admission on a decode instance (P/D).
+    pub decode_admitted: Option<Nanos>,
+    pub generated: u64,
+    pub preemptions: u32,
+    pub instance: u32,
+}
+
+impl RequestState {
+    /// Tokens to (re)compute when admitted: the prompt plus anything generated before a
+    /// preemption.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.input + self.generated
+    }
+
+    fn from_new(n: &NewRequest, image_tokens: u64) -> Self {
+        RequestState {
+            arrival: n.arrival_ns,
+            input: n.input + image_tokens,
+            output: n.output,
+            prefix_group: n.prefix_group,
+            prefix_len: n.prefix_len,
+            ..Default::default()
+        }
+    }
+}
+
+/// Why a simulation could not run to completion.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SimError {
+    #[error("the KV cache holds {capacity} blocks of {block_size} tokens, but one request needs {needed} ({tokens} tokens)")]
+    KvTooSmall { needed: u64, capacity: u64, block_size: u64, tokens: u64 },
+    #[error("no KV capacity is left for the cache after weights and activations")]
+    NoKvCapacity,
+    #[error("the simulation did not finish within {steps} engine steps")]
+    StepLimit { steps: u64 },
+    #[error("a prompt of {prompt} tokens cannot be scheduled whole in a budget of {budget} tokens without chunked prefill")]
+    PromptTooLong { prompt: u64, budget: u64 },
+    #[error("instance {instance} stalled: {waiting} requests wait but none can be scheduled")]
+    Stalled { instance: u32, waiting: u64 },
+}
+
+/// Completion counts at which the closed loop checks its stopping rule, relative to warm-up.
+const MIN_WINDOW: u64 = 32;
+const MAX_DOUBLINGS: u32 = 7;
+/// Break down every n-th step's time by bound (the breakdown costs more than the latency).
+const BREAKDOWN_EVERY: u64 = 16;
+
+struct Window {
+    warm_completions: u64,
+    window: u64,
+    start: Option<(Nanos, u64)>,
+    prev_throughput: Option<f64>,
+    end: Option<(Nanos, u64)>,
+    converged: bool,
+    doublings: u32,
+}
+
+/// Simulate a stream of requests over `cfg.instances` identical instances.
+pub fn simulate(cfg: &SimConfig, cost: &dyn StepCostModel, factory: RequestFactory) -> Result<SimReport, SimError> {
+    simulate_detailed(cfg, cost, factory, &mut |_| {}).map(|(r, _)| r)
+}
+
+/// What one engine step did, for tests and traces.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepRecord {
+    pub instance: u32,
+    pub start: Nanos,
+    pub end: Nanos,
+    pub prefill_seqs: u64,
+    pub prefill_tokens: u64,
+    pub decode_seqs: u64,
+    pub decode_tokens: u64,
+}
+
+/// [`simulate`], also returning every request's record and reporting each step to `on_step`.
+pub fn simulate_detailed(
+    cfg: &SimConfig,
+    cost: &dyn StepCostModel,
+    mut factory: RequestFactory,
+    on_step: &mut dyn FnMut(StepRecord),
+) -> Result<(SimReport, Vec<RequestState>), SimError> {
+    if cfg.kv_blocks == 0 {
+        return Err(SimError::NoKvCapacity);
+    }
+    let closed = matches!(factory.process(), ArrivalProcess::Closed);
+    let burst = matches!(factory.process(), ArrivalProcess::Burst);
+    let image_tokens = cfg.image_tokens;
+    let mut reqs: Vec<RequestState> = Vec::new();
+    let mut queue = EventQueue::new();
+    let mut instances: Vec<Instance> = (0..cfg.instances).map(|i| Instance::new(i, Role::Mixed, cfg)).collect();
+    let mut mtp_rng = rng(cfg.seed, Stream::MtpAcceptance);
+    let mut out = StepOutcome::default();
+    let mut itl = Recorder::default();
+    let mut now: Nanos = 0;
+
+    let check_fits = |r: &RequestState| -> Result<(), SimError> {
+        let tokens = r.input + r.output + cfg.decode.query_tokens();
+        let needed = tokens.div_ceil(cfg.block_size);
+        if needed > cfg.kv_blocks {
+            return Err(SimError::KvTooSmall { needed, capacity: cfg.kv_blocks, block_size: cfg.block_size, tokens });
+        }
+        if !cfg.chunked_prefill && r.input > cfg.budget {
+            return Err(SimError::PromptTooLong { prompt: r.input, budget: cfg.budget });
+        }
+        Ok(())
+    };
+    let push_request = |n: NewRequest, reqs: &mut Vec<RequestState>, queue: &mut EventQueue| -> Result<(), SimError> {
+        let r = RequestState::from_new(&n, image_tokens);
+        check_fits(&r)?;
+        let id = reqs.len() as u32;
+        queue.push(n.arrival_ns, Event::Arrival { request: id });
+        reqs.push(r);
+        Ok(())
+    };
+    // The initial population.
+    let mut in_flight: u64 = 0;
+    let mut issued: u64 = 0;
+    let mut pending_open: Option<NewRequest> = None;
+    if closed || burst {
+        for _ in 0..cfg.concurrency {
+            push_request(factory.make(0), &mut reqs, &mut queue)?;
+            issued += 1;
+            in_flight += 1;
+        }
+    } else if let Some(n) = factory.next_open() {
+        pending_open = Some(n);
+    }
+    let mut win = Window {
+        warm_completions: if closed { cfg.concurrency } else { 0 },
+        window: cfg.concurrency.max(MIN_WINDOW),
+        start: None,
+        prev_throughput: None,
+        end: None,
+        converged: !closed,
+        doublings: 0,
+    };
+    let mut completed: u64 = 0;
+    let mut tokens_out: u64 = 0;
+    let mut steps: u64 = 0;
+    let mut batch_sum: u64 = 0;
+    let mut token_sum: u64 = 0;
+    let mut step_time_sum: f64 = 0.0;
+    let mut kv_integral: f64 = 0.0;
+    let mut kv_peak: u64 = 0;
+    let mut breakdown = Breakdown::default();
+    let mut breakdown_weight = 0.0;
+    let mut stop = false;
+    let mut dirty: Vec<u32> = Vec::with_capacity(cfg.instances as usize);
+
+    // Open loop: release arrivals respecting the client-side concurrency cap.
+    let release_open = |pending: &mut Option<NewRequest>,
+                        factory: &mut RequestFactory,
+                        reqs: &mut Vec<RequestState>,
+                        queue: &mut EventQueue,
+                        issued: &mut u64,
+                        in_flight: &mut u64,
+                        now: Nanos|
+     -> Result<(), SimError> {
+        while let Some(n) = *pending {
+            if *issued >= cfg.num_requests {
+                *pending = None;
+                break;
+            }
+            if cfg.max_concurrency.is_some_and(|m| *in_flight >= m) {
+                break;
+            }
+            let mut n = n;
+            n.arrival_ns = n.arrival_ns.max(now);
+            let r = RequestState::from_new(&n, cfg.image_tokens);
+            check_fits(&r)?;
+            let id = reqs.len() as u32;
+            queue.push(n.arrival_ns, Event::Arrival { request: id });
+            reqs.push(r);
+            *issued += 1;
+            *in_flight += 1;
+            *pending = factory.next_open();
+        }
+        Ok(())
+    };
+    if !closed && !burst {
+        release_open(&mut pending_open, &mut factory, &mut reqs, &mut queue, &mut issued, &mut in_flight, 0)?;
+    }
+
+    while let Some((t, ev)) = queue.pop() {
+        debug_assert!(t >= now, "time went backwards: {t} < {now}");
+        // KV occupancy integrates over time.
+        let dt = (t - now) as f64;
+        for inst in &instances {
+            kv_integral += dt * inst.kv.used() as f64;
+        }
+        now = t;
+        let touched = match ev {
+            Event::Arrival { request } => {
+                // Least-loaded routing: Σ prompt tokens queued or prefilling + decoding sequences.
+                let target = instances.iter().min_by_key(|i| (i.load, i.id)).map(|i| i.id).unwrap_or(0);
+                reqs[request as usize].instance = target;
+                instances[target as usize].enqueue(request, &reqs);
+                target
+            }
+            Event::StepDone { instance } => {
+                let inst = &mut instances[instance as usize];
+                let step_ms = inst.step_ms;
+                inst.complete(cfg, &mut reqs, now, &mut mtp_rng, &mut out);
+                itl.record_n(step_ms, out.decode_seqs);
+                tokens_out += out.tokens;
+                for &r in &out.finished {
+                    completed += 1;
+                    in_flight -= 1;
+                    // Closed loop: a finished request is replaced at once.
+                    if closed && !stop {
+                        push_request(factory.make(now), &mut reqs, &mut queue)?;
+                        issued += 1;
+                        in_flight += 1;
+                    }
+                    let _ = r;
+                }
+                if closed && !out.finished.is_empty() {
+                    stop = closed_loop_stop(&mut win, completed, now, tokens_out);
+                }
+                if !closed && !burst && !out.finished.is_empty() {
+                    release_open(&mut pending_open, &mut factory, &mut reqs, &mut queue, &mut issued, &mut in_flight, now)?;
+                }
+                instance
+            }
+            Event::KvTransferDone { instance, .. } => instance,
+        };
+        if stop {
+            break;
+        }
+        if !dirty.contains(&touched) {
+            dirty.push(touched);
+        }
+        // Idle instances plan only once every event of this instant has been applied, so a
+        // burst of simultaneous arrivals (or replacements) is seen as one.
+        if queue.peek_time() == Some(now) {
+            continue;
+        }
+        dirty.sort_unstable();
+        for touched in dirty.drain(..) {
+            let inst = &mut instances[touched as usize];
+            if inst.busy || !inst.has_work() {
+                continue;
+            }
+            if inst.plan(cfg, &mut reqs, now) {
+                let secs = cost.step_seconds(&inst.shape);
+                let ns = ((secs * 1e9).round() as u64).max(1);
+                inst.step_ms = ns as f64 / 1e6;
+                steps += 1;
+                batch_sum += inst.shape.prefill.seqs + inst.shape.decode.seqs;
+                token_sum += inst.shape.tokens();
+                step_time_sum += inst.step_ms;
+                kv_peak = kv_peak.max(inst.kv.used());
+                if steps % BREAKDOWN_EVERY == 1 {
+                    let st = cost.step(&inst.shape);
+                    breakdown.add_scaled(&st.breakdown, 1.0);
+                    breakdown_weight += st.seconds;
+                }
+                on_step(StepRecord {
+                    instance: touched,
+                    start: now,
+                    end: now + ns,
+                    prefill_seqs: inst.shape.prefill.seqs,
+                    prefill_tokens: inst.shape.prefill.tokens,
+                    decode_seqs: inst.shape.decode.seqs,
+                    decode_tokens: inst.shape.decode.tokens,
+                });
+                queue.push(now + ns, Event::StepDone { instance: touched });
+                if steps > cfg.max_steps {
+                    return Err(SimError::StepLimit { steps: cfg.max_steps });
+                }
+            } else if inst.running_count() == 0 {
+                // Nothing runs and the head of the queue cannot be admitted even alone.
+                return Err(SimError::Stalled { instance: touched, waiting: inst.waiting_count() });
+            }
+        }
+    }
+
+    // The measurement window.
+    let (t0, tok0, t1, tok1) = if closed {
+        let (t0, k0) = win.start.unwrap_or((0, 0));
+        let (t1, k1) = win.end.unwrap_or((now, tokens_out));
+        (t0, k0, t1, k1)
+    } else {
+        (reqs.iter().map(|r| r.arrival).min().unwrap_or(0), 0, now, tokens_out)
+    };
+    let window_s = (t1.saturating_sub(t0)) as f64 / 1e9;
+    let mut rec = [Recorder::default(), Recorder::default(), Recorder::default(), Recorder::default(), Recorder::default()];
+    let (mut measured, mut good, mut in_tokens) = (0u64, 0u64, 0u64);
+    for r in &reqs {
+        let Some(fin) = r.finish else { continue };
+        if fin <= t0 && closed || fin > t1 {
+            continue;
+        }
+        let first = r.first_token.unwrap_or(fin);
+        let ttft = (first - r.arrival) as f64 / 1e6;
+        let e2e = (fin - r.arrival) as f64 / 1e6;
+        let inter = if r.output > 1 { (fin - first) as f64 / 1e6 / (r.output - 1) as f64 } else { 0.0 };
+        let amort = e2e / r.output as f64;
+        rec[0].record(ttft);
+        rec[1].record(inter);
+        rec[2].record(amort);
+        rec[3].record(e2e);
+        rec[4].record((r.scheduled.unwrap_or(first) - r.arrival) as f64 / 1e6);
+        measured += 1;
+        in_tokens += r.input;
+        if ttft <= cfg.ttft_limit_ms && inter <= cfg.tpot_limit_ms {
+            good += 1;
+        }
+    }
+    let window_tokens = tok1.saturating_sub(tok0);
+    let output_throughput = if window_s > 0.0 { window_tokens as f64 / window_s } else { 0.0 };
+    // Input tokens of requests completed in the window, as an estimate of prefill work done.
+    let total_throughput = if window_s > 0.0 { (window_tokens + in_tokens) as f64 / window_s } else { 0.0 };
+    let capacity = cfg.kv_blocks as f64 * cfg.instances as f64;
+    let mut bd = Breakdown::default();
+    if breakdown_weight > 0.0 {
+        bd.add_scaled(&breakdown, 1.0 / breakdown_weight);
+    }
+    let report = SimReport {
+        latency: LatencyStats {
+            ttft: rec[0].stat(),
+            tpot_inter_token: rec[1].stat(),
+            tpot_amortized: rec[2].stat(),
+            itl: itl.stat(),
+            e2e: rec[3].stat(),
+            queueing: rec[4].stat(),
+        },
+        output_throughput,
+        total_throughput,
+        request_rate: if window_s > 0.0 { measured as f64 / window_s } else { 0.0 },
+        goodput: if measured > 0 { good as f64 / measured as f64 } else { 0.0 },
+        kv_utilization: if now > 0 { kv_integral / (now as f64 * capacity) } else { 0.0 },
+        kv_peak_utilization: kv_peak as f64 / cfg.kv_blocks as f64,
+        mean_batch_size: if steps > 0 { batch_sum as f64 / steps as f64 } else { 0.0 },
+        mean_step_tokens: if steps > 0 { token_sum as f64 / steps as f64 } else { 0.0 },
+        mean_step_ms: if steps > 0 { step_time_sum / steps as f64 } else { 0.0 },
+        breakdown: bd,
+        steps,
+        completed,
+        measured,
+        preemptions: instances.iter().map(|i| i.preemptions).sum(),
+        window_s,
+        makespan_s: now as f64 / 1e9,
+        converged: win.converged,
+        kv_capacity_blocks: cfg.kv_blocks,
+    };
+    Ok((report, reqs))
+}
+
+/// Closed loop: after warm-up (the first C completions), measure throughput over a window of
+/// W completions, then 2W, 4W, …; stop once doubling moves throughput by less than 1 %.
+fn closed_loop_stop(w: &mut Window, completed: u64, now: Nanos, tokens: u64) -> bool {
+    if w.start.is_none() {
+        if completed >= w.warm_completions {
+            w.start = Some((now, tokens));
+        }
+        return false;
+    }
+    let (t0, k0) = w.start.unwrap();
+    if completed < w.warm_completions + w.window {
+        return false;
+    }
+    let thr = (tokens - k0) as f64 / (now - t0).max(1) as f64;
+    if let Some(prev) = w.prev_throughput {
+        if (thr - prev).abs() <= 0.01 * thr {
+            w.converged = true;
+            w.end = Some((now, tokens));
+            return true;
+        }
+    }
+    w.prev_throughput = Some(thr);
+    w.doublings += 1;
+    if w.doublings > MAX_DOUBLINGS {
+        w.end = Some((now, tokens));
+        return true;
+    }
+    w.window *= 2;
+    false
+}
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod properties;

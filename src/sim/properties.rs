@@ -1,0 +1,124 @@
+//! Properties of the simulator over random small workloads: every request that finishes got
+//! exactly its output tokens and finished once; KV in use never exceeds capacity; simulated
+//! time never goes backwards; the same seed gives the same result.
+
+use super::*;
+use crate::cost::FixedCost;
+use crate::workload::arrival::SharedPrefix;
+use crate::workload::Lengths;
+use proptest::prelude::*;
+
+#[derive(Debug, Clone)]
+struct Case {
+    cfg: SimConfig,
+    input: u64,
+    output: u64,
+    arrival: ArrivalProcess,
+    shared: Option<SharedPrefix>,
+    cost: FixedCost,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (
+        (1u64..200, 1u64..48, 1u64..300, 1u64..16, 0u64..60),
+        (1u64..12, 0u32..3, 0.0f64..0.3, any::<bool>(), 0.0f64..0.9),
+        (0u8..3, any::<bool>(), 0u64..1000, 1u64..200, any::<u64>()),
+    )
+        .prop_map(
+            |((input, output, budget, block, extra), (conc, mtp, slack, chunked, hit), (arr, shared, per_tok, per_step, seed))| {
+                let decode = DecodeMode::mtp(mtp, &[0.8, 0.5]);
+                let q = decode.query_tokens();
+                let kv_blocks = (input + output + q).div_ceil(block) + extra;
+                let budget = if chunked { budget.max(q) } else { budget.max(input).max(q) };
+                let arrival = match arr {
+                    0 => ArrivalProcess::Burst,
+                    1 => ArrivalProcess::Closed,
+                    _ => ArrivalProcess::Poisson { rate: 500.0 },
+                };
+                Case {
+                    cfg: SimConfig {
+                        budget,
+                        slack,
+                        max_num_seqs: conc,
+                        chunked_prefill: chunked,
+                        block_size: block,
+                        kv_blocks,
+                        decode,
+                        prefix_hit_rate: hit,
+                        images_per_request: 0,
+                        image_patches_per_image: 0,
+                        image_patches: 0,
+                        image_tokens: 0,
+                        instances: if arr == 2 { 2 } else { 1 },
+                        concurrency: conc,
+                        num_requests: 40,
+                        max_concurrency: None,
+                        ttft_limit_ms: f64::INFINITY,
+                        tpot_limit_ms: f64::INFINITY,
+                        seed,
+                        max_steps: 2_000_000,
+                    },
+                    input,
+                    output,
+                    arrival,
+                    shared: if shared { Some(SharedPrefix { groups: 2, length: input / 2 }) } else { None },
+                    cost: FixedCost { per_step_s: per_step as f64 * 1e-5, per_token_s: per_tok as f64 * 1e-8 },
+                }
+            },
+        )
+}
+
+fn factory(c: &Case) -> RequestFactory {
+    RequestFactory::new(Lengths::Fixed(c.input), Lengths::Fixed(c.output), c.shared, c.arrival.clone(), c.cfg.seed)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn requests_finish_once_with_all_their_tokens(c in case()) {
+        let mut steps = Vec::new();
+        let (rep, reqs) = simulate_detailed(&c.cfg, &c.cost, factory(&c), &mut |s| steps.push(s)).unwrap();
+        let finished: Vec<&RequestState> = reqs.iter().filter(|r| r.finish.is_some()).collect();
+        prop_assert_eq!(finished.len() as u64, rep.completed);
+        for r in &finished {
+            prop_assert_eq!(r.generated, r.output);
+            let first = r.first_token.unwrap();
+            prop_assert!(r.arrival <= first && first <= r.finish.unwrap());
+        }
+        // A burst or an open loop runs every request to the end.
+        if !matches!(c.arrival, ArrivalProcess::Closed) {
+            prop_assert!(reqs.iter().all(|r| r.finish.is_some()));
+        }
+        // Tokens emitted by steps add up to the output of finished requests (burst: all).
+        if matches!(c.arrival, ArrivalProcess::Burst) {
+            prop_assert_eq!(rep.completed, c.cfg.concurrency);
+        }
+    }
+
+    #[test]
+    fn kv_never_exceeds_capacity_and_time_moves_forward(c in case()) {
+        let mut steps: Vec<StepRecord> = Vec::new();
+        let (rep, _) = simulate_detailed(&c.cfg, &c.cost, factory(&c), &mut |s| steps.push(s)).unwrap();
+        prop_assert!(rep.kv_peak_utilization <= 1.0 + 1e-12);
+        prop_assert!(rep.kv_utilization <= 1.0 + 1e-12);
+        // Steps start in time order, and an instance never overlaps two steps.
+        for w in steps.windows(2) {
+            prop_assert!(w[1].start >= w[0].start);
+        }
+        let mut last_end = vec![0u64; c.cfg.instances as usize];
+        for s in &steps {
+            prop_assert!(s.end > s.start);
+            prop_assert!(s.start >= last_end[s.instance as usize]);
+            last_end[s.instance as usize] = s.end;
+            prop_assert!(s.prefill_tokens + s.decode_tokens <= (c.cfg.budget as f64 * (1.0 + c.cfg.slack)).floor() as u64 + c.cfg.budget);
+        }
+    }
+
+    #[test]
+    fn same_seed_same_result(c in case()) {
+        let a = simulate_detailed(&c.cfg, &c.cost, factory(&c), &mut |_| {}).unwrap();
+        let b = simulate_detailed(&c.cfg, &c.cost, factory(&c), &mut |_| {}).unwrap();
+        prop_assert_eq!(a, b);
+    }
+}

@@ -1,0 +1,175 @@
+//! Scheduler behaviour with a fixed-latency cost model: exact step times and token counts.
+
+use super::*;
+use crate::cost::FixedCost;
+use crate::workload::Lengths;
+
+fn cfg(budget: u64, concurrency: u64) -> SimConfig {
+    SimConfig {
+        budget,
+        slack: 0.15,
+        max_num_seqs: concurrency,
+        chunked_prefill: true,
+        block_size: 4,
+        kv_blocks: 1000,
+        decode: DecodeMode::Plain,
+        prefix_hit_rate: 0.0,
+        images_per_request: 0,
+        image_patches_per_image: 0,
+        image_patches: 0,
+        image_tokens: 0,
+        instances: 1,
+        concurrency,
+        num_requests: 0,
+        max_concurrency: None,
+        ttft_limit_ms: f64::INFINITY,
+        tpot_limit_ms: f64::INFINITY,
+        seed: 0,
+        max_steps: 1_000_000,
+    }
+}
+
+const MS: FixedCost = FixedCost { per_step_s: 1e-3, per_token_s: 0.0 };
+
+fn burst(input: u64, output: u64) -> RequestFactory {
+    RequestFactory::new(Lengths::Fixed(input), Lengths::Fixed(output), None, ArrivalProcess::Burst, 0)
+}
+
+fn run(c: &SimConfig, cost: &dyn StepCostModel, f: RequestFactory) -> (SimReport, Vec<RequestState>, Vec<StepRecord>) {
+    let mut steps = Vec::new();
+    let (r, reqs) = simulate_detailed(c, cost, f, &mut |s| steps.push(s)).unwrap();
+    (r, reqs, steps)
+}
+
+fn ms(ns: Nanos) -> f64 {
+    ns as f64 / 1e6
+}
+
+#[test]
+fn chunked_prefill_schedules_whole_chunks_decode_first() {
+    // Two requests of 5 prompt tokens, 2 output tokens, budget 3 (3.45 with slack → 3), 1 ms
+    // per step. R1: chunks 3 and 2 (first token at 2 ms), decode at 3 ms. R2's 3-token chunk
+    // never fits beside R1 (room 1, then 2), so it prefills at 4 and 5 ms and decodes at 6.
+    let (rep, reqs, steps) = run(&cfg(3, 2), &MS, burst(5, 2));
+    let shapes: Vec<(u64, u64, u64)> = steps.iter().map(|s| (s.prefill_tokens, s.decode_tokens, s.end / 1_000_000)).collect();
+    assert_eq!(shapes, vec![(3, 0, 1), (2, 0, 2), (0, 1, 3), (3, 0, 4), (2, 0, 5), (0, 1, 6)]);
+    assert_eq!(reqs.iter().map(|r| ms(r.first_token.unwrap())).collect::<Vec<_>>(), vec![2.0, 5.0]);
+    assert_eq!(reqs.iter().map(|r| ms(r.finish.unwrap())).collect::<Vec<_>>(), vec![3.0, 6.0]);
+    assert!((rep.latency.ttft.mean - 3.5).abs() < 1e-9);
+    assert!((rep.latency.tpot_inter_token.mean - 1.0).abs() < 1e-9);
+    // 4 output tokens over 6 ms.
+    assert!((rep.output_throughput - 4.0 / 0.006).abs() < 1e-6);
+}
+
+#[test]
+fn slack_lets_a_full_chunk_join_a_few_decodes() {
+    // Budget 10 (11 with 15 % slack). Four 1-token prompts decode for 5 tokens; a fifth request
+    // with a 10-token prompt arrives behind them. While 4 decodes run, 11 − 4 = 7 < 10: the chunk
+    // waits; once 1 decode is left (room 10) it joins.
+    let mut c = cfg(10, 5);
+    c.slack = 0.15;
+    let (_, reqs, steps) = run(&c, &MS, RequestFactory::new(Lengths::Fixed(1), Lengths::Fixed(5), None, ArrivalProcess::Burst, 0));
+    assert_eq!(reqs.len(), 5);
+    // All five 1-token prompts fit the first step (5 ≤ 11).
+    assert_eq!(steps[0].prefill_seqs, 5);
+    let mut c = cfg(10, 2);
+    c.slack = 0.0;
+    let f = RequestFactory::new(Lengths::Fixed(10), Lengths::Fixed(3), None, ArrivalProcess::Burst, 0);
+    let (_, _, steps) = run(&c, &MS, f);
+    // Without slack a 10-token chunk never shares a step with a decode: R2 waits until R1 is done.
+    assert_eq!(
+        steps.iter().map(|s| (s.prefill_tokens, s.decode_tokens)).collect::<Vec<_>>(),
+        vec![(10, 0), (0, 1), (0, 1), (10, 0), (0, 1), (0, 1)]
+    );
+    let mut c = cfg(10, 2);
+    c.slack = 0.1;
+    let f = RequestFactory::new(Lengths::Fixed(10), Lengths::Fixed(3), None, ArrivalProcess::Burst, 0);
+    let (_, _, steps) = run(&c, &MS, f);
+    // With 10 % slack (11 tokens) R2's chunk rides along R1's first decode.
+    assert_eq!(steps.iter().map(|s| (s.prefill_tokens, s.decode_tokens)).collect::<Vec<_>>(), vec![(10, 0), (10, 1), (0, 2), (0, 1)]);
+}
+
+#[test]
+fn step_time_follows_the_cost_model_on_the_actual_batch() {
+    // 1 ms per step + 0.1 ms per token: a 3-token prefill step takes 1.3 ms.
+    let cost = FixedCost { per_step_s: 1e-3, per_token_s: 1e-4 };
+    let (_, reqs, steps) = run(&cfg(8, 1), &cost, burst(3, 3));
+    assert_eq!(steps.iter().map(|s| s.end - s.start).collect::<Vec<_>>(), vec![1_300_000, 1_100_000, 1_100_000]);
+    assert_eq!(reqs[0].finish, Some(3_500_000));
+}
+
+#[test]
+fn preemption_recomputes_the_newest_request() {
+    // 3 blocks of 4 tokens. Two requests of 4 prompt + 4 output tokens each need 2 blocks at
+    // the end; both are admitted (1 block each), then decode growth exhausts the pool and the
+    // newest is preempted, recomputed later, and still finishes with all its tokens.
+    let mut c = cfg(16, 2);
+    c.kv_blocks = 3;
+    let (rep, reqs, _) = run(&c, &MS, burst(4, 4));
+    assert!(rep.preemptions >= 1);
+    assert_eq!(reqs[1].preemptions, 1);
+    assert_eq!(reqs[0].preemptions, 0);
+    for r in &reqs {
+        assert_eq!(r.generated, 4);
+        assert!(r.finish.is_some());
+    }
+    assert!(rep.kv_peak_utilization <= 1.0);
+}
+
+#[test]
+fn mtp_emits_accepted_drafts() {
+    // Acceptance 1.0 for one draft: each decode step yields 2 tokens. Output 5 = 1 (prefill)
+    // + 2 + 2 → two decode steps.
+    let mut c = cfg(8, 1);
+    c.decode = DecodeMode::mtp(1, &[1.0]);
+    let (_, reqs, steps) = run(&c, &MS, burst(2, 5));
+    assert_eq!(steps.len(), 3);
+    assert_eq!(steps[1].decode_tokens, 2, "decode queries 1 + 1 draft");
+    assert_eq!(reqs[0].finish, Some(3_000_000));
+    // Acceptance 0: one token per step → 4 decode steps.
+    c.decode = DecodeMode::mtp(1, &[0.0]);
+    let (_, _, steps) = run(&c, &MS, burst(2, 5));
+    assert_eq!(steps.len(), 5);
+}
+
+#[test]
+fn closed_loop_keeps_concurrency_and_converges() {
+    let c = cfg(64, 8);
+    let f = RequestFactory::new(Lengths::Fixed(16), Lengths::Fixed(32), None, ArrivalProcess::Closed, 0);
+    let (rep, _, steps) = run(&c, &MS, f);
+    assert!(rep.converged);
+    // In steady state every step serves the 8 requests in flight.
+    let tail = &steps[steps.len() / 2..];
+    assert!(tail.iter().all(|s| s.prefill_seqs + s.decode_seqs == 8), "{:?}", &tail[..4]);
+    // 8 tokens per 1 ms step.
+    assert!((rep.output_throughput - 8000.0).abs() / 8000.0 < 0.05, "{}", rep.output_throughput);
+}
+
+#[test]
+fn kv_smaller_than_one_request_is_a_typed_error() {
+    let mut c = cfg(16, 1);
+    c.kv_blocks = 2;
+    let e = simulate(&c, &MS, burst(8, 8)).unwrap_err();
+    assert_eq!(e, SimError::KvTooSmall { needed: 5, capacity: 2, block_size: 4, tokens: 17 });
+    c.kv_blocks = 0;
+    assert_eq!(simulate(&c, &MS, burst(8, 8)).unwrap_err(), SimError::NoKvCapacity);
+}
+
+#[test]
+fn prefix_cache_shares_blocks_and_skips_prefill() {
+    // Two groups... one group: the second request reuses the first's 8-token prefix (2 blocks).
+    let mut c = cfg(64, 1);
+    c.max_num_seqs = 1;
+    let shared = crate::workload::arrival::SharedPrefix { groups: 1, length: 8 };
+    let f = RequestFactory::new(Lengths::Fixed(12), Lengths::Fixed(2), Some(shared), ArrivalProcess::Closed, 0);
+    let mut steps = Vec::new();
+    let _ = simulate_detailed(&c, &MS, f, &mut |s| steps.push(s)).unwrap();
+    // The first prompt computes all 12 tokens, later ones only the 4 after the cached prefix.
+    assert_eq!(steps[0].prefill_tokens, 12);
+    assert!(steps.iter().skip(2).filter(|s| s.prefill_seqs > 0).all(|s| s.prefill_tokens == 4));
+    // Token-level hit rate: half of each prompt is served from the cache.
+    let mut c = cfg(64, 1);
+    c.prefix_hit_rate = 0.5;
+    let (_, _, steps) = run(&c, &MS, burst(12, 2));
+    assert_eq!(steps[0].prefill_tokens, 6);
+}

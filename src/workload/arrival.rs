@@ -1,0 +1,352 @@
+//! Request streams for the simulator: arrival processes (closed loop, burst, Poisson, gamma,
+//! trace replay), lengths (fixed or drawn from a distribution) and shared-prefix groups — each
+//! concern with its own seeded ChaCha stream, so adding one does not perturb the others.
+
+use super::{LengthBin, Lengths};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Exp, Gamma};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Independent random streams derived from `--seed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Arrivals = 1,
+    InputLengths = 2,
+    OutputLengths = 3,
+    PrefixGroups = 4,
+    MtpAcceptance = 5,
+}
+
+pub fn rng(seed: u64, stream: Stream) -> ChaCha8Rng {
+    let mut r = ChaCha8Rng::seed_from_u64(seed);
+    r.set_stream(stream as u64);
+    r
+}
+
+/// How requests arrive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ArrivalProcess {
+    /// Keep the candidate's concurrency in flight: a new request when one finishes.
+    Closed,
+    /// Every request at t = 0, one pass.
+    Burst,
+    /// Exponential inter-arrival times at `rate` req/s.
+    Poisson { rate: f64 },
+    /// Gamma inter-arrival times with mean 1/rate and shape `burstiness` (1 = Poisson;
+    /// smaller = burstier).
+    Gamma { rate: f64, burstiness: f64 },
+    /// Replay of a trace file.
+    Trace(Trace),
+}
+
+impl ArrivalProcess {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ArrivalProcess::Closed => "closed",
+            ArrivalProcess::Burst => "burst",
+            ArrivalProcess::Poisson { .. } => "poisson",
+            ArrivalProcess::Gamma { .. } => "gamma",
+            ArrivalProcess::Trace(_) => "trace",
+        }
+    }
+    pub fn is_open(&self) -> bool {
+        matches!(self, ArrivalProcess::Poisson { .. } | ArrivalProcess::Gamma { .. } | ArrivalProcess::Trace(_))
+    }
+}
+
+/// Requests sharing a cached prefix: `groups` groups of `length` tokens, drawn uniformly.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SharedPrefix {
+    pub groups: u32,
+    pub length: u64,
+}
+
+/// One request of a trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceRequest {
+    pub arrival_s: f64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_group: Option<u32>,
+    #[serde(default)]
+    pub prefix_len: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    pub source: String,
+    pub requests: Vec<TraceRequest>,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("--arrival trace {path}: {message}")]
+pub struct TraceError {
+    pub path: String,
+    pub message: String,
+}
+
+const TRACE_COLUMNS: [&str; 5] = ["arrival_s", "input_tokens", "output_tokens", "prefix_group", "prefix_len"];
+
+impl Trace {
+    pub fn load(path: &Path) -> Result<Trace, TraceError> {
+        let shown = path.display().to_string();
+        let text =
+            std::fs::read_to_string(path).map_err(|e| TraceError { path: shown.clone(), message: format!("cannot read the file: {e}") })?;
+        Self::parse(&text, &shown)
+    }
+
+    /// CSV with a header row, or JSON Lines (one object per line).
+    pub fn parse(text: &str, source: &str) -> Result<Trace, TraceError> {
+        let err = |message: String| TraceError { path: source.to_string(), message };
+        let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let mut requests = Vec::new();
+        if first.trim_start().starts_with('{') {
+            for (i, line) in text.lines().enumerate() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let r: TraceRequest = serde_json::from_str(line).map_err(|e| err(format!("line {}: {e}", i + 1)))?;
+                requests.push((i + 1, r));
+            }
+        } else {
+            let header: Vec<String> = first.split(',').map(|h| h.trim().to_string()).collect();
+            for h in &header {
+                if !TRACE_COLUMNS.contains(&h.as_str()) {
+                    return Err(err(format!("line 1: unknown column `{h}`; columns are {}", TRACE_COLUMNS.join(", "))));
+                }
+            }
+            for need in &TRACE_COLUMNS[..3] {
+                if !header.iter().any(|h| h == need) {
+                    return Err(err(format!("line 1: missing column `{need}`")));
+                }
+            }
+            let mut seen_header = false;
+            for (i, line) in text.lines().enumerate() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                if !seen_header {
+                    seen_header = true;
+                    continue;
+                }
+                let cells: Vec<&str> = line.split(',').map(str::trim).collect();
+                if cells.len() != header.len() {
+                    return Err(err(format!("line {}: {} fields, the header has {}", i + 1, cells.len(), header.len())));
+                }
+                let mut r = TraceRequest { arrival_s: 0.0, input_tokens: 0, output_tokens: 0, prefix_group: None, prefix_len: 0 };
+                for (h, c) in header.iter().zip(&cells) {
+                    let bad = |what: &str| err(format!("line {}: field `{h}` is `{c}`; expected {what}", i + 1));
+                    match h.as_str() {
+                        "arrival_s" => r.arrival_s = c.parse().map_err(|_| bad("a number of seconds"))?,
+                        "input_tokens" => r.input_tokens = c.parse().map_err(|_| bad("a whole number of tokens"))?,
+                        "output_tokens" => r.output_tokens = c.parse().map_err(|_| bad("a whole number of tokens"))?,
+                        "prefix_group" => {
+                            r.prefix_group = if c.is_empty() { None } else { Some(c.parse().map_err(|_| bad("a group number"))?) }
+                        }
+                        _ => r.prefix_len = if c.is_empty() { 0 } else { c.parse().map_err(|_| bad("a whole number of tokens"))? },
+                    }
+                }
+                requests.push((i + 1, r));
+            }
+        }
+        if requests.is_empty() {
+            return Err(err("the trace has no requests".into()));
+        }
+        for (line, r) in &requests {
+            let at = |field: &str, msg: String| err(format!("line {line}: field `{field}`: {msg}"));
+            if !r.arrival_s.is_finite() || r.arrival_s < 0.0 {
+                return Err(at("arrival_s", format!("{} is negative or not finite; arrival times are seconds ≥ 0", r.arrival_s)));
+            }
+            if r.input_tokens == 0 || r.input_tokens > super::MAX_LENGTH {
+                return Err(at("input_tokens", format!("{} is not between 1 and {}", r.input_tokens, super::MAX_LENGTH)));
+            }
+            if r.output_tokens == 0 || r.output_tokens > super::MAX_LENGTH {
+                return Err(at("output_tokens", format!("{} is not between 1 and {}", r.output_tokens, super::MAX_LENGTH)));
+            }
+            if r.prefix_len > r.input_tokens {
+                return Err(at("prefix_len", format!("{} exceeds input_tokens {}", r.prefix_len, r.input_tokens)));
+            }
+            if r.prefix_len > 0 && r.prefix_group.is_none() {
+                return Err(at("prefix_group", "missing while prefix_len is set".into()));
+            }
+        }
+        let mut requests: Vec<TraceRequest> = requests.into_iter().map(|(_, r)| r).collect();
+        // Replay in time order; ties keep file order.
+        requests.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s));
+        Ok(Trace { source: source.to_string(), requests })
+    }
+}
+
+/// Draw a length from bins: a bin by weight, then uniformly within [min, max).
+fn draw_from_bins(bins: &[LengthBin], rng: &mut ChaCha8Rng) -> u64 {
+    let total: f64 = bins.iter().map(|b| b.weight).sum();
+    let mut u = rng.random::<f64>() * total;
+    let mut pick = &bins[bins.len() - 1];
+    for b in bins {
+        if u < b.weight {
+            pick = b;
+            break;
+        }
+        u -= b.weight;
+    }
+    rng.random_range(pick.min_tokens..pick.max_tokens).max(1)
+}
+
+/// A generated request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewRequest {
+    pub arrival_ns: u64,
+    pub input: u64,
+    pub output: u64,
+    pub prefix_group: Option<u32>,
+    pub prefix_len: u64,
+}
+
+/// Produces requests for one simulation.
+#[derive(Debug, Clone)]
+pub struct RequestFactory {
+    input: Lengths,
+    output: Lengths,
+    shared: Option<SharedPrefix>,
+    process: ArrivalProcess,
+    arrivals: ChaCha8Rng,
+    input_rng: ChaCha8Rng,
+    output_rng: ChaCha8Rng,
+    group_rng: ChaCha8Rng,
+    next_arrival_ns: u64,
+    trace_pos: usize,
+}
+
+impl RequestFactory {
+    pub fn new(input: Lengths, output: Lengths, shared: Option<SharedPrefix>, process: ArrivalProcess, seed: u64) -> Self {
+        RequestFactory {
+            input,
+            output,
+            shared,
+            process,
+            arrivals: rng(seed, Stream::Arrivals),
+            input_rng: rng(seed, Stream::InputLengths),
+            output_rng: rng(seed, Stream::OutputLengths),
+            group_rng: rng(seed, Stream::PrefixGroups),
+            next_arrival_ns: 0,
+            trace_pos: 0,
+        }
+    }
+
+    pub fn process(&self) -> &ArrivalProcess {
+        &self.process
+    }
+
+    fn lengths(&mut self) -> (u64, u64) {
+        let input = match &self.input {
+            Lengths::Fixed(n) => *n,
+            Lengths::Distribution(d) => draw_from_bins(&d.bins, &mut self.input_rng),
+        };
+        let output = match (&self.output, &self.input) {
+            (_, Lengths::Distribution(d)) if d.output_bins.is_some() => {
+                draw_from_bins(d.output_bins.as_ref().unwrap(), &mut self.output_rng)
+            }
+            (Lengths::Fixed(n), _) => *n,
+            (Lengths::Distribution(d), _) => draw_from_bins(&d.bins, &mut self.output_rng),
+        };
+        (input, output)
+    }
+
+    fn group(&mut self, input: u64) -> (Option<u32>, u64) {
+        match self.shared {
+            Some(s) if s.groups > 0 => (Some(self.group_rng.random_range(0..s.groups)), s.length.min(input)),
+            _ => (None, 0),
+        }
+    }
+
+    /// A request arriving at `at_ns` (closed loop and burst decide the time).
+    pub fn make(&mut self, at_ns: u64) -> NewRequest {
+        let (input, output) = self.lengths();
+        let (prefix_group, prefix_len) = self.group(input);
+        NewRequest { arrival_ns: at_ns, input, output, prefix_group, prefix_len }
+    }
+
+    /// The next request of an open-loop process (`None` when a trace is exhausted).
+    pub fn next_open(&mut self) -> Option<NewRequest> {
+        let at = self.next_arrival_ns;
+        match self.process.clone() {
+            ArrivalProcess::Poisson { rate } => {
+                let gap = Exp::new(rate).expect("validated rate").sample(&mut self.arrivals);
+                self.next_arrival_ns = at + (gap * 1e9).round() as u64;
+                Some(self.make(at))
+            }
+            ArrivalProcess::Gamma { rate, burstiness } => {
+                let g = Gamma::new(burstiness, 1.0 / (rate * burstiness)).expect("validated parameters");
+                self.next_arrival_ns = at + (g.sample(&mut self.arrivals) * 1e9).round() as u64;
+                Some(self.make(at))
+            }
+            ArrivalProcess::Trace(t) => {
+                let r = t.requests.get(self.trace_pos)?;
+                self.trace_pos += 1;
+                Some(NewRequest {
+                    arrival_ns: (r.arrival_s * 1e9).round() as u64,
+                    input: r.input_tokens,
+                    output: r.output_tokens,
+                    prefix_group: r.prefix_group,
+                    prefix_len: r.prefix_len,
+                })
+            }
+            ArrivalProcess::Closed | ArrivalProcess::Burst => Some(self.make(0)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_are_independent_and_seeded() {
+        let d = crate::workload::LengthDistribution::builtin();
+        let mk = |seed| {
+            RequestFactory::new(Lengths::Distribution(d.clone()), Lengths::Fixed(100), None, ArrivalProcess::Poisson { rate: 2.0 }, seed)
+        };
+        let (mut a, mut b) = (mk(7), mk(7));
+        let ra: Vec<NewRequest> = (0..50).map(|_| a.next_open().unwrap()).collect();
+        let rb: Vec<NewRequest> = (0..50).map(|_| b.next_open().unwrap()).collect();
+        assert_eq!(ra, rb);
+        let mut c = mk(8);
+        let rc: Vec<NewRequest> = (0..50).map(|_| c.next_open().unwrap()).collect();
+        assert_ne!(ra, rc);
+        // Arrival times increase; mean gap near 1/rate.
+        assert!(ra.windows(2).all(|w| w[1].arrival_ns >= w[0].arrival_ns));
+        let mut p = mk(1);
+        let many: Vec<NewRequest> = (0..4000).map(|_| p.next_open().unwrap()).collect();
+        let mean_gap = many.last().unwrap().arrival_ns as f64 / 3999.0 / 1e9;
+        assert!((mean_gap - 0.5).abs() < 0.03, "{mean_gap}");
+        let mean_in = many.iter().map(|r| r.input as f64).sum::<f64>() / 4000.0;
+        assert!((mean_in - 4231.0).abs() < 400.0, "{mean_in}");
+    }
+
+    #[test]
+    fn trace_files_report_file_line_and_field() {
+        let t = Trace::parse("arrival_s,input_tokens,output_tokens\n0.5,100,10\n0.0,200,20\n", "t.csv").unwrap();
+        assert_eq!(t.requests[0].input_tokens, 200);
+        let e = Trace::parse("arrival_s,input_tokens,output_tokens\n0.5,100,10\n-1,200,20\n", "t.csv").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--arrival trace t.csv: line 3: field `arrival_s`: -1 is negative or not finite; arrival times are seconds ≥ 0"
+        );
+        let e = Trace::parse("arrival_s,input_tokens,output_tokens\n0.5,0,10\n", "t.csv").unwrap_err();
+        assert!(e.message.contains("line 2: field `input_tokens`: 0 is not between 1"), "{e}");
+        let e = Trace::parse("arrival_s,input_tokens,output_tokens,speed\n", "t.csv").unwrap_err();
+        assert!(e.message.contains("line 1: unknown column `speed`"), "{e}");
+        let e =
+            Trace::parse("{\"arrival_s\": 0, \"input_tokens\": 5, \"output_tokens\": 5}\n{\"arrival_s\": 1, \"input\": 5}\n", "t.jsonl")
+                .unwrap_err();
+        assert!(e.message.contains("line 2") && e.message.contains("unknown field `input`"), "{e}");
+        let e = Trace::parse("{\"arrival_s\": 0, \"input_tokens\": 5, \"output_tokens\": 0}\n", "t.jsonl").unwrap_err();
+        assert!(e.message.contains("line 1: field `output_tokens`"), "{e}");
+        let e = Trace::parse("arrival_s,input_tokens,output_tokens\n0.5,abc,10\n", "t.csv").unwrap_err();
+        assert!(e.message.contains("line 2: field `input_tokens` is `abc`"), "{e}");
+    }
+}
