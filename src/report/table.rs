@@ -79,7 +79,15 @@ fn engine_line(plan: &Plan, report: &Report) -> String {
         crate::cli::TpotDefinition::Amortized => "amortized (E2E / output length)",
         crate::cli::TpotDefinition::InterToken => "inter-token ((finish - first token) / (output length - 1))",
     };
-    format!("Engine: {what}\nTPOT definition: {def}")
+    let mut s = format!("Engine: {what}\nTPOT definition: {def}");
+    if plan.engine != crate::cli::EngineKind::Analytic {
+        s += &format!(
+            "\nWorkload: {} arrivals; SLO statistic: {}",
+            plan.sim.arrival.describe(),
+            crate::quant::NamedEnum::name(plan.sim.slo_percentile)
+        );
+    }
+    s
 }
 
 fn input_configuration(plan: &Plan, report: &Report, dev: &DeviceResult) -> String {
@@ -199,8 +207,12 @@ fn phase_table(p: &PhaseResult, top: Option<usize>) -> String {
         Phase::Prefill => &["QPS (req/s)", "TTFT (ms)"],
         Phase::Decode => &["QPS (req/s)", "TPOT (ms)"],
     };
+    let simulated = rows.iter().any(|r| r.sim.is_some());
     let mut h = vec!["Top", "Throughput (token/s)"];
     h.extend(latency);
+    if simulated {
+        h.extend(["TTFT p99 (ms)", "TPOT p99 (ms)"]);
+    }
     h.extend(["concurrency", "num_devices", "parallel", "batch_size", "weight_GB", "kv_cache_GB", "activation_GB", "avail_GB"]);
     let mut t = new_table(&h);
     for (i, r) in rows.iter().enumerate() {
@@ -209,6 +221,15 @@ fn phase_table(p: &PhaseResult, top: Option<usize>) -> String {
             Phase::Aggregated => cells.extend([f2(r.ttft_ms), f2(r.tpot_ms)]),
             Phase::Prefill => cells.extend([f2(r.qps), f2(r.ttft_ms)]),
             Phase::Decode => cells.extend([f2(r.qps), f2(r.tpot_ms)]),
+        }
+        if simulated {
+            match &r.sim {
+                Some(sm) => {
+                    let tpot = if tpot_is_amortized(r) { sm.latency.tpot_amortized.p99 } else { sm.latency.tpot_inter_token.p99 };
+                    cells.extend([format!("{:.2}", sm.latency.ttft.p99), format!("{tpot:.2}")]);
+                }
+                None => cells.extend(["-".to_string(), "-".to_string()]),
+            }
         }
         cells.extend([
             r.concurrency.to_string(),
@@ -221,6 +242,108 @@ fn phase_table(p: &PhaseResult, top: Option<usize>) -> String {
             f3(r.memory.avail_gb),
         ]);
         t.add_row(cells);
+    }
+    s += &centered(t);
+    s.push('\n');
+    s
+}
+
+fn tpot_is_amortized(r: &Row) -> bool {
+    r.tpot_ms.is_some() && r.tpot_ms == r.tpot_amortized_ms && r.tpot_ms != r.tpot_inter_token_ms
+}
+
+/// Latency percentiles and simulator figures of the best simulated row.
+fn sim_block(plan: &Plan, r: &Row) -> String {
+    let Some(sm) = &r.sim else { return String::new() };
+    let mut s = String::from("Simulated latency (ms) of the best configuration:\n");
+    let mut t = new_table(&["metric", "mean", "p50", "p90", "p95", "p99"]);
+    let l = &sm.latency;
+    for (name, st) in [
+        ("TTFT", &l.ttft),
+        ("TPOT inter-token", &l.tpot_inter_token),
+        ("TPOT amortized", &l.tpot_amortized),
+        ("ITL", &l.itl),
+        ("E2E", &l.e2e),
+        ("queueing", &l.queueing),
+    ] {
+        t.add_row(vec![
+            name.to_string(),
+            format!("{:.2}", st.mean),
+            format!("{:.2}", st.p50),
+            format!("{:.2}", st.p90),
+            format!("{:.2}", st.p95),
+            format!("{:.2}", st.p99),
+        ]);
+    }
+    s += &t.to_string();
+    s.push('\n');
+    let _ = writeln!(
+        s,
+        "Simulator: {} requests measured over {:.1} s{}, {} steps (mean {:.1} sequences, {:.2} ms), KV use {:.1} % mean / {:.1} % peak of {} blocks, goodput {:.1} %, {} preemptions",
+        sm.measured_requests,
+        sm.window_s,
+        match (&plan.sim.arrival, sm.converged) {
+            (crate::workload::arrival::ArrivalProcess::Closed, true) => " (steady state: doubling the window moved throughput < 1 %)",
+            (crate::workload::arrival::ArrivalProcess::Closed, false) => " (NOT converged within the window limit)",
+            (crate::workload::arrival::ArrivalProcess::Burst, _) => " (one pass from t = 0)",
+            _ => " (every request of the open loop)",
+        },
+        sm.steps,
+        sm.mean_batch_size,
+        sm.mean_step_ms,
+        sm.kv_utilization * 100.0,
+        sm.kv_peak_utilization * 100.0,
+        sm.kv_capacity_blocks,
+        sm.goodput * 100.0,
+        sm.preemptions
+    );
+    s
+}
+
+fn rel(a: f64, b: Option<f64>) -> String {
+    match b {
+        Some(b) if b != 0.0 && b.is_finite() && a.is_finite() => format!("{:+.1} %", (a - b) / b * 100.0),
+        _ => "-".into(),
+    }
+}
+
+/// `--engine compare`: simulated and analytic figures of each best row at its batch size.
+fn compare_table(p: &PhaseResult, top: Option<usize>) -> String {
+    let rows: Vec<&Row> = p.best.iter().filter(|r| r.analytic.is_some()).take(top.unwrap_or(usize::MAX)).collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("Engine comparison at each configuration's batch size (difference = simulated vs analytic):\n");
+    let mut t = new_table(&[
+        "Top",
+        "parallel",
+        "batch_size",
+        "TTFT sim (ms)",
+        "TTFT analytic (ms)",
+        "TTFT diff",
+        "TPOT sim (ms)",
+        "TPOT analytic (ms)",
+        "TPOT diff",
+        "Throughput sim",
+        "Throughput analytic",
+        "Throughput diff",
+    ]);
+    for (i, r) in rows.iter().enumerate() {
+        let a = r.analytic.expect("filtered");
+        t.add_row(vec![
+            (i + 1).to_string(),
+            r.parallel.clone(),
+            r.batch_size.to_string(),
+            f2(r.ttft_ms),
+            f2(a.ttft_ms),
+            rel(r.ttft_ms.unwrap_or(f64::NAN), a.ttft_ms),
+            f2(r.tpot_ms),
+            f2(a.tpot_ms),
+            rel(r.tpot_ms.unwrap_or(f64::NAN), a.tpot_ms),
+            format!("{:.2}", r.throughput),
+            format!("{:.2}", a.throughput),
+            rel(r.throughput, Some(a.throughput)),
+        ]);
     }
     s += &centered(t);
     s.push('\n');
@@ -259,8 +382,17 @@ fn phase_block(plan: &Plan, report: &Report, dev: &DeviceResult, p: &PhaseResult
         None => s += &no_result(p),
         Some(best) => {
             s += &overall_best(best);
+            if best.sim.is_some() {
+                let _ = writeln!(s, "{}", rule(STARS));
+                s += &sim_block(plan, best);
+            }
             let _ = writeln!(s, "{}", rule(STARS));
             s += &phase_table(p, plan.output.top);
+            let cmp = compare_table(p, plan.output.top);
+            if !cmp.is_empty() {
+                let _ = writeln!(s, "{}", rule(STARS));
+                s += &cmp;
+            }
         }
     }
     let _ = writeln!(s, "{}", banner(STARS));

@@ -78,9 +78,23 @@ pub fn budgets(plan: &Plan) -> (Vec<u64>, bool) {
     }
 }
 
+/// Running sequences per replica for open-loop simulations without `--max-num-seqs` (vLLM's
+/// default).
+pub const OPEN_LOOP_MAX_NUM_SEQS: u32 = 256;
+
 /// Search one candidate: try budgets, run the batch search, return every probe.
+///
+/// With open-loop arrivals the offered load is fixed and latency falls as the running cap
+/// grows (less queueing), so there is no monotone boundary to bisect: each layout is
+/// simulated once at its running cap (`--max-num-seqs`, default 256).
 pub fn search_candidate(engine: &dyn Engine, ctx: &CandidateCtx) -> (Vec<Row>, Option<String>) {
     let (budgets, explicit) = budgets(ctx.plan);
+    if ctx.plan.engine != EngineKind::Analytic && ctx.plan.sim.arrival.is_open() {
+        let cap = ctx.plan.sim.max_num_seqs.map_or(OPEN_LOOP_MAX_NUM_SEQS, |m| m as u32);
+        let (p, _) = engine.probe(ctx, cap, budgets[0]);
+        let failure = p.stop.map(|s| format!("{}: {} with {} running sequences per replica", ctx.label, s.describe(), cap));
+        return (vec![p.row], failure);
+    }
     let mut last_failure = None;
     for &budget in &budgets {
         let mut f = |b: u32| engine.probe(ctx, b, budget);
