@@ -40,6 +40,12 @@ pub fn match_rows(prefill: &[Row], decode: &[Row], output: u64, ttft_limit: f64,
                 d_batch_size: d.batch_size,
                 p_concurrency: p.concurrency,
                 d_concurrency: d.concurrency,
+                p_layout: p.layout,
+                d_layout: d.layout,
+                d_mtp: d.mtp,
+                p_budget: p.max_batched_tokens,
+                d_budget: d.max_batched_tokens,
+                p_transfer_ms: 0.0,
             });
         }
     }

@@ -290,6 +290,10 @@ pub struct RawArgs {
     /// Tokens of the shared prefix (with --prefix-groups).
     #[arg(long, value_parser = positive_u32, value_name = "TOKENS", help_heading = "Simulator")]
     pub prefix_length: Option<u32>,
+    /// How simulated P/D systems route requests to instances: least-loaded or round-robin.
+    /// [default: least-loaded]
+    #[arg(long, value_name = "POLICY", help_heading = "Simulator")]
+    pub pd_routing: Option<String>,
     /// Run a scenario file (a whole run in YAML) instead of flags.
     #[arg(long, value_name = "FILE", help_heading = "Simulator")]
     pub scenario: Option<PathBuf>,

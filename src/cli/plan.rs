@@ -169,6 +169,8 @@ pub struct SimOptions {
     pub chunked_prefill: bool,
     pub slo_percentile: Percentile,
     pub shared_prefix: Option<SharedPrefix>,
+    /// How P/D systems route requests to instances.
+    pub routing: crate::sim::Routing,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -721,24 +723,10 @@ pub(crate) fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
     }
 
     // ---- engine ----
-    let aggregated = matches!(mode, Mode::Aggregation);
     let engine = match raw.engine.as_deref() {
-        // The simulator covers aggregated serving; disaggregated modes use the formulas.
-        None => {
-            if aggregated {
-                EngineKind::Sim
-            } else {
-                EngineKind::Analytic
-            }
-        }
+        None => EngineKind::Sim,
         Some(e) => EngineKind::parse_named(e).map_err(|m| usage(format!("--engine: {m}")))?,
     };
-    if engine != EngineKind::Analytic && !aggregated {
-        return Err(usage(format!(
-            "--engine {}: simulated disaggregation and P/D ratio planning are not available yet; use --engine analytic for this mode",
-            engine.name()
-        )));
-    }
     let tpot_definition = match raw.tpot_definition.as_deref() {
         None if engine == EngineKind::Analytic => TpotDefinition::Amortized,
         None => TpotDefinition::InterToken,
@@ -854,6 +842,7 @@ fn sim_options(
         (raw.slo_percentile.is_some(), "--slo-percentile"),
         (raw.prefix_groups.is_some(), "--prefix-groups"),
         (raw.prefix_length.is_some(), "--prefix-length"),
+        (raw.pd_routing.is_some(), "--pd-routing"),
     ]
     .iter()
     .filter(|(given, _)| *given)
@@ -934,5 +923,9 @@ fn sim_options(
         chunked_prefill,
         slo_percentile,
         shared_prefix,
+        routing: match raw.pd_routing.as_deref() {
+            None => crate::sim::Routing::LeastLoaded,
+            Some(r) => crate::sim::Routing::parse_named(r).map_err(|e| usage(format!("--pd-routing: {e}")))?,
+        },
     })
 }

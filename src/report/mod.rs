@@ -108,6 +108,9 @@ pub struct SimSummary {
     pub preemptions: u64,
     pub window_s: f64,
     pub converged: bool,
+    /// Stopped early: latencies were far past the limits.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub abandoned: bool,
 }
 
 impl SimSummary {
@@ -126,6 +129,7 @@ impl SimSummary {
             preemptions: r.preemptions,
             window_s: r.window_s,
             converged: r.converged,
+            abandoned: r.abandoned,
         }
     }
 }
@@ -225,6 +229,14 @@ pub struct PdRow {
     pub d_batch_size: u32,
     pub p_concurrency: u64,
     pub d_concurrency: u64,
+    pub p_layout: ParallelConfig,
+    pub d_layout: ParallelConfig,
+    pub d_mtp: u32,
+    /// Token budgets the phase searches used.
+    pub p_budget: u64,
+    pub d_budget: u64,
+    /// Time to move one request's KV from a prefill to a decode device, ms.
+    pub p_transfer_ms: f64,
 }
 
 /// How many prefill and decode instances `--num-devices` holds at the matched ratio.
@@ -241,6 +253,52 @@ pub struct PdRatioResult {
     pub rows: Vec<PdRow>,
     pub split: Option<InstanceSplit>,
     pub total_devices: Option<u32>,
+    /// The best row's plan simulated as one P/D system (simulator engines only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<PdVerification>,
+}
+
+/// What the simulated P/D system delivered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PdSimulated {
+    pub ttft: crate::sim::Stat,
+    /// TPOT under the plan's definition (inter-token includes the KV transfer and decode queueing).
+    pub tpot: crate::sim::Stat,
+    pub output_throughput: f64,
+    pub request_rate: f64,
+    pub goodput: f64,
+    pub kv_transfer_ms: f64,
+    pub slo_met: bool,
+}
+
+/// One instance split simulated at its balanced rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PdSplitEval {
+    pub prefill_instances: u32,
+    pub decode_instances: u32,
+    pub arrival_rate: f64,
+    pub delivered_qps: f64,
+    /// Requests per second that met both limits.
+    pub good_qps: f64,
+    pub slo_met: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The planned split simulated, with the planned figures beside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PdVerification {
+    pub prefill_instances: u32,
+    pub decode_instances: u32,
+    /// Poisson arrival rate simulated: the split's balanced rate.
+    pub arrival_rate: f64,
+    pub planned_ttft_ms: f64,
+    pub planned_tpot_ms: f64,
+    pub planned_qps: f64,
+    pub simulated: Result<PdSimulated, String>,
+    /// Maximal splits within the device budget, best first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub splits: Vec<PdSplitEval>,
 }
 
 /// All probes of one phase on one device, and the ranked best rows.

@@ -211,7 +211,11 @@ fn phase_table(p: &PhaseResult, top: Option<usize>) -> String {
     let mut h = vec!["Top", "Throughput (token/s)"];
     h.extend(latency);
     if simulated {
-        h.extend(["TTFT p99 (ms)", "TPOT p99 (ms)"]);
+        match p.phase {
+            Phase::Aggregated => h.extend(["TTFT p99 (ms)", "TPOT p99 (ms)"]),
+            Phase::Prefill => h.push("TTFT p99 (ms)"),
+            Phase::Decode => h.push("TPOT p99 (ms)"),
+        }
     }
     h.extend(["concurrency", "num_devices", "parallel", "batch_size", "weight_GB", "kv_cache_GB", "activation_GB", "avail_GB"]);
     let mut t = new_table(&h);
@@ -223,12 +227,17 @@ fn phase_table(p: &PhaseResult, top: Option<usize>) -> String {
             Phase::Decode => cells.extend([f2(r.qps), f2(r.tpot_ms)]),
         }
         if simulated {
-            match &r.sim {
+            let (ttft99, tpot99) = match &r.sim {
                 Some(sm) => {
                     let tpot = if tpot_is_amortized(r) { sm.latency.tpot_amortized.p99 } else { sm.latency.tpot_inter_token.p99 };
-                    cells.extend([format!("{:.2}", sm.latency.ttft.p99), format!("{tpot:.2}")]);
+                    (format!("{:.2}", sm.latency.ttft.p99), format!("{tpot:.2}"))
                 }
-                None => cells.extend(["-".to_string(), "-".to_string()]),
+                None => ("-".to_string(), "-".to_string()),
+            };
+            match p.phase {
+                Phase::Aggregated => cells.extend([ttft99, tpot99]),
+                Phase::Prefill => cells.push(ttft99),
+                Phase::Decode => cells.push(tpot99),
             }
         }
         cells.extend([
@@ -485,7 +494,116 @@ fn pd_block(plan: &Plan, report: &Report, dev: &DeviceResult, pd: &PdRatioResult
     }
     s += &centered(t);
     s.push('\n');
+    if let Some(v) = &pd.verification {
+        let _ = writeln!(s, "{}", rule(W));
+        s += &verification_block(plan, b, v, pd.total_devices);
+    }
     let _ = writeln!(s, "{}", banner(W));
+    s
+}
+
+/// The best P/D plan simulated as one system, and the splits simulated within the budget.
+fn verification_block(plan: &Plan, row: &super::PdRow, v: &super::PdVerification, total: Option<u32>) -> String {
+    let mut s = String::from(
+        "Simulated verification of the plan (prefill and decode instances as one system, Poisson arrivals at the split's balanced rate):\n",
+    );
+    let _ = writeln!(
+        s,
+        "Split: {} P instance(s) x {} devices + {} D instance(s) x {} devices; arrival rate {:.3} req/s; KV transfer {:.2} ms per request ({} routing)",
+        v.prefill_instances,
+        row.p_devices,
+        v.decode_instances,
+        row.d_devices,
+        v.arrival_rate,
+        row.p_transfer_ms,
+        crate::quant::NamedEnum::name(plan.sim.routing)
+    );
+    match &v.simulated {
+        Err(e) => {
+            let _ = writeln!(s, "The simulation could not run: {e}");
+        }
+        Ok(sim) => {
+            let mut t = new_table(&["metric", "planned", "simulated mean", "p50", "p90", "p99"]);
+            t.add_row(vec![
+                "TTFT (ms)".to_string(),
+                format!("{:.2}", v.planned_ttft_ms),
+                format!("{:.2}", sim.ttft.mean),
+                format!("{:.2}", sim.ttft.p50),
+                format!("{:.2}", sim.ttft.p90),
+                format!("{:.2}", sim.ttft.p99),
+            ]);
+            t.add_row(vec![
+                "TPOT (ms)".to_string(),
+                format!("{:.2}", v.planned_tpot_ms),
+                format!("{:.2}", sim.tpot.mean),
+                format!("{:.2}", sim.tpot.p50),
+                format!("{:.2}", sim.tpot.p90),
+                format!("{:.2}", sim.tpot.p99),
+            ]);
+            t.add_row(vec![
+                "requests/s".to_string(),
+                format!("{:.3}", v.planned_qps),
+                format!("{:.3}", sim.request_rate),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ]);
+            s += &t.to_string();
+            s.push('\n');
+            let stat = crate::quant::NamedEnum::name(plan.sim.slo_percentile);
+            let _ = writeln!(
+                s,
+                "Verdict: the simulated system {} the SLO ({stat} TTFT {:.2} ms vs limit {}, {stat} TPOT {:.2} ms vs limit {}); {:.1} % of requests met both limits; {:.1} output tokens/s.",
+                if sim.slo_met { "MEETS" } else { "does NOT meet" },
+                sim.ttft.pick(plan.sim.slo_percentile),
+                py_float(plan.slo.ttft_ms),
+                sim.tpot.pick(plan.sim.slo_percentile),
+                py_float(plan.slo.tpot_ms),
+                sim.goodput * 100.0,
+                sim.output_throughput
+            );
+        }
+    }
+    if !v.splits.is_empty() {
+        let _ = writeln!(s, "Instance splits within {} devices, each simulated at its balanced rate:", total.unwrap_or(0));
+        let mut t = new_table(&["P instances", "D instances", "arrival (req/s)", "delivered (req/s)", "within SLO (req/s)", "SLO met"]);
+        for e in &v.splits {
+            t.add_row(vec![
+                e.prefill_instances.to_string(),
+                e.decode_instances.to_string(),
+                format!("{:.3}", e.arrival_rate),
+                format!("{:.3}", e.delivered_qps),
+                format!("{:.3}", e.good_qps),
+                match &e.error {
+                    Some(err) => format!("error: {err}"),
+                    None => (if e.slo_met { "yes" } else { "no" }).to_string(),
+                },
+            ]);
+        }
+        s += &centered(t);
+        s.push('\n');
+        let best = &v.splits[0];
+        let planned = v.splits.iter().find(|e| e.prefill_instances == v.prefill_instances && e.decode_instances == v.decode_instances);
+        match planned {
+            Some(p) if p.prefill_instances == best.prefill_instances && p.decode_instances == best.decode_instances => {
+                let _ = writeln!(s, "The arithmetic split is also the best by simulation.");
+            }
+            Some(p) => {
+                let _ = writeln!(
+                    s,
+                    "The split {} P : {} D beats the arithmetic split {} P : {} D by simulation ({:.3} vs {:.3} requests/s within the SLO).",
+                    best.prefill_instances, best.decode_instances, p.prefill_instances, p.decode_instances, best.good_qps, p.good_qps
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "Best split by simulation: {} P : {} D ({:.3} requests/s within the SLO).",
+                    best.prefill_instances, best.decode_instances, best.good_qps
+                );
+            }
+        }
+    }
     s
 }
 

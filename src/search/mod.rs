@@ -164,12 +164,25 @@ fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile) -> Devic
                 Lengths::Fixed(o) => *o,
                 Lengths::Distribution(dist) => dist.effective_length(0.0),
             };
-            let rows = pd::match_rows(&p.rows, &d.rows, out, plan.slo.ttft_limit(), plan.slo.tpot_limit());
+            let mut rows = pd::match_rows(&p.rows, &d.rows, out, plan.slo.ttft_limit(), plan.slo.tpot_limit());
+            for r in rows.iter_mut() {
+                r.p_transfer_ms = kv_transfer_ms(plan, device, r);
+            }
             let split = match (total_devices, rows.first()) {
                 (Some(n), Some(best)) => pd::instance_split(best.pd_ratio, *n, *prefill_devices, *decode_devices),
                 _ => None,
             };
-            pd_ratio = Some(PdRatioResult { rows, split, total_devices: *total_devices });
+            let verification = match (plan.engine, rows.first()) {
+                (EngineKind::Analytic, _) | (_, None) => None,
+                (_, Some(best)) => Some(crate::sim::pd::verify(
+                    plan,
+                    device,
+                    best,
+                    split.map(|s| (s.prefill_instances, s.decode_instances)),
+                    *total_devices,
+                )),
+            };
+            pd_ratio = Some(PdRatioResult { rows, split, total_devices: *total_devices, verification });
             phases.push(p);
             phases.push(d);
         }
@@ -262,6 +275,13 @@ fn inputs(plan: &Plan) -> Inputs {
         serving_cost_ms: plan.serving.serving_cost_ms,
         seed: plan.seed,
     }
+}
+
+/// Time to move one request's prompt KV from a prefill device to a decode device.
+fn kv_transfer_ms(plan: &Plan, device: &DeviceProfile, row: &crate::report::PdRow) -> f64 {
+    let ctx = CandidateCtx::new(plan, device, Candidate { parallel: row.p_layout, mtp: 0 }, Phase::Prefill);
+    let tokens = plan.workload.input.mean_raw();
+    device.kv_transfer.transfer_s(ctx.mem.kv_bytes_per_token * tokens as f64) * 1e3
 }
 
 /// Fail early when a phase has no runnable layout (a usage error).

@@ -1,12 +1,13 @@
 //! The simulator as a search [`Engine`]: a candidate at a batch size becomes a simulation of
 //! its serving instances; the row carries the simulated latencies and throughput.
 //!
-//! Closed-loop and burst aggregation simulate one representative DP replica with the batch
-//! size as its concurrency: replicas share nothing in aggregated serving, so the others are
-//! statistically identical copies and throughput scales by DP. Open-loop arrivals are routed
-//! over every replica (least loaded first), which is where replicas stop being identical.
+//! Closed-loop and burst runs simulate one representative DP replica with the batch size as
+//! its concurrency: replicas share nothing, so the others are statistically identical copies
+//! and throughput scales by DP. Open-loop arrivals are routed over every replica (least loaded
+//! first), which is where replicas stop being identical. Aggregation runs mixed instances;
+//! the disaggregated phases run prefill-only or decode-only instances.
 
-use super::{simulate, DecodeMode, SimConfig, SimError, SimReport};
+use super::{simulate, DecodeMode, InstanceConfig, Role, RunParams, SimConfig, SimError, SimReport};
 use crate::cli::{SpeculativeMethod, TpotDefinition};
 use crate::cost::memory::{gib, MemoryUse};
 use crate::cost::{BatchShape, PhaseLoad};
@@ -20,7 +21,7 @@ use crate::workload::arrival::{ArrivalProcess, RequestFactory};
 pub struct SimEngine;
 
 /// Steps after which one simulation is abandoned (a typed error, not a hang).
-const MAX_STEPS: u64 = 20_000_000;
+pub const MAX_STEPS: u64 = 20_000_000;
 
 /// The decode mode a candidate implies.
 pub fn decode_mode(ctx: &CandidateCtx) -> DecodeMode {
@@ -47,13 +48,9 @@ pub fn kv_blocks(ctx: &CandidateCtx, budget: u64, max_seqs: u64) -> u64 {
     ctx.mem.kv_capacity_blocks(bytes, ctx.plan.serving.kv_block_size as u64, max_seqs)
 }
 
-/// The simulation configuration of one probe.
-pub fn sim_config(ctx: &CandidateCtx, batch: u32, budget: u64) -> (SimConfig, RequestFactory) {
+/// How one instance of the candidate schedules and what it holds.
+pub fn instance_config(ctx: &CandidateCtx, budget: u64, max_num_seqs: u64) -> InstanceConfig {
     let plan = ctx.plan;
-    let so = &plan.sim;
-    let dp = ctx.cand.parallel.dp;
-    let open = so.arrival.is_open();
-    let max_num_seqs = so.max_num_seqs.unwrap_or(batch as u64);
     let (images_per_request, patches, tokens) = match (&plan.workload.images, &plan.model.vision) {
         (Some(im), Some(v)) => {
             let (p, t) = v.image_tokens(im.height, im.width);
@@ -61,32 +58,54 @@ pub fn sim_config(ctx: &CandidateCtx, batch: u32, budget: u64) -> (SimConfig, Re
         }
         _ => (0, 0, 0),
     };
-    let (ttft_limit, tpot_limit) = crate::search::phase_limits(plan, ctx.phase);
-    let cfg = SimConfig {
+    InstanceConfig {
         budget,
         slack: plan.serving.token_budget_slack,
         max_num_seqs,
-        chunked_prefill: so.chunked_prefill,
+        chunked_prefill: plan.sim.chunked_prefill,
         block_size: plan.serving.kv_block_size as u64,
         kv_blocks: kv_blocks(ctx, budget, max_num_seqs),
-        decode: decode_mode(ctx),
+        decode: if ctx.phase == Phase::Prefill { DecodeMode::Plain } else { decode_mode(ctx) },
         prefix_hit_rate: plan.workload.prefix_cache_hit_rate,
         images_per_request,
         image_patches_per_image: patches,
         image_patches: patches * images_per_request,
         image_tokens: tokens,
-        instances: if open { dp } else { 1 },
-        concurrency: batch as u64,
-        num_requests: so.num_requests.unwrap_or(1000),
-        max_concurrency: so.max_concurrency,
-        ttft_limit_ms: ttft_limit,
-        tpot_limit_ms: tpot_limit,
-        seed: plan.seed,
-        max_steps: MAX_STEPS,
+    }
+}
+
+/// The request stream of a plan.
+pub fn factory(ctx: &CandidateCtx, arrival: ArrivalProcess) -> RequestFactory {
+    let plan = ctx.plan;
+    RequestFactory::new(plan.workload.input.clone(), plan.workload.output.clone(), plan.sim.shared_prefix, arrival, plan.seed)
+}
+
+/// The simulation configuration of one probe.
+pub fn sim_config(ctx: &CandidateCtx, batch: u32, budget: u64) -> (SimConfig, RequestFactory) {
+    let plan = ctx.plan;
+    let so = &plan.sim;
+    let open = so.arrival.is_open();
+    let max_num_seqs = so.max_num_seqs.unwrap_or(batch as u64);
+    let (ttft_limit, tpot_limit) = crate::search::phase_limits(plan, ctx.phase);
+    let cfg = SimConfig {
+        instance: instance_config(ctx, budget, max_num_seqs),
+        instances: if open { ctx.cand.parallel.dp } else { 1 },
+        role: match ctx.phase {
+            Phase::Aggregated => Role::Mixed,
+            Phase::Prefill => Role::Prefill,
+            Phase::Decode => Role::Decode,
+        },
+        run: RunParams {
+            concurrency: batch as u64,
+            num_requests: so.num_requests.unwrap_or(1000),
+            max_concurrency: so.max_concurrency,
+            ttft_limit_ms: ttft_limit,
+            tpot_limit_ms: tpot_limit,
+            seed: plan.seed,
+            max_steps: MAX_STEPS,
+        },
     };
-    let factory =
-        RequestFactory::new(plan.workload.input.clone(), plan.workload.output.clone(), so.shared_prefix, so.arrival.clone(), plan.seed);
-    (cfg, factory)
+    (cfg, factory(ctx, so.arrival.clone()))
 }
 
 /// Latency figures of a simulated row under the plan's definition and percentile.
@@ -94,16 +113,27 @@ pub fn fill_row(ctx: &CandidateCtx, row: &mut Row, rep: &SimReport, replicas: f6
     let plan = ctx.plan;
     let pct = plan.sim.slo_percentile;
     let l = &rep.latency;
-    row.ttft_ms = Some(l.ttft.pick(pct));
-    row.tpot_inter_token_ms = Some(l.tpot_inter_token.pick(pct));
-    row.tpot_amortized_ms = Some(l.tpot_amortized.pick(pct));
-    row.tpot_ms = Some(match plan.serving.tpot_definition {
+    let tpot = match plan.serving.tpot_definition {
         TpotDefinition::InterToken => l.tpot_inter_token.pick(pct),
         TpotDefinition::Amortized => l.tpot_amortized.pick(pct),
-    });
-    row.throughput = rep.output_throughput * replicas;
+    };
+    if ctx.phase != Phase::Decode {
+        row.ttft_ms = Some(l.ttft.pick(pct));
+    }
+    if ctx.phase != Phase::Prefill {
+        row.tpot_inter_token_ms = Some(l.tpot_inter_token.pick(pct));
+        row.tpot_amortized_ms = Some(l.tpot_amortized.pick(pct));
+        row.tpot_ms = Some(tpot);
+    }
+    if ctx.phase == Phase::Prefill {
+        // Prefill instances are rated by the prompt tokens they get through.
+        row.throughput = rep.input_throughput * replicas;
+        row.breakdown_prefill = Some(rep.breakdown);
+    } else {
+        row.throughput = rep.output_throughput * replicas;
+        row.breakdown_decode = Some(rep.breakdown);
+    }
     row.qps = Some(rep.request_rate * replicas);
-    row.breakdown_decode = Some(rep.breakdown);
     row.sim = Some(SimSummary::from_report(rep));
 }
 
@@ -112,16 +142,14 @@ impl Engine for SimEngine {
         let plan = ctx.plan;
         let (cfg, factory) = sim_config(ctx, batch, budget);
         let replicas = if plan.sim.arrival.is_open() { 1.0 } else { ctx.cand.parallel.dp as f64 };
-        let eff = ctx.plan.workload.input.effective(ctx.plan.workload.prefix_cache_hit_rate);
+        let eff = plan.workload.input.effective(plan.workload.prefix_cache_hit_rate);
         let mut row = crate::analytic::engine::base_row(ctx, batch, budget, eff);
-        row.prefill_num_chunks = eff.div_ceil(budget.max(1));
+        row.prefill_num_chunks = if ctx.phase == Phase::Decode { 0 } else { eff.div_ceil(budget.max(1)) };
         let (ttft_limit, tpot_limit) = crate::search::phase_limits(plan, ctx.phase);
-        let result = if ctx.phase == Phase::Aggregated { simulate(&cfg, &ctx.cost, factory) } else { Err(SimError::NoKvCapacity) };
-        let weight_gb = gib(ctx.mem.weight_bytes);
-        let stop = match result {
+        let stop = match simulate(&cfg, &ctx.cost, factory) {
             Err(e) => {
                 row.memory = MemoryUse {
-                    weight_gb,
+                    weight_gb: gib(ctx.mem.weight_bytes),
                     kv_cache_gb: 0.0,
                     activation_gb: 0.0,
                     avail_gb: gib(ctx.mem.device_bytes - ctx.mem.weight_bytes - ctx.reserved_bytes()),
@@ -135,12 +163,11 @@ impl Engine for SimEngine {
             }
             Ok(rep) => {
                 fill_row(ctx, &mut row, &rep, replicas);
-                let kv_bytes = rep.kv_peak_utilization * cfg.kv_blocks as f64 * cfg.block_size as f64 * ctx.mem.kv_bytes_per_token;
-                let peak = BatchShape {
-                    prefill: PhaseLoad::uniform(1, (budget as f64 * (1.0 + cfg.slack)) as u64, budget),
-                    sampled: cfg.max_num_seqs,
-                    ..Default::default()
-                };
+                let ic = &cfg.instance;
+                let kv_bytes = rep.kv_peak_utilization * ic.kv_blocks as f64 * ic.block_size as f64 * ctx.mem.kv_bytes_per_token;
+                let peak_tokens = (budget as f64 * (1.0 + ic.slack)) as u64;
+                let peak =
+                    BatchShape { prefill: PhaseLoad::uniform(1, peak_tokens, budget), sampled: ic.max_num_seqs, ..Default::default() };
                 row.memory = ctx.mem.usage(&peak, kv_bytes, ctx.reserved_bytes());
                 let (ttft, tpot) = (row.ttft_ms.unwrap_or(0.0), row.tpot_ms.unwrap_or(0.0));
                 if tpot > tpot_limit {
@@ -161,7 +188,7 @@ impl Engine for SimEngine {
 }
 
 impl ArrivalProcess {
-    /// Arrival processes the search can use as probes (all of them).
+    /// One line for reports.
     pub fn describe(&self) -> String {
         match self {
             ArrivalProcess::Poisson { rate } => format!("poisson at {rate} req/s"),

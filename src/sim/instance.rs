@@ -11,7 +11,7 @@
 
 use super::kv::KvBlockPool;
 use super::queue::Nanos;
-use super::{DecodeMode, RequestState, SimConfig};
+use super::{DecodeMode, InstanceConfig, RequestState};
 use crate::cost::{BatchShape, PhaseLoad};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -102,8 +102,6 @@ pub struct Instance {
     residue: Vec<u64>,
     finish_heap: BinaryHeap<Reverse<(u64, u64, u32, u32)>>,
     dec_members: Vec<u32>,
-    /// Transferred sequences admitted during planning; they join the decode set after the step.
-    joining: Vec<u32>,
     // The step in flight.
     pub busy: bool,
     chunks: Vec<Chunk>,
@@ -118,7 +116,7 @@ pub struct Instance {
 }
 
 impl Instance {
-    pub fn new(id: u32, role: Role, cfg: &SimConfig) -> Self {
+    pub fn new(id: u32, role: Role, cfg: &InstanceConfig) -> Self {
         let lockstep = matches!(cfg.decode, DecodeMode::Plain);
         Instance {
             id,
@@ -137,7 +135,6 @@ impl Instance {
             residue: vec![0; cfg.block_size as usize],
             finish_heap: BinaryHeap::new(),
             dec_members: Vec::new(),
-            joining: Vec::new(),
             busy: false,
             chunks: Vec::new(),
             step_decodes: 0,
@@ -274,8 +271,6 @@ impl Instance {
                 reqs[s.req as usize].generated += self.dec_steps - s.base_step;
             }
             self.leave_decode(slot);
-        } else if let Some(p) = self.joining.iter().position(|&x| x == slot) {
-            self.joining.swap_remove(p);
         } else if let Some(p) = self.prefilling.iter().position(|&x| x == slot) {
             self.prefilling.remove(p);
             self.load = self.load.saturating_sub(self.seqs[slot as usize].prompt_left);
@@ -292,16 +287,22 @@ impl Instance {
     }
 
     /// Plan the next step with `sched`. Returns false when there is nothing to run.
-    pub fn plan(&mut self, cfg: &SimConfig, reqs: &mut [RequestState], now: Nanos) -> bool {
+    pub fn plan(&mut self, cfg: &InstanceConfig, reqs: &mut [RequestState], now: Nanos) -> bool {
         self.chunks.clear();
         self.shape = BatchShape::default();
         self.step_decodes = 0;
         self.step_dec_ctx = 0;
         let mut guard = 0;
+        // Decode instances load transferred KV first: those requests decode in this step.
+        if self.role == Role::Decode {
+            self.admit_transferred(cfg, reqs, now);
+        }
         loop {
             guard += 1;
             self.schedule_decodes(cfg, reqs);
-            self.schedule_prefills(cfg, reqs, now);
+            if self.role != Role::Decode {
+                self.schedule_prefills(cfg, reqs, now);
+            }
             if !self.chunks.is_empty() || self.step_decodes > 0 {
                 break;
             }
@@ -317,7 +318,7 @@ impl Instance {
 
     /// Decode-first: every decoding sequence gets its step, preempting the newest running
     /// sequences (recompute) while the KV pool cannot hold the new tokens.
-    fn schedule_decodes(&mut self, cfg: &SimConfig, reqs: &mut [RequestState]) {
+    fn schedule_decodes(&mut self, cfg: &InstanceConfig, reqs: &mut [RequestState]) {
         let q = cfg.decode.query_tokens();
         loop {
             if self.dec_count == 0 {
@@ -363,11 +364,7 @@ impl Instance {
     /// prefills first, then admissions while the running cap and the KV pool allow. A chunk
     /// is `min(budget, prompt left)` tokens (the whole prompt without chunked prefill) and is
     /// scheduled whole or not at all.
-    fn schedule_prefills(&mut self, cfg: &SimConfig, reqs: &mut [RequestState], now: Nanos) {
-        if self.role == Role::Decode {
-            self.admit_transferred(cfg, reqs, now);
-            return;
-        }
+    fn schedule_prefills(&mut self, cfg: &InstanceConfig, reqs: &mut [RequestState], now: Nanos) {
         let q = cfg.decode.query_tokens();
         let total = (cfg.budget as f64 * (1.0 + cfg.slack)).floor() as u64;
         let mut room = total.saturating_sub(self.step_decodes * q);
@@ -466,7 +463,7 @@ impl Instance {
 
     /// Decode instance: admit transferred requests while the cap and the pool allow; they
     /// start decoding at the next step.
-    fn admit_transferred(&mut self, cfg: &SimConfig, reqs: &mut [RequestState], now: Nanos) {
+    fn admit_transferred(&mut self, cfg: &InstanceConfig, reqs: &mut [RequestState], now: Nanos) {
         let cap = cfg.running_cap();
         while let Some(&req) = self.waiting.front() {
             if self.running.len() as u64 >= cap {
@@ -503,11 +500,11 @@ impl Instance {
             let slot = self.alloc_slot(seq);
             let admit = self.seqs[slot as usize].admit_seq;
             self.running.insert((admit, slot));
-            self.joining.push(slot);
+            self.join_decode(slot);
         }
     }
 
-    fn fill_shape(&mut self, cfg: &SimConfig) {
+    fn fill_shape(&mut self, cfg: &InstanceConfig) {
         let q = cfg.decode.query_tokens();
         let mut shape = BatchShape::default();
         if self.step_decodes > 0 {
@@ -537,7 +534,7 @@ impl Instance {
     }
 
     /// Apply the step that just finished at `now`.
-    pub fn complete(&mut self, cfg: &SimConfig, reqs: &mut [RequestState], now: Nanos, rng: &mut ChaCha8Rng, out: &mut StepOutcome) {
+    pub fn complete(&mut self, cfg: &InstanceConfig, reqs: &mut [RequestState], now: Nanos, rng: &mut ChaCha8Rng, out: &mut StepOutcome) {
         self.busy = false;
         out.first_tokens.clear();
         out.finished.clear();
@@ -582,10 +579,6 @@ impl Instance {
                     }
                 }
             }
-        }
-        // Transferred requests admitted for this step start decoding from the next one.
-        for slot in std::mem::take(&mut self.joining) {
-            self.join_decode(slot);
         }
         // Prefill chunks.
         let chunks = std::mem::take(&mut self.chunks);

@@ -108,6 +108,8 @@ pub struct SimReport {
     pub latency: LatencyStats,
     /// Output tokens/s over the measurement window, all simulated instances.
     pub output_throughput: f64,
+    /// Prompt tokens/s of requests whose prefill completed in the window.
+    pub input_throughput: f64,
     /// Input + output tokens/s over the window.
     pub total_throughput: f64,
     /// Completed requests/s over the window.
@@ -135,5 +137,7 @@ pub struct SimReport {
     pub makespan_s: f64,
     /// Whether the stopping rule was met (doubling the window moved throughput < 1 %).
     pub converged: bool,
+    /// The run stopped early because its latencies were far past the limits.
+    pub abandoned: bool,
     pub kv_capacity_blocks: u64,
 }

@@ -12,6 +12,7 @@ pub mod engine;
 pub mod instance;
 pub mod kv;
 pub mod metrics;
+pub mod pd;
 pub mod queue;
 
 pub use engine::SimEngine;
@@ -75,9 +76,9 @@ impl DecodeMode {
     }
 }
 
-/// Everything one simulation needs besides the cost model and the request stream.
-#[derive(Debug, Clone)]
-pub struct SimConfig {
+/// How one instance schedules and what it holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstanceConfig {
     /// Token budget per step (`--max-batched-tokens`).
     pub budget: u64,
     /// The budget is inflated by this share for prefill chunks after the decodes.
@@ -97,8 +98,29 @@ pub struct SimConfig {
     pub image_patches: u64,
     /// LLM tokens the images add to each prompt.
     pub image_tokens: u64,
+}
+
+impl InstanceConfig {
+    /// Running sequences are capped so that every decode fits the step's token budget.
+    pub fn running_cap(&self) -> u64 {
+        self.max_num_seqs.min((self.budget / self.decode.query_tokens()).max(1))
+    }
+}
+
+/// A homogeneous simulation: `instances` copies of one instance configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimConfig {
+    pub instance: InstanceConfig,
     /// Instances simulated (DP replicas).
     pub instances: u32,
+    /// What the instances run (mixed serving, prefill only, decode only).
+    pub role: Role,
+    pub run: RunParams,
+}
+
+/// Workload-side parameters of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunParams {
     /// Closed loop: requests in flight over all simulated instances; burst: requests released.
     pub concurrency: u64,
     /// Open loop: requests to simulate.
@@ -113,11 +135,46 @@ pub struct SimConfig {
     pub max_steps: u64,
 }
 
-impl SimConfig {
-    /// Running sequences are capped so that every decode fits the step's token budget.
-    pub fn running_cap(&self) -> u64 {
-        self.max_num_seqs.min((self.budget / self.decode.query_tokens()).max(1))
+/// Instances of one kind in a system.
+pub struct Group<'a> {
+    pub role: Role,
+    pub count: u32,
+    pub cfg: InstanceConfig,
+    pub cost: &'a dyn StepCostModel,
+}
+
+/// Moving a finished prefill's KV cache to a decode instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KvTransfer {
+    /// KV bytes per prompt token each prefill device sends (devices send their shards in
+    /// parallel, each over its own link).
+    pub bytes_per_token: f64,
+    pub link: crate::hardware::Link,
+}
+
+impl KvTransfer {
+    pub fn duration_ns(&self, tokens: u64) -> Nanos {
+        (self.link.transfer_s(self.bytes_per_token * tokens as f64) * 1e9).round() as Nanos
     }
+}
+
+/// Which instance of a group receives the next request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Routing {
+    /// The instance with the least outstanding work (prompt tokens to prefill + decoding
+    /// sequences); ties to the lowest id.
+    LeastLoaded,
+    RoundRobin,
+}
+crate::quant::named_enum!(Routing { LeastLoaded => "least-loaded", RoundRobin => "round-robin" });
+
+/// Everything a simulation runs: instance groups, the KV link between prefill and decode
+/// groups, routing, and the run's parameters.
+pub struct System<'a> {
+    pub groups: Vec<Group<'a>>,
+    pub transfer: Option<KvTransfer>,
+    pub routing: Routing,
+    pub run: RunParams,
 }
 
 /// A request's life, as the simulation records it.
@@ -174,10 +231,18 @@ pub enum SimError {
 }
 
 /// Completion counts at which the closed loop checks its stopping rule, relative to warm-up.
-const MIN_WINDOW: u64 = 32;
-const MAX_DOUBLINGS: u32 = 7;
+const MIN_WINDOW: u64 = 8;
+const MAX_DOUBLINGS: u32 = 5;
+/// A probe whose measured mean latency exceeds its limit by this factor is abandoned: the
+/// search only needs to know it is infeasible.
+const ABANDON_FACTOR: f64 = 1.5;
+/// Measured requests needed before abandoning.
+const ABANDON_MIN_REQUESTS: u64 = 16;
 /// Break down every n-th step's time by bound (the breakdown costs more than the latency).
 const BREAKDOWN_EVERY: u64 = 16;
+
+/// (time, output tokens, prefilled prompt tokens) at a window boundary.
+type Mark = (Nanos, u64, u64);
 
 struct Window {
     warm_completions: u64,
@@ -210,58 +275,116 @@ pub struct StepRecord {
 pub fn simulate_detailed(
     cfg: &SimConfig,
     cost: &dyn StepCostModel,
+    factory: RequestFactory,
+    on_step: &mut dyn FnMut(StepRecord),
+) -> Result<(SimReport, Vec<RequestState>), SimError> {
+    let system = System {
+        groups: vec![Group { role: cfg.role, count: cfg.instances, cfg: cfg.instance.clone(), cost }],
+        transfer: None,
+        routing: Routing::LeastLoaded,
+        run: cfg.run.clone(),
+    };
+    simulate_system(&system, factory, on_step)
+}
+
+/// Route to the least-loaded (or next round-robin) instance among `ids`.
+fn route(instances: &[Instance], ids: &[u32], routing: Routing, rr: &mut usize) -> u32 {
+    match routing {
+        Routing::LeastLoaded => *ids.iter().min_by_key(|&&i| (instances[i as usize].load, i)).expect("a group has instances"),
+        Routing::RoundRobin => {
+            let i = ids[*rr % ids.len()];
+            *rr += 1;
+            i
+        }
+    }
+}
+
+/// Run a system of instance groups over a request stream.
+///
+/// Requests enter the mixed or prefill group (a decode-only system receives them as if their
+/// prompt's KV had been transferred). A prefill instance hands a request off after its first
+/// token: with a decode group it is sent over the KV link to a decode instance; without one
+/// (a prefill-only study) it leaves the system there.
+pub fn simulate_system(
+    sys: &System,
     mut factory: RequestFactory,
     on_step: &mut dyn FnMut(StepRecord),
 ) -> Result<(SimReport, Vec<RequestState>), SimError> {
-    if cfg.kv_blocks == 0 {
-        return Err(SimError::NoKvCapacity);
-    }
+    let run = &sys.run;
     let closed = matches!(factory.process(), ArrivalProcess::Closed);
     let burst = matches!(factory.process(), ArrivalProcess::Burst);
-    let image_tokens = cfg.image_tokens;
+    let mut instances: Vec<Instance> = Vec::new();
+    let mut group_of: Vec<usize> = Vec::new();
+    for (g, grp) in sys.groups.iter().enumerate() {
+        if grp.cfg.kv_blocks == 0 {
+            return Err(SimError::NoKvCapacity);
+        }
+        for _ in 0..grp.count {
+            let id = instances.len() as u32;
+            instances.push(Instance::new(id, grp.role, &grp.cfg));
+            group_of.push(g);
+        }
+    }
+    let ids_with = |pred: &dyn Fn(Role) -> bool| -> Vec<u32> { instances.iter().filter(|i| pred(i.role)).map(|i| i.id).collect() };
+    let entry: Vec<u32> = ids_with(&|r| r != Role::Decode);
+    let decoders: Vec<u32> = ids_with(&|r| r == Role::Decode);
+    let decode_only = entry.is_empty();
+    let prefill_only = !decoders.is_empty() || instances.iter().all(|i| i.role == Role::Prefill);
+    let prefill_only = prefill_only && decoders.is_empty();
+    let image_tokens = sys.groups.iter().map(|g| g.cfg.image_tokens).max().unwrap_or(0);
     let mut reqs: Vec<RequestState> = Vec::new();
     let mut queue = EventQueue::new();
-    let mut instances: Vec<Instance> = (0..cfg.instances).map(|i| Instance::new(i, Role::Mixed, cfg)).collect();
-    let mut mtp_rng = rng(cfg.seed, Stream::MtpAcceptance);
+    let mut mtp_rng = rng(run.seed, Stream::MtpAcceptance);
     let mut out = StepOutcome::default();
     let mut itl = Recorder::default();
     let mut now: Nanos = 0;
+    let (mut rr_entry, mut rr_decode) = (0usize, 0usize);
 
     let check_fits = |r: &RequestState| -> Result<(), SimError> {
-        let tokens = r.input + r.output + cfg.decode.query_tokens();
-        let needed = tokens.div_ceil(cfg.block_size);
-        if needed > cfg.kv_blocks {
-            return Err(SimError::KvTooSmall { needed, capacity: cfg.kv_blocks, block_size: cfg.block_size, tokens });
-        }
-        if !cfg.chunked_prefill && r.input > cfg.budget {
-            return Err(SimError::PromptTooLong { prompt: r.input, budget: cfg.budget });
+        for g in &sys.groups {
+            let c = &g.cfg;
+            let tokens = match g.role {
+                Role::Prefill => r.input + 1,
+                _ => r.input + r.output + c.decode.query_tokens(),
+            };
+            let needed = tokens.div_ceil(c.block_size);
+            if needed > c.kv_blocks {
+                return Err(SimError::KvTooSmall { needed, capacity: c.kv_blocks, block_size: c.block_size, tokens });
+            }
+            if g.role != Role::Decode && !c.chunked_prefill && r.input > c.budget {
+                return Err(SimError::PromptTooLong { prompt: r.input, budget: c.budget });
+            }
         }
         Ok(())
     };
-    let push_request = |n: NewRequest, reqs: &mut Vec<RequestState>, queue: &mut EventQueue| -> Result<(), SimError> {
-        let r = RequestState::from_new(&n, image_tokens);
+    let admit_request = |n: NewRequest, reqs: &mut Vec<RequestState>, queue: &mut EventQueue| -> Result<(), SimError> {
+        let mut r = RequestState::from_new(&n, image_tokens);
         check_fits(&r)?;
+        if decode_only {
+            // The prompt was prefilled elsewhere: the first token exists on arrival.
+            r.first_token = Some(n.arrival_ns);
+            r.generated = 1;
+        }
         let id = reqs.len() as u32;
         queue.push(n.arrival_ns, Event::Arrival { request: id });
         reqs.push(r);
         Ok(())
     };
-    // The initial population.
     let mut in_flight: u64 = 0;
     let mut issued: u64 = 0;
     let mut pending_open: Option<NewRequest> = None;
     if closed || burst {
-        for _ in 0..cfg.concurrency {
-            push_request(factory.make(0), &mut reqs, &mut queue)?;
+        for _ in 0..run.concurrency {
+            admit_request(factory.make(0), &mut reqs, &mut queue)?;
             issued += 1;
             in_flight += 1;
         }
-    } else if let Some(n) = factory.next_open() {
-        pending_open = Some(n);
+    } else {
+        pending_open = factory.next_open();
     }
     let mut win = Window {
-        warm_completions: if closed { cfg.concurrency } else { 0 },
-        window: cfg.concurrency.max(MIN_WINDOW),
+        warm_completions: if closed { run.concurrency } else { 0 },
+        window: run.concurrency.max(MIN_WINDOW),
         start: None,
         prev_throughput: None,
         end: None,
@@ -270,16 +393,21 @@ pub fn simulate_detailed(
     };
     let mut completed: u64 = 0;
     let mut tokens_out: u64 = 0;
+    let mut prefilled_input: u64 = 0;
     let mut steps: u64 = 0;
     let mut batch_sum: u64 = 0;
     let mut token_sum: u64 = 0;
     let mut step_time_sum: f64 = 0.0;
     let mut kv_integral: f64 = 0.0;
-    let mut kv_peak: u64 = 0;
+    let mut kv_peak: f64 = 0.0;
     let mut breakdown = Breakdown::default();
     let mut breakdown_weight = 0.0;
     let mut stop = false;
-    let mut dirty: Vec<u32> = Vec::with_capacity(cfg.instances as usize);
+    let mut dirty: Vec<u32> = Vec::with_capacity(instances.len());
+    let mut window_marks: (Option<Mark>, Option<Mark>) = (None, None);
+    // (Σ TTFT, Σ TPOT, count) of requests finishing in the window; whether the run was abandoned.
+    let mut watch = (0.0f64, 0.0f64, 0u64);
+    let mut abandoned = false;
 
     // Open loop: release arrivals respecting the client-side concurrency cap.
     let release_open = |pending: &mut Option<NewRequest>,
@@ -291,20 +419,16 @@ pub fn simulate_detailed(
                         now: Nanos|
      -> Result<(), SimError> {
         while let Some(n) = *pending {
-            if *issued >= cfg.num_requests {
+            if *issued >= run.num_requests {
                 *pending = None;
                 break;
             }
-            if cfg.max_concurrency.is_some_and(|m| *in_flight >= m) {
+            if run.max_concurrency.is_some_and(|m| *in_flight >= m) {
                 break;
             }
             let mut n = n;
             n.arrival_ns = n.arrival_ns.max(now);
-            let r = RequestState::from_new(&n, cfg.image_tokens);
-            check_fits(&r)?;
-            let id = reqs.len() as u32;
-            queue.push(n.arrival_ns, Event::Arrival { request: id });
-            reqs.push(r);
+            admit_request(n, reqs, queue)?;
             *issued += 1;
             *in_flight += 1;
             *pending = factory.next_open();
@@ -317,47 +441,102 @@ pub fn simulate_detailed(
 
     while let Some((t, ev)) = queue.pop() {
         debug_assert!(t >= now, "time went backwards: {t} < {now}");
-        // KV occupancy integrates over time.
         let dt = (t - now) as f64;
         for inst in &instances {
-            kv_integral += dt * inst.kv.used() as f64;
+            kv_integral += dt * inst.kv.used() as f64 / inst.kv.capacity as f64;
         }
         now = t;
+        let mut done_now: u64 = 0;
         let touched = match ev {
             Event::Arrival { request } => {
-                // Least-loaded routing: Σ prompt tokens queued or prefilling + decoding sequences.
-                let target = instances.iter().min_by_key(|i| (i.load, i.id)).map(|i| i.id).unwrap_or(0);
-                reqs[request as usize].instance = target;
-                instances[target as usize].enqueue(request, &reqs);
-                target
+                let r = &mut reqs[request as usize];
+                if decode_only {
+                    let target = route(&instances, &decoders, sys.routing, &mut rr_decode);
+                    r.instance = target;
+                    instances[target as usize].enqueue_transferred(request);
+                    target
+                } else {
+                    let target = route(&instances, &entry, sys.routing, &mut rr_entry);
+                    r.instance = target;
+                    instances[target as usize].enqueue(request, &reqs);
+                    target
+                }
             }
             Event::StepDone { instance } => {
+                let g = group_of[instance as usize];
                 let inst = &mut instances[instance as usize];
                 let step_ms = inst.step_ms;
-                inst.complete(cfg, &mut reqs, now, &mut mtp_rng, &mut out);
+                inst.complete(&sys.groups[g].cfg, &mut reqs, now, &mut mtp_rng, &mut out);
                 itl.record_n(step_ms, out.decode_seqs);
                 tokens_out += out.tokens;
-                for &r in &out.finished {
-                    completed += 1;
-                    in_flight -= 1;
-                    // Closed loop: a finished request is replaced at once.
-                    if closed && !stop {
-                        push_request(factory.make(now), &mut reqs, &mut queue)?;
-                        issued += 1;
-                        in_flight += 1;
+                for &r in &out.first_tokens {
+                    prefilled_input += reqs[r as usize].input;
+                }
+                done_now += out.finished.len() as u64;
+                for &r in &out.handed_off {
+                    if let (Some(x), false) = (&sys.transfer, decoders.is_empty()) {
+                        let target = route(&instances, &decoders, sys.routing, &mut rr_decode);
+                        let at = now + x.duration_ns(reqs[r as usize].input);
+                        queue.push(at, Event::KvTransferDone { request: r, instance: target });
+                    } else {
+                        // Prefill-only study: the request leaves after its first token.
+                        reqs[r as usize].finish = Some(now);
+                        done_now += 1;
                     }
-                    let _ = r;
-                }
-                if closed && !out.finished.is_empty() {
-                    stop = closed_loop_stop(&mut win, completed, now, tokens_out);
-                }
-                if !closed && !burst && !out.finished.is_empty() {
-                    release_open(&mut pending_open, &mut factory, &mut reqs, &mut queue, &mut issued, &mut in_flight, now)?;
                 }
                 instance
             }
-            Event::KvTransferDone { instance, .. } => instance,
+            Event::KvTransferDone { request, instance } => {
+                reqs[request as usize].instance = instance;
+                instances[instance as usize].enqueue_transferred(request);
+                instance
+            }
         };
+        if done_now > 0 && closed && win.start.is_some() {
+            // Latency of requests finishing inside the window, to abandon hopeless probes.
+            for &r in out.finished.iter().chain(if decoders.is_empty() { out.handed_off.iter() } else { [].iter() }) {
+                let rq = &reqs[r as usize];
+                if let (Some(first), Some(fin)) = (rq.first_token, rq.finish) {
+                    watch.0 += (first - rq.arrival) as f64 / 1e6;
+                    if rq.output > 1 && !prefill_only {
+                        watch.1 += (fin - first) as f64 / 1e6 / (rq.output - 1) as f64;
+                    }
+                    watch.2 += 1;
+                }
+            }
+            if watch.2 >= ABANDON_MIN_REQUESTS
+                && (watch.0 / watch.2 as f64 > ABANDON_FACTOR * run.ttft_limit_ms
+                    || watch.1 / watch.2 as f64 > ABANDON_FACTOR * run.tpot_limit_ms)
+            {
+                abandoned = true;
+                stop = true;
+                window_marks.1 = Some((now, tokens_out, prefilled_input));
+            }
+        }
+        if done_now > 0 && !stop {
+            completed += done_now;
+            in_flight -= done_now;
+            if closed && !stop {
+                // Closed loop: a finished request is replaced at once.
+                for _ in 0..done_now {
+                    admit_request(factory.make(now), &mut reqs, &mut queue)?;
+                    issued += 1;
+                    in_flight += 1;
+                }
+            }
+            if closed {
+                let before = win.start;
+                stop = closed_loop_stop(&mut win, completed, now, tokens_out);
+                if before.is_none() && win.start.is_some() {
+                    window_marks.0 = Some((now, tokens_out, prefilled_input));
+                }
+                if stop {
+                    window_marks.1 = Some((now, tokens_out, prefilled_input));
+                }
+            } else if !burst {
+                release_open(&mut pending_open, &mut factory, &mut reqs, &mut queue, &mut issued, &mut in_flight, now)?;
+            }
+        }
         if stop {
             break;
         }
@@ -371,21 +550,23 @@ pub fn simulate_detailed(
         }
         dirty.sort_unstable();
         for touched in dirty.drain(..) {
+            let g = group_of[touched as usize];
+            let grp = &sys.groups[g];
             let inst = &mut instances[touched as usize];
             if inst.busy || !inst.has_work() {
                 continue;
             }
-            if inst.plan(cfg, &mut reqs, now) {
-                let secs = cost.step_seconds(&inst.shape);
+            if inst.plan(&grp.cfg, &mut reqs, now) {
+                let secs = grp.cost.step_seconds(&inst.shape);
                 let ns = ((secs * 1e9).round() as u64).max(1);
                 inst.step_ms = ns as f64 / 1e6;
                 steps += 1;
                 batch_sum += inst.shape.prefill.seqs + inst.shape.decode.seqs;
                 token_sum += inst.shape.tokens();
                 step_time_sum += inst.step_ms;
-                kv_peak = kv_peak.max(inst.kv.used());
+                kv_peak = kv_peak.max(inst.kv.used() as f64 / inst.kv.capacity as f64);
                 if steps % BREAKDOWN_EVERY == 1 {
-                    let st = cost.step(&inst.shape);
+                    let st = grp.cost.step(&inst.shape);
                     breakdown.add_scaled(&st.breakdown, 1.0);
                     breakdown_weight += st.seconds;
                 }
@@ -399,8 +580,8 @@ pub fn simulate_detailed(
                     decode_tokens: inst.shape.decode.tokens,
                 });
                 queue.push(now + ns, Event::StepDone { instance: touched });
-                if steps > cfg.max_steps {
-                    return Err(SimError::StepLimit { steps: cfg.max_steps });
+                if steps > run.max_steps {
+                    return Err(SimError::StepLimit { steps: run.max_steps });
                 }
             } else if inst.running_count() == 0 {
                 // Nothing runs and the head of the queue cannot be admitted even alone.
@@ -408,18 +589,19 @@ pub fn simulate_detailed(
             }
         }
     }
+    let _ = prefill_only;
 
     // The measurement window.
-    let (t0, tok0, t1, tok1) = if closed {
-        let (t0, k0) = win.start.unwrap_or((0, 0));
-        let (t1, k1) = win.end.unwrap_or((now, tokens_out));
-        (t0, k0, t1, k1)
+    let (t0, tok0, in0, t1, tok1, in1) = if closed {
+        let (t0, k0, i0) = window_marks.0.unwrap_or((0, 0, 0));
+        let (t1, k1, i1) = window_marks.1.unwrap_or((now, tokens_out, prefilled_input));
+        (t0, k0, i0, t1, k1, i1)
     } else {
-        (reqs.iter().map(|r| r.arrival).min().unwrap_or(0), 0, now, tokens_out)
+        (reqs.iter().map(|r| r.arrival).min().unwrap_or(0), 0, 0, now, tokens_out, prefilled_input)
     };
     let window_s = (t1.saturating_sub(t0)) as f64 / 1e9;
     let mut rec = [Recorder::default(), Recorder::default(), Recorder::default(), Recorder::default(), Recorder::default()];
-    let (mut measured, mut good, mut in_tokens) = (0u64, 0u64, 0u64);
+    let (mut measured, mut good) = (0u64, 0u64);
     for r in &reqs {
         let Some(fin) = r.finish else { continue };
         if fin <= t0 && closed || fin > t1 {
@@ -428,24 +610,22 @@ pub fn simulate_detailed(
         let first = r.first_token.unwrap_or(fin);
         let ttft = (first - r.arrival) as f64 / 1e6;
         let e2e = (fin - r.arrival) as f64 / 1e6;
-        let inter = if r.output > 1 { (fin - first) as f64 / 1e6 / (r.output - 1) as f64 } else { 0.0 };
-        let amort = e2e / r.output as f64;
+        let out_tokens = if prefill_only { 1 } else { r.output };
+        let inter = if out_tokens > 1 { (fin - first) as f64 / 1e6 / (out_tokens - 1) as f64 } else { 0.0 };
+        let amort = e2e / out_tokens as f64;
         rec[0].record(ttft);
         rec[1].record(inter);
         rec[2].record(amort);
         rec[3].record(e2e);
-        rec[4].record((r.scheduled.unwrap_or(first) - r.arrival) as f64 / 1e6);
+        rec[4].record((r.scheduled.or(r.decode_admitted).unwrap_or(first) - r.arrival) as f64 / 1e6);
         measured += 1;
-        in_tokens += r.input;
-        if ttft <= cfg.ttft_limit_ms && inter <= cfg.tpot_limit_ms {
+        if ttft <= run.ttft_limit_ms && inter <= run.tpot_limit_ms {
             good += 1;
         }
     }
     let window_tokens = tok1.saturating_sub(tok0);
-    let output_throughput = if window_s > 0.0 { window_tokens as f64 / window_s } else { 0.0 };
-    // Input tokens of requests completed in the window, as an estimate of prefill work done.
-    let total_throughput = if window_s > 0.0 { (window_tokens + in_tokens) as f64 / window_s } else { 0.0 };
-    let capacity = cfg.kv_blocks as f64 * cfg.instances as f64;
+    let window_input = in1.saturating_sub(in0);
+    let per_s = |x: u64| if window_s > 0.0 { x as f64 / window_s } else { 0.0 };
     let mut bd = Breakdown::default();
     if breakdown_weight > 0.0 {
         bd.add_scaled(&breakdown, 1.0 / breakdown_weight);
@@ -459,12 +639,13 @@ pub fn simulate_detailed(
             e2e: rec[3].stat(),
             queueing: rec[4].stat(),
         },
-        output_throughput,
-        total_throughput,
-        request_rate: if window_s > 0.0 { measured as f64 / window_s } else { 0.0 },
+        output_throughput: per_s(window_tokens),
+        input_throughput: per_s(window_input),
+        total_throughput: per_s(window_tokens + window_input),
+        request_rate: per_s(measured),
         goodput: if measured > 0 { good as f64 / measured as f64 } else { 0.0 },
-        kv_utilization: if now > 0 { kv_integral / (now as f64 * capacity) } else { 0.0 },
-        kv_peak_utilization: kv_peak as f64 / cfg.kv_blocks as f64,
+        kv_utilization: if now > 0 { kv_integral / (now as f64 * instances.len() as f64) } else { 0.0 },
+        kv_peak_utilization: kv_peak,
         mean_batch_size: if steps > 0 { batch_sum as f64 / steps as f64 } else { 0.0 },
         mean_step_tokens: if steps > 0 { token_sum as f64 / steps as f64 } else { 0.0 },
         mean_step_ms: if steps > 0 { step_time_sum / steps as f64 } else { 0.0 },
@@ -475,8 +656,9 @@ pub fn simulate_detailed(
         preemptions: instances.iter().map(|i| i.preemptions).sum(),
         window_s,
         makespan_s: now as f64 / 1e9,
-        converged: win.converged,
-        kv_capacity_blocks: cfg.kv_blocks,
+        converged: win.converged && !abandoned,
+        abandoned,
+        kv_capacity_blocks: instances.iter().map(|i| i.kv.capacity).max().unwrap_or(0),
     };
     Ok((report, reqs))
 }

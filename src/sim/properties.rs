@@ -37,26 +37,31 @@ fn case() -> impl Strategy<Value = Case> {
                 };
                 Case {
                     cfg: SimConfig {
-                        budget,
-                        slack,
-                        max_num_seqs: conc,
-                        chunked_prefill: chunked,
-                        block_size: block,
-                        kv_blocks,
-                        decode,
-                        prefix_hit_rate: hit,
-                        images_per_request: 0,
-                        image_patches_per_image: 0,
-                        image_patches: 0,
-                        image_tokens: 0,
+                        instance: InstanceConfig {
+                            budget,
+                            slack,
+                            max_num_seqs: conc,
+                            chunked_prefill: chunked,
+                            block_size: block,
+                            kv_blocks,
+                            decode,
+                            prefix_hit_rate: hit,
+                            images_per_request: 0,
+                            image_patches_per_image: 0,
+                            image_patches: 0,
+                            image_tokens: 0,
+                        },
                         instances: if arr == 2 { 2 } else { 1 },
-                        concurrency: conc,
-                        num_requests: 40,
-                        max_concurrency: None,
-                        ttft_limit_ms: f64::INFINITY,
-                        tpot_limit_ms: f64::INFINITY,
-                        seed,
-                        max_steps: 2_000_000,
+                        role: Role::Mixed,
+                        run: RunParams {
+                            concurrency: conc,
+                            num_requests: 40,
+                            max_concurrency: None,
+                            ttft_limit_ms: f64::INFINITY,
+                            tpot_limit_ms: f64::INFINITY,
+                            seed,
+                            max_steps: 2_000_000,
+                        },
                     },
                     input,
                     output,
@@ -69,7 +74,7 @@ fn case() -> impl Strategy<Value = Case> {
 }
 
 fn factory(c: &Case) -> RequestFactory {
-    RequestFactory::new(Lengths::Fixed(c.input), Lengths::Fixed(c.output), c.shared, c.arrival.clone(), c.cfg.seed)
+    RequestFactory::new(Lengths::Fixed(c.input), Lengths::Fixed(c.output), c.shared, c.arrival.clone(), c.cfg.run.seed)
 }
 
 proptest! {
@@ -92,7 +97,7 @@ proptest! {
         }
         // Tokens emitted by steps add up to the output of finished requests (burst: all).
         if matches!(c.arrival, ArrivalProcess::Burst) {
-            prop_assert_eq!(rep.completed, c.cfg.concurrency);
+            prop_assert_eq!(rep.completed, c.cfg.run.concurrency);
         }
     }
 
@@ -111,7 +116,7 @@ proptest! {
             prop_assert!(s.end > s.start);
             prop_assert!(s.start >= last_end[s.instance as usize]);
             last_end[s.instance as usize] = s.end;
-            prop_assert!(s.prefill_tokens + s.decode_tokens <= (c.cfg.budget as f64 * (1.0 + c.cfg.slack)).floor() as u64 + c.cfg.budget);
+            prop_assert!(s.prefill_tokens + s.decode_tokens <= (c.cfg.instance.budget as f64 * (1.0 + c.cfg.instance.slack)).floor() as u64 + c.cfg.instance.budget);
         }
     }
 

@@ -6,26 +6,31 @@ use crate::workload::Lengths;
 
 fn cfg(budget: u64, concurrency: u64) -> SimConfig {
     SimConfig {
-        budget,
-        slack: 0.15,
-        max_num_seqs: concurrency,
-        chunked_prefill: true,
-        block_size: 4,
-        kv_blocks: 1000,
-        decode: DecodeMode::Plain,
-        prefix_hit_rate: 0.0,
-        images_per_request: 0,
-        image_patches_per_image: 0,
-        image_patches: 0,
-        image_tokens: 0,
+        instance: InstanceConfig {
+            budget,
+            slack: 0.15,
+            max_num_seqs: concurrency,
+            chunked_prefill: true,
+            block_size: 4,
+            kv_blocks: 1000,
+            decode: DecodeMode::Plain,
+            prefix_hit_rate: 0.0,
+            images_per_request: 0,
+            image_patches_per_image: 0,
+            image_patches: 0,
+            image_tokens: 0,
+        },
         instances: 1,
-        concurrency,
-        num_requests: 0,
-        max_concurrency: None,
-        ttft_limit_ms: f64::INFINITY,
-        tpot_limit_ms: f64::INFINITY,
-        seed: 0,
-        max_steps: 1_000_000,
+        role: Role::Mixed,
+        run: RunParams {
+            concurrency,
+            num_requests: 0,
+            max_concurrency: None,
+            ttft_limit_ms: f64::INFINITY,
+            tpot_limit_ms: f64::INFINITY,
+            seed: 0,
+            max_steps: 1_000_000,
+        },
     }
 }
 
@@ -67,13 +72,13 @@ fn slack_lets_a_full_chunk_join_a_few_decodes() {
     // with a 10-token prompt arrives behind them. While 4 decodes run, 11 − 4 = 7 < 10: the chunk
     // waits; once 1 decode is left (room 10) it joins.
     let mut c = cfg(10, 5);
-    c.slack = 0.15;
+    c.instance.slack = 0.15;
     let (_, reqs, steps) = run(&c, &MS, RequestFactory::new(Lengths::Fixed(1), Lengths::Fixed(5), None, ArrivalProcess::Burst, 0));
     assert_eq!(reqs.len(), 5);
     // All five 1-token prompts fit the first step (5 ≤ 11).
     assert_eq!(steps[0].prefill_seqs, 5);
     let mut c = cfg(10, 2);
-    c.slack = 0.0;
+    c.instance.slack = 0.0;
     let f = RequestFactory::new(Lengths::Fixed(10), Lengths::Fixed(3), None, ArrivalProcess::Burst, 0);
     let (_, _, steps) = run(&c, &MS, f);
     // Without slack a 10-token chunk never shares a step with a decode: R2 waits until R1 is done.
@@ -82,7 +87,7 @@ fn slack_lets_a_full_chunk_join_a_few_decodes() {
         vec![(10, 0), (0, 1), (0, 1), (10, 0), (0, 1), (0, 1)]
     );
     let mut c = cfg(10, 2);
-    c.slack = 0.1;
+    c.instance.slack = 0.1;
     let f = RequestFactory::new(Lengths::Fixed(10), Lengths::Fixed(3), None, ArrivalProcess::Burst, 0);
     let (_, _, steps) = run(&c, &MS, f);
     // With 10 % slack (11 tokens) R2's chunk rides along R1's first decode.
@@ -104,7 +109,7 @@ fn preemption_recomputes_the_newest_request() {
     // the end; both are admitted (1 block each), then decode growth exhausts the pool and the
     // newest is preempted, recomputed later, and still finishes with all its tokens.
     let mut c = cfg(16, 2);
-    c.kv_blocks = 3;
+    c.instance.kv_blocks = 3;
     let (rep, reqs, _) = run(&c, &MS, burst(4, 4));
     assert!(rep.preemptions >= 1);
     assert_eq!(reqs[1].preemptions, 1);
@@ -121,13 +126,13 @@ fn mtp_emits_accepted_drafts() {
     // Acceptance 1.0 for one draft: each decode step yields 2 tokens. Output 5 = 1 (prefill)
     // + 2 + 2 → two decode steps.
     let mut c = cfg(8, 1);
-    c.decode = DecodeMode::mtp(1, &[1.0]);
+    c.instance.decode = DecodeMode::mtp(1, &[1.0]);
     let (_, reqs, steps) = run(&c, &MS, burst(2, 5));
     assert_eq!(steps.len(), 3);
     assert_eq!(steps[1].decode_tokens, 2, "decode queries 1 + 1 draft");
     assert_eq!(reqs[0].finish, Some(3_000_000));
     // Acceptance 0: one token per step → 4 decode steps.
-    c.decode = DecodeMode::mtp(1, &[0.0]);
+    c.instance.decode = DecodeMode::mtp(1, &[0.0]);
     let (_, _, steps) = run(&c, &MS, burst(2, 5));
     assert_eq!(steps.len(), 5);
 }
@@ -148,10 +153,10 @@ fn closed_loop_keeps_concurrency_and_converges() {
 #[test]
 fn kv_smaller_than_one_request_is_a_typed_error() {
     let mut c = cfg(16, 1);
-    c.kv_blocks = 2;
+    c.instance.kv_blocks = 2;
     let e = simulate(&c, &MS, burst(8, 8)).unwrap_err();
     assert_eq!(e, SimError::KvTooSmall { needed: 5, capacity: 2, block_size: 4, tokens: 17 });
-    c.kv_blocks = 0;
+    c.instance.kv_blocks = 0;
     assert_eq!(simulate(&c, &MS, burst(8, 8)).unwrap_err(), SimError::NoKvCapacity);
 }
 
@@ -159,7 +164,7 @@ fn kv_smaller_than_one_request_is_a_typed_error() {
 fn prefix_cache_shares_blocks_and_skips_prefill() {
     // Two groups... one group: the second request reuses the first's 8-token prefix (2 blocks).
     let mut c = cfg(64, 1);
-    c.max_num_seqs = 1;
+    c.instance.max_num_seqs = 1;
     let shared = crate::workload::arrival::SharedPrefix { groups: 1, length: 8 };
     let f = RequestFactory::new(Lengths::Fixed(12), Lengths::Fixed(2), Some(shared), ArrivalProcess::Closed, 0);
     let mut steps = Vec::new();
@@ -169,7 +174,7 @@ fn prefix_cache_shares_blocks_and_skips_prefill() {
     assert!(steps.iter().skip(2).filter(|s| s.prefill_seqs > 0).all(|s| s.prefill_tokens == 4));
     // Token-level hit rate: half of each prompt is served from the cache.
     let mut c = cfg(64, 1);
-    c.prefix_hit_rate = 0.5;
+    c.instance.prefix_hit_rate = 0.5;
     let (_, _, steps) = run(&c, &MS, burst(12, 2));
     assert_eq!(steps[0].prefill_tokens, 6);
 }

@@ -1,0 +1,178 @@
+//! Verifying a P/D plan by simulation: the planned numbers of prefill and decode instances run
+//! as one system (prefill group → KV link → decode group) under Poisson arrivals at the
+//! balanced rate, and — with a device budget — every maximal instance split is simulated to
+//! see whether the arithmetic split is the best one.
+
+use super::engine::{factory, instance_config, MAX_STEPS};
+use super::{simulate_system, Group, KvTransfer, Role, RunParams, SimError, System};
+use crate::cli::{Plan, TpotDefinition};
+use crate::hardware::DeviceProfile;
+use crate::report::{PdRow, PdSimulated, PdSplitEval, PdVerification};
+use crate::search::{Candidate, CandidateCtx, Phase};
+use crate::workload::arrival::ArrivalProcess;
+
+/// Requests per verification run unless `--num-requests` says otherwise.
+pub const DEFAULT_VERIFY_REQUESTS: u64 = 600;
+
+fn ctx<'a>(plan: &'a Plan, device: &'a DeviceProfile, cand: Candidate, phase: Phase) -> CandidateCtx<'a> {
+    CandidateCtx::new(plan, device, cand, phase)
+}
+
+/// Simulate `p` prefill and `d` decode instances of the row's layouts at `rate` req/s.
+pub fn simulate_split(plan: &Plan, device: &DeviceProfile, row: &PdRow, p: u32, d: u32, rate: f64) -> Result<PdSimulated, SimError> {
+    let pc = ctx(plan, device, Candidate { parallel: row.p_layout, mtp: 0 }, Phase::Prefill);
+    let dc = ctx(plan, device, Candidate { parallel: row.d_layout, mtp: row.d_mtp }, Phase::Decode);
+    let (ttft_limit, tpot_limit) = (plan.slo.ttft_limit(), plan.slo.tpot_limit());
+    let sys = System {
+        groups: vec![
+            Group {
+                role: Role::Prefill,
+                count: p * row.p_layout.dp,
+                cfg: instance_config(&pc, row.p_budget, row.p_batch_size as u64),
+                cost: &pc.cost,
+            },
+            Group {
+                role: Role::Decode,
+                count: d * row.d_layout.dp,
+                cfg: instance_config(&dc, row.d_budget, row.d_batch_size as u64),
+                cost: &dc.cost,
+            },
+        ],
+        transfer: Some(KvTransfer { bytes_per_token: pc.mem.kv_bytes_per_token, link: device.kv_transfer.clone() }),
+        routing: plan.sim.routing,
+        run: RunParams {
+            concurrency: 0,
+            num_requests: plan.sim.num_requests.unwrap_or(DEFAULT_VERIFY_REQUESTS),
+            max_concurrency: plan.sim.max_concurrency,
+            ttft_limit_ms: ttft_limit,
+            tpot_limit_ms: tpot_limit,
+            seed: plan.seed,
+            max_steps: MAX_STEPS,
+        },
+    };
+    let (rep, _) = simulate_system(&sys, factory(&pc, ArrivalProcess::Poisson { rate }), &mut |_| {})?;
+    let pct = plan.sim.slo_percentile;
+    let tpot = match plan.serving.tpot_definition {
+        TpotDefinition::InterToken => rep.latency.tpot_inter_token,
+        TpotDefinition::Amortized => rep.latency.tpot_amortized,
+    };
+    let slo_met = rep.latency.ttft.pick(pct) <= ttft_limit && tpot.pick(pct) <= tpot_limit;
+    Ok(PdSimulated {
+        ttft: rep.latency.ttft,
+        tpot,
+        output_throughput: rep.output_throughput,
+        request_rate: rep.request_rate,
+        goodput: rep.goodput,
+        kv_transfer_ms: row.p_transfer_ms,
+        slo_met,
+    })
+}
+
+/// The balanced rate of a split: what its prefill and decode sides can both sustain.
+pub fn split_rate(row: &PdRow, p: u32, d: u32) -> f64 {
+    (p as f64 * row.p_qps).min(d as f64 * row.d_qps)
+}
+
+/// Splits that use the device budget fully (no further instance of either kind fits).
+pub fn maximal_splits(total: u32, p_dev: u32, d_dev: u32) -> Vec<(u32, u32)> {
+    let mut v = Vec::new();
+    for p in 1..=total / p_dev.max(1) {
+        let left = total - p * p_dev;
+        let d = left / d_dev.max(1);
+        if d == 0 {
+            continue;
+        }
+        let spare = total - p * p_dev - d * d_dev;
+        if spare < p_dev {
+            v.push((p, d));
+        }
+    }
+    v
+}
+
+/// Verify the best P/D row: the planned split (or the smallest integer split near the ratio
+/// without a device budget) at its balanced rate, then — with a budget — every maximal split.
+pub fn verify(plan: &Plan, device: &DeviceProfile, row: &PdRow, split: Option<(u32, u32)>, total: Option<u32>) -> PdVerification {
+    let (p, d) = split.unwrap_or_else(|| smallest_split(row.pd_ratio));
+    let rate = split_rate(row, p, d);
+    let simulated = simulate_split(plan, device, row, p, d, rate).map_err(|e| e.to_string());
+    let mut splits = Vec::new();
+    if let Some(n) = total {
+        for (sp, sd) in maximal_splits(n, row.p_devices, row.d_devices) {
+            let r = split_rate(row, sp, sd);
+            // The planned split was simulated above.
+            let eval = if (sp, sd) == (p, d) {
+                simulated.clone().map_err(|_| SimError::NoKvCapacity)
+            } else {
+                simulate_split(plan, device, row, sp, sd, r)
+            };
+            splits.push(match eval {
+                Ok(s) => PdSplitEval {
+                    prefill_instances: sp,
+                    decode_instances: sd,
+                    arrival_rate: r,
+                    delivered_qps: s.request_rate,
+                    good_qps: s.request_rate * s.goodput,
+                    slo_met: s.slo_met,
+                    error: None,
+                },
+                Err(e) => PdSplitEval {
+                    prefill_instances: sp,
+                    decode_instances: sd,
+                    arrival_rate: r,
+                    delivered_qps: 0.0,
+                    good_qps: 0.0,
+                    slo_met: false,
+                    error: Some(e.to_string()),
+                },
+            });
+        }
+        splits.sort_by(|a, b| b.good_qps.total_cmp(&a.good_qps).then(a.prefill_instances.cmp(&b.prefill_instances)));
+    }
+    PdVerification {
+        prefill_instances: p,
+        decode_instances: d,
+        arrival_rate: rate,
+        planned_ttft_ms: row.ttft_ms,
+        planned_tpot_ms: row.tpot_ms,
+        planned_qps: rate,
+        simulated,
+        splits,
+    }
+}
+
+/// Without a device budget: the smallest (P, D) whose ratio is within 10 % of D QPS / P QPS
+/// (P instances ≈ D instances × ratio), at most 16 of either.
+pub fn smallest_split(pd_ratio: f64) -> (u32, u32) {
+    let mut best = (1, 1, f64::INFINITY);
+    for d in 1..=16u32 {
+        let p = ((d as f64 * pd_ratio).round() as u32).clamp(1, 16);
+        let err = (p as f64 / d as f64 - pd_ratio).abs() / pd_ratio.max(1e-9);
+        if err < best.2 - 1e-12 {
+            best = (p, d, err);
+        }
+        if err <= 0.1 {
+            break;
+        }
+    }
+    (best.0, best.1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maximal_splits_use_the_budget() {
+        assert_eq!(maximal_splits(64, 16, 16), vec![(1, 3), (2, 2), (3, 1)]);
+        assert_eq!(maximal_splits(16, 4, 2), vec![(1, 6), (2, 4), (3, 2)]);
+    }
+
+    #[test]
+    fn smallest_split_tracks_the_ratio() {
+        assert_eq!(smallest_split(1.0), (1, 1));
+        assert_eq!(smallest_split(0.5), (1, 2));
+        assert_eq!(smallest_split(2.9), (3, 1));
+        assert_eq!(smallest_split(0.03), (1, 16));
+    }
+}
