@@ -6,7 +6,7 @@ use throughput_optimizer::cost::{CompileOptions, CostOptions, FixedCost, Paralle
 use throughput_optimizer::hardware::DeviceRegistry;
 use throughput_optimizer::model::catalog;
 use throughput_optimizer::quant::{KvQuant, LinearQuant, QuantConfig};
-use throughput_optimizer::sim::{simulate, DecodeMode, SimConfig};
+use throughput_optimizer::sim::{simulate, DecodeMode, InstanceConfig, Role, RunParams, SimConfig};
 use throughput_optimizer::workload::arrival::{ArrivalProcess, RequestFactory};
 use throughput_optimizer::workload::Lengths;
 
