@@ -40,6 +40,7 @@ fn config(decode: DecodeMode) -> SimConfig {
             tpot_limit_ms: f64::INFINITY,
             seed: 0,
             max_steps: u64::MAX,
+            bins: Vec::new(),
         },
     }
 }
@@ -56,6 +57,7 @@ fn roofline() -> RooflineCost {
         shared_expert_tp: false,
         word_embedding_tp: None,
         with_vision: false,
+        causal_attention: false,
     };
     build_both(&m, dev, &ParallelConfig::dense(8, 8), &opts).0
 }

@@ -20,6 +20,7 @@ fn opts() -> CostOptions {
         shared_expert_tp: false,
         word_embedding_tp: None,
         with_vision: false,
+        causal_attention: false,
     }
 }
 

@@ -203,6 +203,7 @@ fn main() {
             shared_expert_tp: false,
             word_embedding_tp: None,
             with_vision: false,
+            causal_attention: false,
         };
         let cost = RooflineCost::new(&model, dev, &par, &opts);
         let (s, q, ctx, decode) = a.shape;

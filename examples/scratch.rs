@@ -16,6 +16,7 @@ fn main() {
         shared_expert_tp: false,
         word_embedding_tp: None,
         with_vision: false,
+        causal_attention: false,
     };
     let n: u32 = args.get(4).map(|s| s.parse().unwrap()).unwrap_or(16);
     let cfgs: Vec<(u32, u32, u32)> = args

@@ -59,6 +59,9 @@ fn run(raw: RawArgs) -> Result<(), PlanError> {
                     let _ = out.write_all(text.as_bytes());
                 }
             }
+            if let Some(path) = &plan.output.plot_file {
+                throughput_optimizer::report::svg::write(&report, path).map_err(runtime)?;
+            }
             if let Some(path) = &plan.output.chrome_trace {
                 throughput_optimizer::report::trace::write(&plan, &report, path).map_err(runtime)?;
             }

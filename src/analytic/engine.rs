@@ -150,7 +150,7 @@ impl ForwardOracle for RooflineOracle<'_> {
     }
 }
 
-fn composition_rows(c: &Composition) -> Vec<CompositionRow> {
+pub fn composition_rows(c: &Composition) -> Vec<CompositionRow> {
     c.rows
         .iter()
         .map(|(r, n)| CompositionRow {

@@ -336,6 +336,17 @@ pub struct RawArgs {
     /// [default: when stdout is a terminal]
     #[arg(long, help_heading = "Output", conflicts_with = "no_plot")]
     pub plot: bool,
+    /// Write SVG charts (throughput vs concurrency and latency; the chunk-budget study) here.
+    #[arg(long, value_name = "PATH.svg", help_heading = "Output")]
+    pub plot_file: Option<PathBuf>,
+    /// Price prefill attention with causal masking: a chunk of q new tokens at context c
+    /// attends to q·c − q(q−1)/2 pairs. [default: off — the original's convention, every
+    /// query attends to the whole context]
+    #[arg(long, help_heading = "Quantization and compilation")]
+    pub causal_attention: bool,
+    /// With several --max-batched-tokens, study every layout, not only the best.
+    #[arg(long, help_heading = "SLO and serving")]
+    pub sweep_all_layouts: bool,
     /// Never print terminal charts.
     #[arg(long, help_heading = "Output")]
     pub no_plot: bool,

@@ -142,8 +142,10 @@ pub struct SearchSpace {
     pub batch_min: u32,
     pub batch_max: Option<u32>,
     pub strategy: SearchStrategy,
-    /// `None` = auto budgets (4×, 2×, 1× the input length).
+    /// `None` = auto budgets (4×, 2×, 1× the input length); several = a chunk-budget study.
     pub max_batched_tokens: Option<Vec<u64>>,
+    /// Study every layout across the budgets, not only the best.
+    pub sweep_all_layouts: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -157,6 +159,8 @@ pub struct ServingOptions {
     pub kv_block_size: u32,
     pub token_budget_slack: f64,
     pub tpot_definition: TpotDefinition,
+    /// Price prefill attention with causal masking (off: the original's convention).
+    pub causal_attention: bool,
 }
 
 /// Simulator options (`--arrival`, scheduler knobs, SLO statistic).
@@ -182,6 +186,8 @@ pub struct OutputOptions {
     pub plot: Option<bool>,
     pub dump_original: bool,
     pub chrome_trace: Option<PathBuf>,
+    /// SVG charts written here.
+    pub plot_file: Option<PathBuf>,
     pub quiet: bool,
 }
 
@@ -468,24 +474,6 @@ pub(crate) fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
             None => return Err(usage(format!("--output-length {v}: must be a positive number of tokens (1 to {MAX_LENGTH})"))),
         },
     };
-    if let Lengths::Distribution(d) = &input {
-        if d.output_bins.is_some() {
-            return Err(usage(format!(
-                "{}: `output_bins` (variable output lengths) need the simulator engine, which is not available yet; remove `output_bins`",
-                d.source
-            )));
-        }
-        let phases_ok = match &mode {
-            Mode::Aggregation => true,
-            Mode::Disaggregation { prefill, decode } => *prefill && !*decode,
-            Mode::PdRatio { .. } => false,
-        };
-        if !phases_ok {
-            return Err(usage(
-                "variable input lengths are supported in aggregation and in --disagg prefill-only runs (--ttft-limits without --tpot-limits) by the analytic engine; use a fixed --input-length for this mode",
-            ));
-        }
-    }
     if let (Lengths::Fixed(i), Lengths::Fixed(o), Some(maxpos)) = (&input, &output, model.max_position_embeddings) {
         if i + o > maxpos {
             warnings.push(format!(
@@ -670,10 +658,11 @@ pub(crate) fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
         if let Some(bad) = b.iter().find(|&&x| x > MAX_BUDGET) {
             return Err(usage(format!("--max-batched-tokens {bad}: at most {MAX_BUDGET} tokens")));
         }
-        if b.len() > 1 {
-            return Err(usage(
-                "--max-batched-tokens with several values (the chunk-budget sweep) needs the simulator engine, which is not available yet; give one value",
-            ));
+        if b.len() > 1 && !matches!(mode, Mode::Aggregation) {
+            return Err(usage(format!(
+                "--max-batched-tokens {}: several budgets (the chunk-budget study) apply to aggregation mode; give one value with --disagg or P/D ratio planning",
+                b.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" ")
+            )));
         }
     }
     let max_batched_tokens = budgets.map(|b| dedup(&b).into_iter().map(u64::from).collect());
@@ -776,7 +765,18 @@ pub(crate) fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
         slo,
         quant,
         compile,
-        search: SearchSpace { tp, ep, moe_dp, dcp, mtp, batch_min, batch_max, strategy, max_batched_tokens },
+        search: SearchSpace {
+            tp,
+            ep,
+            moe_dp,
+            dcp,
+            mtp,
+            batch_min,
+            batch_max,
+            strategy,
+            max_batched_tokens,
+            sweep_all_layouts: raw.sweep_all_layouts,
+        },
         serving: ServingOptions {
             reserved_memory_gb: reserved,
             serving_cost_ms: serving_cost,
@@ -787,6 +787,7 @@ pub(crate) fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
             kv_block_size,
             token_budget_slack: slack(&raw)?,
             tpot_definition,
+            causal_attention: raw.causal_attention,
         },
         sim,
         engine,
@@ -797,6 +798,12 @@ pub(crate) fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
             plot,
             dump_original: raw.dump_original_results,
             chrome_trace: raw.chrome_trace_file.clone(),
+            plot_file: match &raw.plot_file {
+                Some(p) if p.extension().is_none_or(|e| !e.eq_ignore_ascii_case("svg")) => {
+                    return Err(usage(format!("--plot-file {}: charts are written as SVG; give a path ending in .svg", p.display())))
+                }
+                other => other.clone(),
+            },
             quiet,
         },
         jobs: jobs as usize,

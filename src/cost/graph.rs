@@ -166,6 +166,17 @@ impl<'a> Builder<'a> {
         unreachable!("validated profiles have a bf16 or fp16 matrix peak")
     }
 
+    /// With causal masking, prefill pairs lose q(q−1)/2 per sequence: Σ q·c − (Σ q² − Σ q)/2.
+    fn causal(&self, mma: &mut Coef, gp: &mut Coef) {
+        if self.opts.causal_attention {
+            for c in [mma, gp] {
+                let per_pair = c[f::P_PAIRS];
+                c[f::P_QSQ] -= 0.5 * per_pair;
+                c[f::P_TOKENS] += 0.5 * per_pair;
+            }
+        }
+    }
+
     fn gate_of(tok: &Coef) -> usize {
         (1..f::N).find(|&i| tok[i] != 0.0).unwrap_or(f::ONE)
     }
@@ -536,6 +547,7 @@ impl<'a> Builder<'a> {
         mem[TOK] = hq * hd * 2.0 * 2.0 / self.hbm;
         mem[f::P_CTX] = kv_width * kvb / self.hbm;
         mem[f::D_CTX] = kv_width * kvb / self.hbm / dcp;
+        self.causal(&mut mma, &mut gp);
         self.ops.push(Op {
             name: if window.is_some() { "sliding_attention" } else { "attention" },
             count,
@@ -620,6 +632,7 @@ impl<'a> Builder<'a> {
         gp[f::P_PAIRS] = 4.0 * hq / self.vec_bf16;
         mem[f::P_TOKENS] = (hq * (nope + rope) + hq * v) * 2.0 / self.hbm;
         mem[f::P_CTX] = ((hq * (nope + v) + rope) * 2.0 + (r + rope) * kvb) / self.hbm;
+        self.causal(&mut mma, &mut gp);
         self.ops.push(Op {
             name: "mla_prefill_attention",
             count,

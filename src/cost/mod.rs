@@ -73,6 +73,11 @@ pub struct CostOptions {
     pub word_embedding_tp: Option<EmbeddingTp>,
     /// Whether requests carry images (the vision tower's weights are resident only then).
     pub with_vision: bool,
+    /// Price prefill attention with causal masking (a chunk of q tokens at context c attends
+    /// to q·c − q(q−1)/2 pairs). Off = the original's convention: every query attends to the
+    /// whole context.
+    #[serde(default)]
+    pub causal_attention: bool,
 }
 
 /// Load of one phase of a step on one replica.
@@ -85,24 +90,34 @@ pub struct PhaseLoad {
     pub context: u64,
     /// Σ new × context: attention (query, key) pairs.
     pub pairs: f64,
+    /// Σ new²: with causal masking a chunk of q new tokens skips q(q−1)/2 of its pairs.
+    pub query_sq: f64,
 }
 
 impl PhaseLoad {
     /// `seqs` identical sequences of `query` new tokens at context `ctx`.
     pub fn uniform(seqs: u64, query: u64, ctx: u64) -> Self {
-        PhaseLoad { seqs, tokens: seqs * query, context: seqs * ctx, pairs: (seqs * query) as f64 * ctx as f64 }
+        PhaseLoad {
+            seqs,
+            tokens: seqs * query,
+            context: seqs * ctx,
+            pairs: (seqs * query) as f64 * ctx as f64,
+            query_sq: seqs as f64 * (query as f64).powi(2),
+        }
     }
     pub fn add_seq(&mut self, query: u64, ctx: u64) {
         self.seqs += 1;
         self.tokens += query;
         self.context += ctx;
         self.pairs += query as f64 * ctx as f64;
+        self.query_sq += (query as f64).powi(2);
     }
     pub fn merge(&mut self, o: &PhaseLoad) {
         self.seqs += o.seqs;
         self.tokens += o.tokens;
         self.context += o.context;
         self.pairs += o.pairs;
+        self.query_sq += o.query_sq;
     }
 }
 
@@ -141,6 +156,7 @@ impl BatchShape {
         x[f::SEQS] = (self.prefill.seqs + self.decode.seqs) as f64;
         x[f::IMG_PATCHES] = self.image_patches as f64;
         x[f::IMG_PAIRS] = self.image_pairs;
+        x[f::P_QSQ] = self.prefill.query_sq;
         x
     }
 }

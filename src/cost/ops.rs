@@ -32,7 +32,9 @@ pub mod f {
     /// Vision patches encoded this step and Σ patches² per image (ViT attention pairs).
     pub const IMG_PATCHES: usize = 12;
     pub const IMG_PAIRS: usize = 13;
-    pub const N: usize = 14;
+    /// Σ new² over prefill sequences (causal masking removes q(q−1)/2 pairs per chunk).
+    pub const P_QSQ: usize = 14;
+    pub const N: usize = 15;
 }
 
 pub type Features = [f64; f::N];

@@ -15,6 +15,7 @@ pub(crate) fn opts(linear: LinearQuant, compile: bool) -> CostOptions {
         shared_expert_tp: false,
         word_embedding_tp: None,
         with_vision: false,
+        causal_attention: false,
     }
 }
 

@@ -73,9 +73,36 @@ fn series(rows: &[Row], x: impl Fn(&Row) -> Option<f64>) -> Vec<(String, Vec<(f3
     out
 }
 
+/// The chunk-budget study's charts: latencies and throughput against log2(budget).
+fn sweep_charts(report: &Report, color: bool) -> String {
+    let mut s = String::new();
+    for d in &report.devices {
+        for p in &d.phases {
+            for sw in &p.sweeps {
+                let x = |b: u64| (b as f64).log2() as f32;
+                let line = |f: &dyn Fn(&crate::report::SweepPoint) -> Option<f64>| -> Vec<(f32, f32)> {
+                    sw.points.iter().filter_map(|pt| f(pt).filter(|v| v.is_finite()).map(|v| (x(pt.budget), v as f32))).collect()
+                };
+                let title = format!("{}: chunk-budget study of {} (x = log2 max_batched_tokens)", d.device, sw.parallel);
+                s += &chart(
+                    &format!("{title}: TTFT (ms)"),
+                    &[("TTFT mean".to_string(), line(&|p| p.ttft_ms)), ("TTFT p99".to_string(), line(&|p| p.ttft_p99_ms))],
+                    color,
+                );
+                s += &chart(
+                    &format!("{title}: inter-token latency (ms)"),
+                    &[("TPOT mean".to_string(), line(&|p| p.tpot_ms)), ("ITL p99".to_string(), line(&|p| p.itl_p99_ms))],
+                    color,
+                );
+            }
+        }
+    }
+    s
+}
+
 pub fn render(report: &Report) -> String {
     let color = std::io::stdout().is_terminal();
-    let mut s = String::new();
+    let mut s = sweep_charts(report, color);
     for d in &report.devices {
         for p in &d.phases {
             let prefix = match p.phase {

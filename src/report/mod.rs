@@ -5,6 +5,7 @@
 pub mod chart;
 pub mod csv;
 pub mod json;
+pub mod svg;
 pub mod table;
 pub mod trace;
 
@@ -111,6 +112,8 @@ pub struct SimSummary {
     /// Stopped early: latencies were far past the limits.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub abandoned: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bins: Vec<crate::sim::BinStat>,
 }
 
 impl SimSummary {
@@ -130,6 +133,7 @@ impl SimSummary {
             window_s: r.window_s,
             converged: r.converged,
             abandoned: r.abandoned,
+            bins: r.bins.clone(),
         }
     }
 }
@@ -301,6 +305,34 @@ pub struct PdVerification {
     pub splits: Vec<PdSplitEval>,
 }
 
+/// One budget of a chunk-budget study.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    /// `--max-batched-tokens`.
+    pub budget: u64,
+    pub chunks_per_prompt: u64,
+    pub ttft_ms: Option<f64>,
+    pub ttft_p99_ms: Option<f64>,
+    pub tpot_ms: Option<f64>,
+    pub tpot_p99_ms: Option<f64>,
+    pub itl_p99_ms: Option<f64>,
+    pub throughput: f64,
+    /// Whether this budget meets the limits at the study's concurrency.
+    pub feasible: bool,
+    /// The best batch size under the limits with this budget, and its throughput.
+    pub best_batch: Option<u32>,
+    pub best_throughput: Option<f64>,
+}
+
+/// A layout studied across budgets at one concurrency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BudgetSweep {
+    pub parallel: String,
+    pub batch_size: u32,
+    pub concurrency: u64,
+    pub points: Vec<SweepPoint>,
+}
+
 /// All probes of one phase on one device, and the ranked best rows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseResult {
@@ -312,6 +344,9 @@ pub struct PhaseResult {
     pub skipped: Vec<String>,
     /// Why layouts produced no feasible row (for "no configuration" messages).
     pub failures: Vec<String>,
+    /// Chunk-budget studies (several `--max-batched-tokens`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweeps: Vec<BudgetSweep>,
 }
 
 /// Profile numbers shown in the cross-hardware comparison.

@@ -160,10 +160,13 @@ fn phase_table(p: &PhaseResult, top: Option<usize>) -> String {
     let mut s = phase_title(p.phase, rows.len(), varlen);
     s.push('\n');
     if varlen {
-        let mut h = vec!["Top", "num_devices", "num_input_tokens", "request_ratio", "samples", "concurrency", "TTFT (ms)"];
-        if p.phase == Phase::Aggregated {
-            h.push("TPOT (ms)");
-        }
+        let lat: &[&str] = match p.phase {
+            Phase::Aggregated => &["TTFT (ms)", "TPOT (ms)"],
+            Phase::Prefill => &["TTFT (ms)"],
+            Phase::Decode => &["TPOT (ms)"],
+        };
+        let mut h = vec!["Top", "num_devices", "num_input_tokens", "request_ratio", "samples", "concurrency"];
+        h.extend(lat);
         h.extend(["Throughput (token/s)", "parallel", "batch_size"]);
         let mut t = new_table(&h);
         for (i, r) in rows.iter().enumerate() {
@@ -174,10 +177,11 @@ fn phase_table(p: &PhaseResult, top: Option<usize>) -> String {
                 "1.000".into(),
                 r.batch_size.to_string(),
                 r.concurrency.to_string(),
-                f2(r.ttft_ms),
             ];
-            if p.phase == Phase::Aggregated {
-                cells.push(f2(r.tpot_ms));
+            match p.phase {
+                Phase::Aggregated => cells.extend([f2(r.ttft_ms), f2(r.tpot_ms)]),
+                Phase::Prefill => cells.push(f2(r.ttft_ms)),
+                Phase::Decode => cells.push(f2(r.tpot_ms)),
             }
             cells.extend([format!("{:.2}", r.throughput), r.parallel.clone(), r.batch_size.to_string()]);
             t.add_row(cells);
@@ -189,11 +193,8 @@ fn phase_table(p: &PhaseResult, top: Option<usize>) -> String {
                     format!("{:.3}", c.request_ratio),
                     c.samples.to_string(),
                     r.concurrency.to_string(),
-                    "-".into(),
                 ];
-                if p.phase == Phase::Aggregated {
-                    cells.push("-".into());
-                }
+                cells.extend(lat.iter().map(|_| "-".to_string()));
                 cells.extend(["-".into(), r.parallel.clone(), r.batch_size.to_string()]);
                 t.add_row(cells);
             }
@@ -306,6 +307,22 @@ fn sim_block(plan: &Plan, r: &Row) -> String {
         sm.goodput * 100.0,
         sm.preemptions
     );
+    if !sm.bins.is_empty() {
+        s += "Simulated latency by prompt length (ms):\n";
+        let mut t = new_table(&["prompt tokens", "requests", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"]);
+        for b in &sm.bins {
+            t.add_row(vec![
+                format!("[{}, {})", b.min_tokens, b.max_tokens),
+                b.requests.to_string(),
+                format!("{:.2}", b.ttft.p50),
+                format!("{:.2}", b.ttft.p99),
+                format!("{:.2}", b.tpot_inter_token.p50),
+                format!("{:.2}", b.tpot_inter_token.p99),
+            ]);
+        }
+        s += &t.to_string();
+        s.push('\n');
+    }
     s
 }
 
@@ -359,6 +376,49 @@ fn compare_table(p: &PhaseResult, top: Option<usize>) -> String {
     s
 }
 
+/// The chunk-budget study: one table per studied layout.
+fn sweep_block(p: &PhaseResult) -> String {
+    let mut s = String::new();
+    for sw in &p.sweeps {
+        let _ = writeln!(
+            s,
+            "Chunk-budget study: {} at batch size {} (concurrency {}), every budget at the same load:",
+            sw.parallel, sw.batch_size, sw.concurrency
+        );
+        let mut t = new_table(&[
+            "max_batched_tokens",
+            "chunks/prompt",
+            "TTFT (ms)",
+            "TTFT p99 (ms)",
+            "TPOT (ms)",
+            "TPOT p99 (ms)",
+            "ITL p99 (ms)",
+            "Throughput (token/s)",
+            "meets SLO",
+            "best batch under SLO",
+            "best throughput",
+        ]);
+        for pt in &sw.points {
+            t.add_row(vec![
+                pt.budget.to_string(),
+                pt.chunks_per_prompt.to_string(),
+                f2(pt.ttft_ms),
+                f2(pt.ttft_p99_ms),
+                f2(pt.tpot_ms),
+                f2(pt.tpot_p99_ms),
+                f2(pt.itl_p99_ms),
+                format!("{:.2}", pt.throughput),
+                (if pt.feasible { "yes" } else { "no" }).to_string(),
+                pt.best_batch.map_or("-".into(), |b| b.to_string()),
+                pt.best_throughput.map_or("-".into(), |x| format!("{x:.2}")),
+            ]);
+        }
+        s += &centered(t);
+        s.push('\n');
+    }
+    s
+}
+
 /// Why a phase has no row, in plain words.
 fn no_result(p: &PhaseResult) -> String {
     let mut s = String::from("No configurations satisfy the current TTFT/TPOT filters.\n");
@@ -401,6 +461,10 @@ fn phase_block(plan: &Plan, report: &Report, dev: &DeviceResult, p: &PhaseResult
             if !cmp.is_empty() {
                 let _ = writeln!(s, "{}", rule(STARS));
                 s += &cmp;
+            }
+            if !p.sweeps.is_empty() {
+                let _ = writeln!(s, "{}", rule(STARS));
+                s += &sweep_block(p);
             }
         }
     }

@@ -4,6 +4,7 @@
 
 pub mod batch;
 pub mod candidates;
+pub mod sweep;
 
 pub use candidates::{Candidate, Phase};
 
@@ -51,6 +52,7 @@ pub fn cost_options(plan: &Plan, cand: &Candidate) -> CostOptions {
         shared_expert_tp: plan.serving.shared_expert_tp,
         word_embedding_tp: plan.serving.word_embedding_tp,
         with_vision: plan.workload.images.is_some(),
+        causal_attention: plan.serving.causal_attention,
     }
 }
 
@@ -89,6 +91,22 @@ pub const OPEN_LOOP_MAX_NUM_SEQS: u32 = 256;
 /// simulated once at its running cap (`--max-num-seqs`, default 256).
 pub fn search_candidate(engine: &dyn Engine, ctx: &CandidateCtx) -> (Vec<Row>, Option<String>) {
     let (budgets, explicit) = budgets(ctx.plan);
+    if explicit && budgets.len() > 1 {
+        // A chunk-budget study: every budget is searched on its own.
+        let mut rows = Vec::new();
+        let mut failure = None;
+        for &b in &budgets {
+            let mut f = |batch: u32| engine.probe(ctx, batch, b);
+            let res = batch::search(ctx.plan.search.batch_min, ctx.plan.search.batch_max, ctx.plan.search.strategy, &mut f);
+            if failure.is_none() {
+                failure = res
+                    .first_stop
+                    .map(|s| format!("{}: {} at batch size {} (budget {b} tokens)", ctx.label, s.describe(), ctx.plan.search.batch_min));
+            }
+            rows.extend(res.probes.into_iter().map(|p| p.row));
+        }
+        return (rows, failure);
+    }
     if ctx.plan.engine != EngineKind::Analytic && ctx.plan.sim.arrival.is_open() {
         let cap = ctx.plan.sim.max_num_seqs.map_or(OPEN_LOOP_MAX_NUM_SEQS, |m| m as u32);
         let (p, _) = engine.probe(ctx, cap, budgets[0]);
@@ -132,7 +150,14 @@ pub fn search_phase(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, n:
     }
     let (ttft, tpot) = phase_limits(plan, phase);
     let best = crate::report::best_per_layout(&rows, ttft, tpot);
-    PhaseResult { phase, num_devices: n, rows, best, skipped, failures }
+    let sweeps = match &plan.search.max_batched_tokens {
+        Some(b) if b.len() > 1 && phase == Phase::Aggregated && !best.is_empty() => {
+            let layouts: Vec<Row> = if plan.search.sweep_all_layouts { best.clone() } else { best[..1].to_vec() };
+            sweep::study(plan, engine, device, &rows, &layouts)
+        }
+        _ => Vec::new(),
+    };
+    PhaseResult { phase, num_devices: n, rows, best, skipped, failures, sweeps }
 }
 
 /// The limits that filter a phase: prefill ignores TPOT, decode ignores TTFT.

@@ -80,6 +80,14 @@ pub fn factory(ctx: &CandidateCtx, arrival: ArrivalProcess) -> RequestFactory {
     RequestFactory::new(plan.workload.input.clone(), plan.workload.output.clone(), plan.sim.shared_prefix, arrival, plan.seed)
 }
 
+/// Bins of a variable-length input, for per-bin latencies.
+pub fn input_bins(plan: &crate::cli::Plan) -> Vec<(u64, u64)> {
+    match &plan.workload.input {
+        crate::workload::Lengths::Distribution(d) => d.bins.iter().map(|b| (b.min_tokens, b.max_tokens)).collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The simulation configuration of one probe.
 pub fn sim_config(ctx: &CandidateCtx, batch: u32, budget: u64) -> (SimConfig, RequestFactory) {
     let plan = ctx.plan;
@@ -103,6 +111,7 @@ pub fn sim_config(ctx: &CandidateCtx, batch: u32, budget: u64) -> (SimConfig, Re
             tpot_limit_ms: tpot_limit,
             seed: plan.seed,
             max_steps: MAX_STEPS,
+            bins: input_bins(ctx.plan),
         },
     };
     (cfg, factory(ctx, so.arrival.clone()))
@@ -144,6 +153,9 @@ impl Engine for SimEngine {
         let replicas = if plan.sim.arrival.is_open() { 1.0 } else { ctx.cand.parallel.dp as f64 };
         let eff = plan.workload.input.effective(plan.workload.prefix_cache_hit_rate);
         let mut row = crate::analytic::engine::base_row(ctx, batch, budget, eff);
+        if let crate::workload::Lengths::Distribution(d) = &plan.workload.input {
+            row.composition = crate::analytic::engine::composition_rows(&d.compose(batch as u64, plan.workload.prefix_cache_hit_rate));
+        }
         row.prefill_num_chunks = if ctx.phase == Phase::Decode { 0 } else { eff.div_ceil(budget.max(1)) };
         let (ttft_limit, tpot_limit) = crate::search::phase_limits(plan, ctx.phase);
         let stop = match simulate(&cfg, &ctx.cost, factory) {

@@ -511,7 +511,7 @@ impl Instance {
             let n = self.step_decodes;
             // Each decode query attends to its cached context plus the new tokens.
             let ctx = self.step_dec_ctx + n * q;
-            shape.decode = PhaseLoad { seqs: n, tokens: n * q, context: ctx, pairs: (q * ctx) as f64 };
+            shape.decode = PhaseLoad { seqs: n, tokens: n * q, context: ctx, pairs: (q * ctx) as f64, query_sq: (n * q * q) as f64 };
             shape.sampled += n * q;
         }
         for c in &self.chunks {

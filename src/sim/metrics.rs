@@ -102,6 +102,16 @@ pub struct LatencyStats {
     pub queueing: Stat,
 }
 
+/// Latencies of the requests whose prompt length fell in one bin of the input distribution.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BinStat {
+    pub min_tokens: u64,
+    pub max_tokens: u64,
+    pub requests: u64,
+    pub ttft: Stat,
+    pub tpot_inter_token: Stat,
+}
+
 /// Everything a simulation reports.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SimReport {
@@ -140,4 +150,7 @@ pub struct SimReport {
     /// The run stopped early because its latencies were far past the limits.
     pub abandoned: bool,
     pub kv_capacity_blocks: u64,
+    /// Per input-length bin (variable-length workloads).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bins: Vec<BinStat>,
 }

@@ -17,7 +17,7 @@ pub mod queue;
 
 pub use engine::SimEngine;
 pub use instance::{Instance, Role};
-pub use metrics::{LatencyStats, Percentile, Recorder, SimReport, Stat};
+pub use metrics::{BinStat, LatencyStats, Percentile, Recorder, SimReport, Stat};
 pub use queue::{Event, EventQueue, Nanos};
 
 use crate::cost::{Breakdown, StepCostModel};
@@ -133,6 +133,8 @@ pub struct RunParams {
     pub seed: u64,
     /// Steps after which a run is abandoned.
     pub max_steps: u64,
+    /// Input-length bins `[min, max)` to break latencies down by (variable-length workloads).
+    pub bins: Vec<(u64, u64)>,
 }
 
 /// Instances of one kind in a system.
@@ -602,6 +604,7 @@ pub fn simulate_system(
     let window_s = (t1.saturating_sub(t0)) as f64 / 1e9;
     let mut rec = [Recorder::default(), Recorder::default(), Recorder::default(), Recorder::default(), Recorder::default()];
     let (mut measured, mut good) = (0u64, 0u64);
+    let mut per_bin: Vec<(u64, Recorder, Recorder)> = run.bins.iter().map(|_| (0, Recorder::default(), Recorder::default())).collect();
     for r in &reqs {
         let Some(fin) = r.finish else { continue };
         if fin <= t0 && closed || fin > t1 {
@@ -621,6 +624,12 @@ pub fn simulate_system(
         measured += 1;
         if ttft <= run.ttft_limit_ms && inter <= run.tpot_limit_ms {
             good += 1;
+        }
+        let prompt = r.input - image_tokens;
+        if let Some(i) = run.bins.iter().position(|&(lo, hi)| prompt >= lo && prompt < hi) {
+            per_bin[i].0 += 1;
+            per_bin[i].1.record(ttft);
+            per_bin[i].2.record(inter);
         }
     }
     let window_tokens = tok1.saturating_sub(tok0);
@@ -659,6 +668,13 @@ pub fn simulate_system(
         converged: win.converged && !abandoned,
         abandoned,
         kv_capacity_blocks: instances.iter().map(|i| i.kv.capacity).max().unwrap_or(0),
+        bins: run
+            .bins
+            .iter()
+            .zip(&per_bin)
+            .filter(|(_, b)| b.0 > 0)
+            .map(|(&(lo, hi), b)| BinStat { min_tokens: lo, max_tokens: hi, requests: b.0, ttft: b.1.stat(), tpot_inter_token: b.2.stat() })
+            .collect(),
     };
     Ok((report, reqs))
 }

@@ -3,7 +3,7 @@
 //! balanced rate, and — with a device budget — every maximal instance split is simulated to
 //! see whether the arithmetic split is the best one.
 
-use super::engine::{factory, instance_config, MAX_STEPS};
+use super::engine::{factory, input_bins, instance_config, MAX_STEPS};
 use super::{simulate_system, Group, KvTransfer, Role, RunParams, SimError, System};
 use crate::cli::{Plan, TpotDefinition};
 use crate::hardware::DeviceProfile;
@@ -48,6 +48,7 @@ pub fn simulate_split(plan: &Plan, device: &DeviceProfile, row: &PdRow, p: u32, 
             tpot_limit_ms: tpot_limit,
             seed: plan.seed,
             max_steps: MAX_STEPS,
+            bins: input_bins(plan),
         },
     };
     let (rep, _) = simulate_system(&sys, factory(&pc, ArrivalProcess::Poisson { rate }), &mut |_| {})?;

@@ -61,6 +61,7 @@ fn case() -> impl Strategy<Value = Case> {
                             tpot_limit_ms: f64::INFINITY,
                             seed,
                             max_steps: 2_000_000,
+                            bins: Vec::new(),
                         },
                     },
                     input,

@@ -30,6 +30,7 @@ fn cfg(budget: u64, concurrency: u64) -> SimConfig {
             tpot_limit_ms: f64::INFINITY,
             seed: 0,
             max_steps: 1_000_000,
+            bins: Vec::new(),
         },
     }
 }
