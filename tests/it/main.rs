@@ -1,0 +1,6 @@
+//! Command-line integration tests of `throughput-optimizer`, one test binary:
+//! `validation` (every rejected command line) and `modes` (every mode and output).
+
+mod modes;
+mod util;
+mod validation;
