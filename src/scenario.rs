@@ -34,8 +34,27 @@ fn scalar(v: &Value) -> Option<String> {
     }
 }
 
+/// Keys whose values may name input files; relative paths resolve against the scenario's
+/// directory.
+const PATH_KEYS: [&str; 5] = ["input_length", "length_distribution", "arrival", "device_file", "model"];
+
+/// `value` resolved against `base` when it is a relative path to an existing file there.
+fn resolve(value: String, base: Option<&Path>) -> String {
+    match base {
+        Some(dir) if !value.is_empty() && Path::new(&value).is_relative() && dir.join(&value).exists() => {
+            dir.join(&value).display().to_string()
+        }
+        _ => value,
+    }
+}
+
 /// The argv a scenario stands for.
 pub fn to_argv(text: &str, path: &str) -> Result<Vec<String>, PlanError> {
+    to_argv_in(text, path, None)
+}
+
+/// [`to_argv`], resolving input files against `base`.
+pub fn to_argv_in(text: &str, path: &str, base: Option<&Path>) -> Result<Vec<String>, PlanError> {
     let doc = yaml::value_from_str(text).map_err(|e| err(path, e.to_string()))?;
     let Value::Mapping(map) = doc else {
         return Err(err(path, "the file must be a mapping of keys such as `model:` and `num_devices:`".into()));
@@ -50,7 +69,8 @@ pub fn to_argv(text: &str, path: &str) -> Result<Vec<String>, PlanError> {
         };
         if META.contains(&key) {
             if key == "model" {
-                model = Some(scalar(v).ok_or_else(|| err(path, format!("{}field `model` must be a model id or path", line(key))))?);
+                let m = scalar(v).ok_or_else(|| err(path, format!("{}field `model` must be a model id or path", line(key))))?;
+                model = Some(resolve(m, base));
             } else if scalar(v).is_none() {
                 return Err(err(path, format!("{}field `{key}` must be text", line(key))));
             }
@@ -66,6 +86,7 @@ pub fn to_argv(text: &str, path: &str) -> Result<Vec<String>, PlanError> {
             return Err(err(path, format!("{}unknown field `{key}`{hint}", line(key))));
         }
         let flag = format!("--{}", key.replace('_', "-"));
+        let fix = |x: String| if PATH_KEYS.contains(&key) { resolve(x, base) } else { x };
         match v {
             Value::Null => {}
             Value::Bool(false) => {}
@@ -73,14 +94,14 @@ pub fn to_argv(text: &str, path: &str) -> Result<Vec<String>, PlanError> {
             Value::Sequence(items) => {
                 argv.push(flag);
                 for it in items {
-                    argv.push(
-                        scalar(it).ok_or_else(|| err(path, format!("{}field `{key}`: list items must be numbers or text", line(key))))?,
-                    );
+                    let item =
+                        scalar(it).ok_or_else(|| err(path, format!("{}field `{key}`: list items must be numbers or text", line(key))))?;
+                    argv.push(fix(item));
                 }
             }
             other => {
                 argv.push(flag);
-                argv.push(scalar(other).ok_or_else(|| err(path, format!("{}field `{key}` must be a value or a list", line(key))))?);
+                argv.push(fix(scalar(other).ok_or_else(|| err(path, format!("{}field `{key}` must be a value or a list", line(key))))?));
             }
         }
     }
@@ -114,7 +135,7 @@ fn locate(msg: &str, text: &str, path: &str) -> String {
 pub fn build_from_file(path: &Path, cli: &RawArgs) -> Result<Command, PlanError> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| err(&shown, format!("cannot read the file: {e}")))?;
-    let argv = to_argv(&text, &shown)?;
+    let argv = to_argv_in(&text, &shown, path.parent())?;
     let mut raw = RawArgs::try_parse_from(&argv).map_err(|e| {
         let rendered = e.to_string();
         let first = rendered.lines().next().unwrap_or("").trim_start_matches("error: ").to_string();

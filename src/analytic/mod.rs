@@ -163,6 +163,14 @@ pub fn chunk_plan(e: u64, budget: u64) -> Vec<(u64, u64)> {
 /// throughput = O·C / makespan.
 pub fn agg_chunked(o: &dyn ForwardOracle, c: u64, chunks: &[(u64, u64)], out: u64, global_budget: u64, slack: f64) -> AggOutcome {
     let mut res = AggOutcome { mem: start_mem(), prefill_num_chunks: chunks.len() as u64, ..Default::default() };
+    // All C requests hold KV once prefilled: check memory at the full batch, as the one-chunk
+    // path's decode forward does. (The original only counts the KV of each step's batch, so a
+    // small budget never runs out of memory and the batch search never stops growing.)
+    let full = o.decode(c);
+    res.mem = tighter(res.mem, full.mem);
+    if full.mem.is_oom() {
+        return oom(res, StopReason::DecodeOom);
+    }
     let k_chunks = chunks.len();
     let remaining_after_first = out.saturating_sub(1);
     let mut pending: VecDeque<(u64, usize)> = VecDeque::from([(c, 0usize)]);

@@ -501,7 +501,14 @@ pub(crate) fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
                 Some(ImageSpec { height: h, width: w, per_request: raw.image_batch_size.unwrap_or(1) })
             }
         }
-        _ => return Err(usage("--image-height and --image-width must be given together")),
+        (h, w) => {
+            let (given, missing) = match (h, w) {
+                (Some(h), _) => (format!("--image-height {h}"), "--image-width"),
+                (_, Some(w)) => (format!("--image-width {w}"), "--image-height"),
+                _ => unreachable!(),
+            };
+            return Err(usage(format!("{given} needs {missing} too: image sizes are given together")));
+        }
     };
 
     // ---- SLO ----

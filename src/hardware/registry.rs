@@ -83,7 +83,15 @@ impl DeviceRegistry {
         let mut names = Vec::new();
         for p in list {
             p.validate().map_err(|m| {
-                let line = yaml::line_of_key(text, "name", 1).map(|l| format!("line {l}: ")).unwrap_or_default();
+                // Point at the failing profile's own `name:` line.
+                let line = text
+                    .lines()
+                    .position(|l| {
+                        let t = l.trim_start().trim_start_matches("- ").trim_start();
+                        t.strip_prefix("name:").is_some_and(|v| v.trim().trim_matches('"') == p.name)
+                    })
+                    .map(|i| format!("line {}: ", i + 1))
+                    .unwrap_or_default();
                 file_err(format!("{line}profile `{}`: {m}", p.name))
             })?;
             if let Some((_, origin)) = self.profiles.iter().find(|(q, _)| q.name == p.name) {

@@ -185,8 +185,19 @@ pub fn check(plan: &Plan) -> Result<(), String> {
         let (c, skipped) = enumerate(plan, n, phase);
         if c.is_empty() {
             if skipped.is_empty() {
+                let s = &plan.search;
+                let given: Vec<String> =
+                    [("--tp-sizes", &s.tp), ("--ep-sizes", &s.ep), ("--moe-dp-sizes", &s.moe_dp), ("--dcp-sizes", &s.dcp)]
+                        .iter()
+                        .filter_map(|(f, v)| {
+                            v.as_ref()
+                                .filter(|x| !x.is_empty())
+                                .map(|x| format!("{f} {}", x.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")))
+                        })
+                        .collect();
+                let given = if given.is_empty() { String::new() } else { format!(" ({})", given.join(", ")) };
                 return Err(format!(
-                    "No valid parallel combination is produced by the provided search arguments under {n} devices{which}: every size must divide the device count (and TP must be a multiple of DCP)"
+                    "No valid parallel combination is produced by the provided search arguments{given} under {n} devices{which}: every size must divide the device count (and TP must be a multiple of DCP); use divisors of {n}"
                 ));
             }
             return Err(format!("no parallel layout{which} fits {}: {}; choose sizes the model allows", plan.model.id, skipped.join("; ")));

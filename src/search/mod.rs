@@ -67,7 +67,8 @@ pub fn budgets(plan: &Plan) -> (Vec<u64>, bool) {
     match &plan.search.max_batched_tokens {
         Some(b) => (b.clone(), true),
         None => {
-            let e = plan.workload.input.mean_raw();
+            // Image tokens are part of every prompt.
+            let e = plan.workload.input.mean_raw() + image_tokens(plan);
             let mut v = Vec::new();
             for m in [4, 2, 1] {
                 let b = (e * m).max(1);
@@ -83,6 +84,14 @@ pub fn budgets(plan: &Plan) -> (Vec<u64>, bool) {
 /// Running sequences per replica for open-loop simulations without `--max-num-seqs` (vLLM's
 /// default).
 pub const OPEN_LOOP_MAX_NUM_SEQS: u32 = 256;
+
+/// LLM tokens the images of one request add to its prompt.
+pub fn image_tokens(plan: &Plan) -> u64 {
+    match (&plan.workload.images, &plan.model.vision) {
+        (Some(im), Some(v)) => v.image_tokens(im.height, im.width).1 * im.per_request as u64,
+        _ => 0,
+    }
+}
 
 /// Search one candidate: try budgets, run the batch search, return every probe.
 ///
@@ -283,7 +292,7 @@ fn inputs(plan: &Plan) -> Inputs {
         mode,
         input_length: plan.workload.input.describe(),
         output_length: plan.workload.output.describe(),
-        effective_input_length: plan.workload.input.effective(plan.workload.prefix_cache_hit_rate),
+        effective_input_length: plan.workload.input.effective(plan.workload.prefix_cache_hit_rate) + image_tokens(plan),
         quantize_linear_action: plan.quant.linear.to_string(),
         quantize_non_expert_linear_action: plan.quant.non_expert.map(|q| q.to_string()),
         quantize_attention_action: plan.quant.kv.to_string(),

@@ -158,7 +158,11 @@ impl Engine for SimEngine {
         }
         row.prefill_num_chunks = if ctx.phase == Phase::Decode { 0 } else { eff.div_ceil(budget.max(1)) };
         let (ttft_limit, tpot_limit) = crate::search::phase_limits(plan, ctx.phase);
-        let stop = match simulate(&cfg, &ctx.cost, factory) {
+        let result = match kv_demand_exceeds(ctx, &cfg) {
+            Some(e) => Err(e),
+            None => simulate(&cfg, &ctx.cost, factory),
+        };
+        let stop = match result {
             Err(e) => {
                 row.memory = MemoryUse {
                     weight_gb: gib(ctx.mem.weight_bytes),
@@ -197,6 +201,28 @@ impl Engine for SimEngine {
             crate::analytic::engine::stats(ctx, &row, [(row.tpot_ms.unwrap_or(0.0), tpot_limit), (row.ttft_ms.unwrap_or(0.0), ttft_limit)]);
         (Probe { row, stop }, st)
     }
+}
+
+/// A closed-loop batch whose steady-state KV demand exceeds the pool would only thrash
+/// (preempt and recompute without end): it is out of memory, as the analytic engine's decode
+/// check at the mid-generation context says. Open loops are left to admission control.
+fn kv_demand_exceeds(ctx: &CandidateCtx, cfg: &SimConfig) -> Option<SimError> {
+    if ctx.plan.sim.arrival.is_open() {
+        return None;
+    }
+    let ic = &cfg.instance;
+    let w = &ctx.plan.workload;
+    let input = w.input.mean_raw() + ic.image_tokens;
+    let output = match &w.output {
+        crate::workload::Lengths::Fixed(o) => *o,
+        crate::workload::Lengths::Distribution(d) => d.effective_length(0.0),
+    };
+    let per_request = match ctx.phase {
+        Phase::Prefill => input,
+        _ => input + output / 2 + ic.decode.query_tokens(),
+    };
+    let needed = cfg.run.concurrency.min(ic.running_cap()) * per_request.div_ceil(ic.block_size);
+    (needed > ic.kv_blocks).then_some(SimError::KvOversubscribed { needed, capacity: ic.kv_blocks, batch: cfg.run.concurrency })
 }
 
 impl ArrivalProcess {

@@ -230,6 +230,8 @@ pub enum SimError {
     PromptTooLong { prompt: u64, budget: u64 },
     #[error("instance {instance} stalled: {waiting} requests wait but none can be scheduled")]
     Stalled { instance: u32, waiting: u64 },
+    #[error("{batch} requests in flight need about {needed} KV blocks at their mean context, but the cache holds {capacity}")]
+    KvOversubscribed { needed: u64, capacity: u64, batch: u64 },
 }
 
 /// Completion counts at which the closed loop checks its stopping rule, relative to warm-up.

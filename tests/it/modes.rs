@@ -667,7 +667,6 @@ fn model_from_a_config_json_path() {
 /// finish: the search grows the batch until memory runs out, which needs the KV cache of every
 /// request in flight, not only of the step's batch.
 #[test]
-#[ignore = "bug: chunked aggregation without a TPOT/TTFT limit never reports OOM (KV of the step's batch only) and runs for minutes"]
 fn chunked_aggregation_without_limits_finishes() {
     let a = ["Qwen/Qwen3-32B", "--num-devices", "8", "--input-length", "3500", "--output-length", "1500"];
     let a = args(&a, &["--max-batched-tokens", "100", "--tp-sizes", "8", "--engine", "analytic", "--output", "json"]);
@@ -683,7 +682,6 @@ fn chunked_aggregation_without_limits_finishes() {
 /// The auto token budgets (4×, 2×, 1× the prompt) must cover the image tokens of a
 /// vision-language prompt, so a fixed-length prompt is prefilled in one chunk.
 #[test]
-#[ignore = "bug: auto --max-batched-tokens budgets use the text length only (4 × 100 = 400) while the prompt holds 2140 tokens with the image, so every prompt is chunked"]
 fn image_tokens_count_in_the_auto_budget() {
     let a = [
         "Qwen/Qwen3-VL-8B-Instruct",

@@ -357,10 +357,10 @@ fn engine_invalid() {
 
 /// Update this test when the simulator lands.
 #[test]
-#[ignore = "obsolete: the discrete-event simulator has landed (commit f558ca0) and `--engine sim` now runs (exit 0); update or delete this test"]
-fn engine_sim_not_available_yet() {
-    let a = [MODEL8, LENGTHS, &["--tpot-limits", "50", "--tp-sizes", "8", "--engine", "sim"]].concat();
-    usage_error(&a, &["--engine sim", "not available yet", "--engine analytic"]);
+#[test]
+fn engine_sim_rejects_simulator_flags_with_the_analytic_engine() {
+    let a = [MODEL8, LENGTHS, &["--tpot-limits", "50", "--tp-sizes", "8", "--engine", "analytic", "--arrival", "burst"]].concat();
+    usage_error(&a, &["--arrival", "only apply to the simulator", "--engine sim"]);
 }
 
 #[test]
@@ -440,7 +440,6 @@ fn device_file_efficiency_out_of_range() {
 /// In a file holding a list of profiles, the error must point at the profile that is wrong,
 /// not at the first one.
 #[test]
-#[ignore = "bug: --device-file with a list of profiles reports the line of the first profile's `name` (line 1) for an error in a later profile"]
 fn device_file_list_error_points_at_the_failing_profile() {
     let dir = tempfile::tempdir().unwrap();
     let body: Vec<String> = builtin_profile("TEST_DEVICE").lines().filter(|l| !l.trim_start().starts_with('#')).map(String::from).collect();
