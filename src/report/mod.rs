@@ -300,6 +300,9 @@ pub struct PdVerification {
     pub planned_tpot_ms: f64,
     pub planned_qps: f64,
     pub simulated: Result<PdSimulated, String>,
+    /// The highest arrival rate at which the split still meets the SLO (the balanced rate
+    /// itself when it does; none when even a small fraction of it fails).
+    pub sustainable_rate: Option<f64>,
     /// Maximal splits within the device budget, best first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub splits: Vec<PdSplitEval>,

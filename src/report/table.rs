@@ -626,6 +626,21 @@ fn verification_block(plan: &Plan, row: &super::PdRow, v: &super::PdVerification
                 sim.goodput * 100.0,
                 sim.output_throughput
             );
+            match v.sustainable_rate {
+                Some(r) if !sim.slo_met => {
+                    let _ = writeln!(
+                        s,
+                        "Sustainable rate: the split holds the SLO up to about {:.3} req/s ({:.0} % of the planned {:.3}); plan for that, or add headroom.",
+                        r,
+                        r / v.arrival_rate * 100.0,
+                        v.arrival_rate
+                    );
+                }
+                None if !sim.slo_met => {
+                    let _ = writeln!(s, "Sustainable rate: none found down to 1/32 of the planned rate — the layouts themselves miss the SLO in the combined system.");
+                }
+                _ => {}
+            }
         }
     }
     if !v.splits.is_empty() {

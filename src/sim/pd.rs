@@ -20,6 +20,18 @@ fn ctx<'a>(plan: &'a Plan, device: &'a DeviceProfile, cand: Candidate, phase: Ph
 
 /// Simulate `p` prefill and `d` decode instances of the row's layouts at `rate` req/s.
 pub fn simulate_split(plan: &Plan, device: &DeviceProfile, row: &PdRow, p: u32, d: u32, rate: f64) -> Result<PdSimulated, SimError> {
+    simulate_split_n(plan, device, row, p, d, rate, plan.sim.num_requests.unwrap_or(DEFAULT_VERIFY_REQUESTS))
+}
+
+fn simulate_split_n(
+    plan: &Plan,
+    device: &DeviceProfile,
+    row: &PdRow,
+    p: u32,
+    d: u32,
+    rate: f64,
+    requests: u64,
+) -> Result<PdSimulated, SimError> {
     let pc = ctx(plan, device, Candidate { parallel: row.p_layout, mtp: 0 }, Phase::Prefill);
     let dc = ctx(plan, device, Candidate { parallel: row.d_layout, mtp: row.d_mtp }, Phase::Decode);
     let (ttft_limit, tpot_limit) = (plan.slo.ttft_limit(), plan.slo.tpot_limit());
@@ -42,7 +54,7 @@ pub fn simulate_split(plan: &Plan, device: &DeviceProfile, row: &PdRow, p: u32, 
         routing: plan.sim.routing,
         run: RunParams {
             concurrency: 0,
-            num_requests: plan.sim.num_requests.unwrap_or(DEFAULT_VERIFY_REQUESTS),
+            num_requests: requests,
             max_concurrency: plan.sim.max_concurrency,
             ttft_limit_ms: ttft_limit,
             tpot_limit_ms: tpot_limit,
@@ -130,6 +142,11 @@ pub fn verify(plan: &Plan, device: &DeviceProfile, row: &PdRow, split: Option<(u
         }
         splits.sort_by(|a, b| b.good_qps.total_cmp(&a.good_qps).then(a.prefill_instances.cmp(&b.prefill_instances)));
     }
+    let sustainable_rate = match &simulated {
+        Ok(s) if s.slo_met => Some(rate),
+        Ok(_) => sustainable(plan, device, row, p, d, rate),
+        Err(_) => None,
+    };
     PdVerification {
         prefill_instances: p,
         decode_instances: d,
@@ -138,8 +155,31 @@ pub fn verify(plan: &Plan, device: &DeviceProfile, row: &PdRow, split: Option<(u
         planned_tpot_ms: row.tpot_ms,
         planned_qps: rate,
         simulated,
+        sustainable_rate,
         splits,
     }
+}
+
+/// Bisections of the arrival rate when looking for the highest rate that holds the SLO, and
+/// the requests each of those runs simulates.
+const RATE_BISECTIONS: u32 = 5;
+const RATE_SEARCH_REQUESTS: u64 = 250;
+
+/// The highest Poisson rate (to 1/32 of the balanced rate) at which the split still meets the
+/// SLO; `None` when even 1/32 of it fails.
+fn sustainable(plan: &Plan, device: &DeviceProfile, row: &PdRow, p: u32, d: u32, rate: f64) -> Option<f64> {
+    let n = plan.sim.num_requests.unwrap_or(DEFAULT_VERIFY_REQUESTS).min(RATE_SEARCH_REQUESTS);
+    let ok = |r: f64| simulate_split_n(plan, device, row, p, d, r, n).is_ok_and(|s| s.slo_met);
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    for _ in 0..RATE_BISECTIONS {
+        let mid = (lo + hi) / 2.0;
+        if ok(rate * mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo > 0.0).then_some(rate * lo)
 }
 
 /// Without a device budget: the smallest (P, D) whose ratio is within 10 % of D QPS / P QPS

@@ -2,5 +2,6 @@
 //! `validation` (every rejected command line) and `modes` (every mode and output).
 
 mod modes;
+mod scenarios;
 mod util;
 mod validation;

@@ -355,8 +355,7 @@ fn engine_invalid() {
     usage_error(&a, &["--engine", "bogus", "analytic", "sim", "compare"]);
 }
 
-/// Update this test when the simulator lands.
-#[test]
+/// Simulator-only flags are refused with the analytic engine.
 #[test]
 fn engine_sim_rejects_simulator_flags_with_the_analytic_engine() {
     let a = [MODEL8, LENGTHS, &["--tpot-limits", "50", "--tp-sizes", "8", "--engine", "analytic", "--arrival", "burst"]].concat();

@@ -1,0 +1,127 @@
+//! Every scenario under `scenarios/` runs and is compared with its `insta` snapshot: a digest
+//! of the report (best rows per phase with latencies, P/D plans and their simulated
+//! verification, chunk-budget studies), numbers rounded to 2 decimals. A behaviour change
+//! shows up as a snapshot diff to review with `cargo insta review`.
+
+use clap::Parser;
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+use throughput_optimizer::cli::{self, Command, RawArgs};
+use throughput_optimizer::report::Report;
+
+fn scenario_files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut v: Vec<PathBuf> =
+        std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "yaml")).collect();
+    v.sort();
+    v
+}
+
+fn run(path: &Path) -> (cli::Plan, Report) {
+    let raw = RawArgs::try_parse_from(["throughput-optimizer", "--scenario", path.to_str().unwrap(), "--quiet"]).unwrap();
+    match cli::build(raw).unwrap_or_else(|e| panic!("{}: {}", path.display(), e.message)) {
+        Command::Run(plan) => {
+            let report = throughput_optimizer::search::run(&plan);
+            (*plan, report)
+        }
+        _ => panic!("{} is not a run", path.display()),
+    }
+}
+
+/// Round every float to 2 decimals so the digest is readable and stable.
+fn rounded(v: Value) -> Value {
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            let x = n.as_f64().unwrap();
+            json!((x * 100.0).round() / 100.0)
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(rounded).collect()),
+        Value::Object(o) => Value::Object(o.into_iter().map(|(k, v)| (k, rounded(v))).collect()),
+        other => other,
+    }
+}
+
+fn row_digest(r: &throughput_optimizer::report::Row) -> Value {
+    let mut m = Map::new();
+    m.insert("parallel".into(), json!(r.parallel));
+    m.insert("batch_size".into(), json!(r.batch_size));
+    m.insert("concurrency".into(), json!(r.concurrency));
+    m.insert("throughput".into(), json!(r.throughput));
+    m.insert("ttft_ms".into(), json!(r.ttft_ms));
+    m.insert("tpot_ms".into(), json!(r.tpot_ms));
+    if let Some(s) = &r.sim {
+        m.insert("ttft_p99_ms".into(), json!(s.latency.ttft.p99));
+        m.insert("tpot_p99_ms".into(), json!(s.latency.tpot_inter_token.p99));
+        m.insert("itl_p99_ms".into(), json!(s.latency.itl.p99));
+        m.insert("kv_mean_use".into(), json!(s.kv_utilization));
+        m.insert("measured_requests".into(), json!(s.measured_requests));
+        m.insert("preemptions".into(), json!(s.preemptions));
+    }
+    if let Some(a) = &r.analytic {
+        m.insert("analytic".into(), json!({"ttft_ms": a.ttft_ms, "tpot_ms": a.tpot_ms, "throughput": a.throughput}));
+    }
+    Value::Object(m)
+}
+
+fn digest(name: &str, report: &Report) -> Value {
+    let devices: Vec<Value> = report
+        .devices
+        .iter()
+        .map(|d| {
+            let phases: Vec<Value> = d
+                .phases
+                .iter()
+                .map(|p| {
+                    json!({
+                        "phase": p.phase,
+                        "probes": p.rows.len(),
+                        "feasible_probes": p.rows.iter().filter(|r| r.feasible()).count(),
+                        "best": p.best.iter().take(4).map(row_digest).collect::<Vec<_>>(),
+                        "failures": p.failures,
+                        "sweeps": p.sweeps,
+                    })
+                })
+                .collect();
+            let pd = d.pd_ratio.as_ref().map(|pd| {
+                json!({
+                    "rows": pd.rows.iter().take(3).map(|r| json!({
+                        "pd_ratio": r.pd_ratio, "balanced_qps": r.balanced_qps, "p_parallel": r.p_parallel,
+                        "d_parallel": r.d_parallel, "ttft_ms": r.ttft_ms, "tpot_ms": r.tpot_ms,
+                    })).collect::<Vec<_>>(),
+                    "split": pd.split,
+                    "verification": pd.verification,
+                })
+            });
+            json!({"device": d.device, "phases": phases, "pd_ratio": pd})
+        })
+        .collect();
+    rounded(json!({"scenario": name, "engine": report.engine, "devices": devices}))
+}
+
+#[test]
+fn every_scenario_matches_its_snapshot() {
+    let files = scenario_files();
+    assert!(files.len() >= 8, "expected the scenario suite, found {}", files.len());
+    for f in files {
+        let name = f.file_stem().unwrap().to_string_lossy().to_string();
+        let (_, report) = run(&f);
+        insta::assert_yaml_snapshot!(name.clone(), digest(&name, &report));
+    }
+}
+
+#[test]
+fn every_scenario_has_a_snapshot() {
+    let snaps = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/snapshots");
+    for f in scenario_files() {
+        let stem = f.file_stem().unwrap().to_string_lossy().to_string();
+        let snap = snaps.join(format!("it__scenarios__{stem}.snap"));
+        assert!(snap.is_file(), "scenario {} has no snapshot {}; run `cargo insta review`", f.display(), snap.display());
+    }
+}
+
+#[test]
+fn the_analytic_headline_table_is_stable() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/analytic-headline.yaml");
+    let (plan, report) = run(&f);
+    insta::assert_snapshot!("analytic-headline-table", throughput_optimizer::report::table::render(&plan, &report));
+}
