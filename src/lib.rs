@@ -11,6 +11,7 @@ pub mod analytic;
 pub mod cli;
 pub mod cost;
 pub mod hardware;
+pub mod interactive;
 pub mod model;
 pub mod quant;
 pub mod report;

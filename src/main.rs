@@ -24,8 +24,60 @@ fn main() -> ExitCode {
     }
 }
 
+/// A progress bar on stderr that appears only when stderr is a terminal and the search has run
+/// for more than a second.
+struct Bar {
+    bar: indicatif::ProgressBar,
+    started: std::time::Instant,
+    shown: std::sync::atomic::AtomicBool,
+    enabled: bool,
+}
+
+impl Bar {
+    fn new(quiet: bool) -> Self {
+        use std::io::IsTerminal;
+        let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::hidden());
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} searching {pos}/{len} candidates [{elapsed}] {wide_bar}") {
+            bar.set_style(style);
+        }
+        Bar { bar, started: std::time::Instant::now(), shown: false.into(), enabled: !quiet && std::io::stderr().is_terminal() }
+    }
+
+    fn update(&self, done: u64, total: u64) {
+        if !self.enabled {
+            return;
+        }
+        self.bar.set_length(total);
+        self.bar.set_position(done);
+        if self.started.elapsed().as_secs_f64() > 1.0 && !self.shown.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            self.bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        }
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+fn interactive(raw: RawArgs) -> Result<(), PlanError> {
+    let argv: Vec<String> = std::env::args().collect();
+    let stdin = std::io::stdin();
+    let mut p = throughput_optimizer::interactive::Prompter::new(stdin.lock(), std::io::stdout());
+    if let Some((plan, report)) = throughput_optimizer::interactive::run_session(&mut p, &raw, &argv)? {
+        let text = throughput_optimizer::report::render(&plan, &report).map_err(|m| PlanError { usage: false, message: m })?;
+        // The summary closes with the disclaimer; do not print it twice.
+        let text = text.trim_end().strip_suffix(throughput_optimizer::report::DISCLAIMER).unwrap_or(&text).trim_end();
+        println!("{text}");
+        print!("{}", throughput_optimizer::interactive::summarise(&plan, &report));
+    }
+    Ok(())
+}
+
 fn run(raw: RawArgs) -> Result<(), PlanError> {
     let runtime = |m: String| PlanError { usage: false, message: m };
+    if raw.interactive {
+        return interactive(raw);
+    }
     match cli::build(raw)? {
         Command::ListDevices(reg) => {
             print!("{}", throughput_optimizer::report::table::device_list(&reg));
@@ -47,7 +99,9 @@ fn run(raw: RawArgs) -> Result<(), PlanError> {
                 }
             }
             let started = std::time::Instant::now();
-            let report = throughput_optimizer::search::run(&plan);
+            let bar = Bar::new(plan.output.quiet);
+            let report = throughput_optimizer::search::run_with_progress(&plan, &|d, t| bar.update(d, t));
+            bar.finish();
             let text = throughput_optimizer::report::render(&plan, &report).map_err(runtime)?;
             match &plan.output.file {
                 Some(path) => {

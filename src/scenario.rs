@@ -14,7 +14,7 @@ use std::path::Path;
 /// Keys that describe a scenario rather than a flag.
 const META: [&str; 3] = ["name", "description", "model"];
 /// Flags a scenario may not set (they are actions, not parts of a run).
-const FORBIDDEN: [&str; 7] = ["scenario", "list_devices", "list_models", "show_model", "help", "version", "model_id"];
+const FORBIDDEN: [&str; 8] = ["scenario", "list_devices", "list_models", "show_model", "help", "version", "model_id", "interactive"];
 
 fn err(path: &str, msg: String) -> PlanError {
     PlanError { usage: true, message: format!("--scenario {path}: {msg}") }

@@ -362,6 +362,10 @@ pub struct RawArgs {
     /// List the built-in models and exit.
     #[arg(long, help_heading = "Output")]
     pub list_models: bool,
+    /// Guided mode: ask for whatever the command line leaves out, show the equivalent command,
+    /// confirm, run and summarise. Reads answers from stdin (a pipe works too).
+    #[arg(long, help_heading = "Output")]
+    pub interactive: bool,
     /// Print MODEL_ID's architecture in the catalog's YAML format and exit (how to add a model).
     #[arg(long, help_heading = "Output")]
     pub show_model: bool,

@@ -141,14 +141,59 @@ pub fn search_candidate(engine: &dyn Engine, ctx: &CandidateCtx) -> (Vec<Row>, O
     (Vec::new(), last_failure)
 }
 
+/// Called after each candidate with (candidates done, candidates in the run).
+pub type ProgressFn<'a> = &'a (dyn Fn(u64, u64) + Sync);
+
+/// Progress of a run, shared by the worker threads.
+struct Progress<'a> {
+    done: std::sync::atomic::AtomicU64,
+    total: u64,
+    report: ProgressFn<'a>,
+}
+
+impl Progress<'_> {
+    fn tick(&self) {
+        let d = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        (self.report)(d.min(self.total), self.total);
+    }
+}
+
+/// Candidates a plan will search (the progress total).
+fn count_candidates(plan: &Plan) -> u64 {
+    let phases: Vec<(u32, Phase)> = match &plan.mode {
+        Mode::Aggregation => vec![(plan.num_devices, Phase::Aggregated)],
+        Mode::Disaggregation { prefill, decode } => {
+            let mut v = Vec::new();
+            if *prefill {
+                v.push((plan.num_devices, Phase::Prefill));
+            }
+            if *decode {
+                v.push((plan.num_devices, Phase::Decode));
+            }
+            v
+        }
+        Mode::PdRatio { prefill_devices, decode_devices, .. } => vec![(*prefill_devices, Phase::Prefill), (*decode_devices, Phase::Decode)],
+    };
+    let per_device: u64 = phases.iter().map(|(n, ph)| candidates::enumerate(plan, *n, *ph).0.len() as u64).sum();
+    per_device * plan.devices.len() as u64
+}
+
 /// Search every candidate of one phase on one device, in parallel, results in candidate order.
 pub fn search_phase(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, n: u32, phase: Phase) -> PhaseResult {
+    let quiet = |_: u64, _: u64| {};
+    let p = Progress { done: 0.into(), total: 1, report: &quiet };
+    search_phase_with(plan, engine, device, n, phase, &p)
+}
+
+fn search_phase_with(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, n: u32, phase: Phase, progress: &Progress) -> PhaseResult {
     let (cands, skipped) = candidates::enumerate(plan, n, phase);
     let results: Vec<(Vec<Row>, Option<String>)> = cands
         .par_iter()
         .map(|c| {
             let ctx = CandidateCtx::new(plan, device, *c, phase);
-            search_candidate(engine, &ctx)
+            let r = search_candidate(engine, &ctx);
+            progress.tick();
+            r
         })
         .collect();
     let mut rows = Vec::new();
@@ -178,7 +223,10 @@ pub fn phase_limits(plan: &Plan, phase: Phase) -> (f64, f64) {
     }
 }
 
-fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile) -> DeviceResult {
+fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress: &Progress) -> DeviceResult {
+    let search_phase = |plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, n: u32, phase: Phase| {
+        search_phase_with(plan, engine, device, n, phase, progress)
+    };
     let mut phases = Vec::new();
     let mut pd_ratio = None;
     match &plan.mode {
@@ -246,6 +294,12 @@ fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile) -> Devic
 /// Run the whole plan. Device profiles run one after another; candidates within a phase run
 /// on `--jobs` threads.
 pub fn run(plan: &Plan) -> Report {
+    run_with_progress(plan, &|_, _| {})
+}
+
+/// [`run`], reporting progress after each candidate.
+pub fn run_with_progress(plan: &Plan, report: ProgressFn) -> Report {
+    let progress = Progress { done: 0.into(), total: count_candidates(plan).max(1), report };
     let engine: Box<dyn Engine> = match plan.engine {
         EngineKind::Analytic => Box::new(crate::analytic::AnalyticEngine),
         EngineKind::Sim => Box::new(crate::sim::SimEngine),
@@ -253,8 +307,8 @@ pub fn run(plan: &Plan) -> Report {
     };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(plan.jobs).build();
     let devices: Vec<DeviceResult> = match pool {
-        Ok(pool) => pool.install(|| plan.devices.iter().map(|d| run_device(plan, engine.as_ref(), d)).collect()),
-        Err(_) => plan.devices.iter().map(|d| run_device(plan, engine.as_ref(), d)).collect(),
+        Ok(pool) => pool.install(|| plan.devices.iter().map(|d| run_device(plan, engine.as_ref(), d, &progress)).collect()),
+        Err(_) => plan.devices.iter().map(|d| run_device(plan, engine.as_ref(), d, &progress)).collect(),
     };
     Report {
         schema_version: 1,

@@ -1,0 +1,576 @@
+//! The guided mode (`--interactive`): ask only for what the command line left out, in the
+//! order of the planning workflow (core inputs, deployment mode, SLO, then MoE search space,
+//! prefix cache, MTP, image size and quantization — offered, never applied silently), show the
+//! equivalent command with a parameter summary and validation warnings, ask for confirmation,
+//! run, and summarise the result with the disclaimer.
+//!
+//! It reads answers from any `BufRead` and writes to any `Write`, so a session can be scripted
+//! (answers piped on stdin) and tested without a terminal. It only ever runs when asked.
+
+use crate::cli::{self, Command, Mode, Plan, PlanError, RawArgs};
+use crate::model;
+use crate::report::{Report, DISCLAIMER};
+use clap::Parser;
+use std::io::{BufRead, Write};
+
+/// Attempts at one question before the session gives up.
+const MAX_ATTEMPTS: u32 = 3;
+
+fn usage(message: impl Into<String>) -> PlanError {
+    PlanError { usage: true, message: message.into() }
+}
+
+/// A question-and-answer channel.
+pub struct Prompter<R: BufRead, W: Write> {
+    input: R,
+    out: W,
+}
+
+impl<R: BufRead, W: Write> Prompter<R, W> {
+    pub fn new(input: R, out: W) -> Self {
+        Prompter { input, out }
+    }
+
+    pub fn say(&mut self, text: &str) {
+        let _ = writeln!(self.out, "{text}");
+    }
+
+    fn read_line(&mut self) -> Result<String, PlanError> {
+        let mut line = String::new();
+        match self.input.read_line(&mut line) {
+            Ok(0) => Err(usage("--interactive: the input ended before the session was complete")),
+            Ok(_) => Ok(line.trim().to_string()),
+            Err(e) => Err(PlanError { usage: false, message: format!("--interactive: cannot read the answer: {e}") }),
+        }
+    }
+
+    /// Ask until `parse` accepts the answer; an empty answer takes `default` when there is one.
+    pub fn ask<T>(&mut self, question: &str, default: Option<&str>, parse: impl Fn(&str) -> Result<T, String>) -> Result<T, PlanError> {
+        for _ in 0..MAX_ATTEMPTS {
+            match default {
+                Some(d) => {
+                    let _ = write!(self.out, "{question} [{d}]: ");
+                }
+                None => {
+                    let _ = write!(self.out, "{question}: ");
+                }
+            }
+            let _ = self.out.flush();
+            let mut answer = self.read_line()?;
+            let _ = writeln!(self.out);
+            if answer.is_empty() {
+                if let Some(d) = default {
+                    answer = d.to_string();
+                }
+            }
+            match parse(&answer) {
+                Ok(v) => return Ok(v),
+                Err(e) => self.say(&format!("  {e}")),
+            }
+        }
+        Err(usage(format!("--interactive: no valid answer to \"{question}\" after {MAX_ATTEMPTS} attempts")))
+    }
+
+    pub fn yes_no(&mut self, question: &str, default: bool) -> Result<bool, PlanError> {
+        self.ask(question, Some(if default { "y" } else { "n" }), |a| match a.to_lowercase().as_str() {
+            "y" | "yes" | "是" | "是的" => Ok(true),
+            "n" | "no" | "否" | "不" => Ok(false),
+            _ => Err("answer y or n".into()),
+        })
+    }
+}
+
+fn positive(a: &str) -> Result<u32, String> {
+    match a.parse::<u32>() {
+        Ok(v) if v > 0 => Ok(v),
+        _ => Err(format!("`{a}` is not a positive whole number")),
+    }
+}
+
+fn limit(a: &str) -> Result<f64, String> {
+    match a.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("`{a}` is not a positive number of milliseconds")),
+    }
+}
+
+/// What the user said about the deployment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModeAnswer {
+    Aggregation,
+    /// PD分离 without saying which kind yet.
+    Disaggregated,
+    Ratio,
+}
+
+/// Map the workflow's domain terms to a mode: PD混部 / PD聚合 / 聚合部署 → aggregation,
+/// PD分离 → disaggregated (phase capability or ratio planning, asked next), PD ratio /
+/// P/D配比 / 实例配比 → ratio planning.
+pub fn parse_mode(a: &str) -> Result<ModeAnswer, String> {
+    let n = a.trim().to_lowercase().replace([' ', '-', '_'], "");
+    match n.as_str() {
+        "1" | "aggregation" | "aggregated" | "pdmixed" | "mixed" | "pd混部" | "pd聚合" | "聚合部署" | "混部" | "聚合" => Ok(ModeAnswer::Aggregation),
+        "2" | "disaggregation" | "disaggregated" | "disagg" | "pd分离" | "分离" => Ok(ModeAnswer::Disaggregated),
+        "3" | "ratio" | "pdratio" | "p/dratio" | "p/d配比" | "pd配比" | "实例配比" | "配比" => Ok(ModeAnswer::Ratio),
+        _ => Err(format!(
+            "`{a}` is not a deployment mode: answer 1 (PD混部 / PD聚合 / 聚合部署: aggregation), 2 (PD分离: disaggregation) or 3 (PD ratio / P/D配比: instance ratio planning)"
+        )),
+    }
+}
+
+/// A value in the summary, and where it came from.
+struct Param {
+    name: &'static str,
+    value: String,
+    source: &'static str,
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Ask for what `raw` leaves out; returns the complete argv (without `--interactive`).
+pub fn complete_args<R: BufRead, W: Write>(
+    p: &mut Prompter<R, W>,
+    raw: &RawArgs,
+    argv: &[String],
+) -> Result<(Vec<String>, Vec<String>), PlanError> {
+    let mut args: Vec<String> = argv.iter().filter(|a| *a != "--interactive").cloned().collect();
+    let mut summary: Vec<Param> = Vec::new();
+    let push = |args: &mut Vec<String>, flag: &str, vals: Vec<String>| {
+        args.push(flag.to_string());
+        args.extend(vals);
+    };
+    p.say("Guided throughput planning. Press Enter to take the value in brackets.");
+
+    // ---- core inputs ----
+    let model_id = match raw.model_id.clone().or(raw.model_id_flag.clone()) {
+        Some(m) => {
+            summary.push(Param { name: "model", value: m.clone(), source: "command line" });
+            m
+        }
+        None => {
+            let m: String = p.ask("Model (a catalog id such as Qwen/Qwen3-32B, or a path to a config.json)", None, |a| {
+                model::resolve_model(a).map(|_| a.to_string()).map_err(|e| e.to_string())
+            })?;
+            args.insert(1, m.clone());
+            summary.push(Param { name: "model", value: m.clone(), source: "user-provided" });
+            m
+        }
+    };
+    let (arch, _) = model::resolve_model(&model_id).map_err(|e| usage(e.to_string()))?;
+    if raw.device.is_empty() {
+        let names = crate::hardware::DeviceRegistry::builtin().names().iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let devs: Vec<String> =
+            p.ask("Device profile(s), space-separated (several = cross-hardware comparison)", Some("TEST_DEVICE"), |a| {
+                let v: Vec<String> = a.split_whitespace().map(str::to_string).collect();
+                let reg = crate::hardware::DeviceRegistry::builtin();
+                for d in &v {
+                    reg.get(d).map_err(|e| e.to_string())?;
+                }
+                if v.is_empty() {
+                    return Err(format!("name at least one of {}", names.join(", ")));
+                }
+                Ok(v)
+            })?;
+        summary.push(Param { name: "devices", value: devs.join(" "), source: "user-provided" });
+        push(&mut args, "--device", devs);
+    } else {
+        summary.push(Param { name: "devices", value: raw.device.join(" "), source: "command line" });
+    }
+    let mode = if raw.enable_optimize_prefill_decode_ratio {
+        ModeAnswer::Ratio
+    } else if raw.disagg {
+        ModeAnswer::Disaggregated
+    } else {
+        p.say("Deployment mode: 1) PD混部 / PD聚合 / 聚合部署 (aggregation: prefill and decode on the same instances)");
+        p.say("                 2) PD分离 (disaggregated prefill and decode)");
+        p.say("                 3) PD ratio / P/D配比 (plan the prefill/decode instance ratio)");
+        p.ask("Mode", Some("1"), parse_mode)?
+    };
+    // PD分离 is either phase capability evaluation or ratio planning.
+    let mode = if mode == ModeAnswer::Disaggregated && !raw.disagg {
+        p.say("PD分离: 1) evaluate the prefill and decode phases separately (--disagg)");
+        p.say("        2) give devices per P and D instance and compute the matched ratio");
+        let k = p.ask("Which", Some("1"), |a| match a {
+            "1" => Ok(ModeAnswer::Disaggregated),
+            "2" => Ok(ModeAnswer::Ratio),
+            _ => Err("answer 1 or 2".into()),
+        })?;
+        if k == ModeAnswer::Disaggregated {
+            args.push("--disagg".into());
+        }
+        k
+    } else {
+        mode
+    };
+    if mode == ModeAnswer::Ratio && !raw.enable_optimize_prefill_decode_ratio {
+        args.push("--enable-optimize-prefill-decode-ratio".into());
+    }
+    if mode == ModeAnswer::Ratio {
+        if raw.prefill_devices_per_instance.is_none() {
+            let v = p.ask("Devices per prefill instance", None, positive)?;
+            push(&mut args, "--prefill-devices-per-instance", vec![v.to_string()]);
+        }
+        if raw.decode_devices_per_instance.is_none() {
+            let v = p.ask("Devices per decode instance", None, positive)?;
+            push(&mut args, "--decode-devices-per-instance", vec![v.to_string()]);
+        }
+        if raw.num_devices.is_none() {
+            let v: Option<u32> = p.ask("Total devices to split into P and D instances (Enter to skip)", Some("skip"), |a| {
+                if a == "skip" {
+                    Ok(None)
+                } else {
+                    positive(a).map(Some)
+                }
+            })?;
+            if let Some(v) = v {
+                push(&mut args, "--num-devices", vec![v.to_string()]);
+            }
+        }
+    } else if raw.num_devices.is_none() {
+        let v = p.ask("Total number of devices (the same count applies to every device profile)", Some("8"), positive)?;
+        summary.push(Param { name: "num_devices", value: v.to_string(), source: "user-provided" });
+        push(&mut args, "--num-devices", vec![v.to_string()]);
+    }
+    if raw.input_length.is_none() && raw.length_distribution.is_none() {
+        let v: String = p.ask("Input (prompt) length in tokens, or a length-distribution YAML file", None, |a| {
+            if a.parse::<u64>().is_ok_and(|v| v > 0) || std::path::Path::new(a).is_file() {
+                Ok(a.to_string())
+            } else {
+                Err(format!("`{a}` is neither a positive number of tokens nor an existing file"))
+            }
+        })?;
+        summary.push(Param { name: "input_length", value: v.clone(), source: "user-provided" });
+        push(&mut args, "--input-length", vec![v]);
+    }
+    if raw.output_length.is_none() {
+        let v = p.ask("Output length in tokens", None, positive)?;
+        summary.push(Param { name: "output_length", value: v.to_string(), source: "user-provided" });
+        push(&mut args, "--output-length", vec![v.to_string()]);
+    }
+
+    // ---- SLO ----
+    if raw.ttft_limits.is_none() && raw.tpot_limits.is_none() {
+        let (want_ttft, want_tpot) = match mode {
+            ModeAnswer::Disaggregated => {
+                let k = p.ask("Run which phases: 1) prefill only (TTFT), 2) decode only (TPOT), 3) both", Some("3"), |a| match a {
+                    "1" => Ok((true, false)),
+                    "2" => Ok((false, true)),
+                    "3" => Ok((true, true)),
+                    _ => Err("answer 1, 2 or 3".into()),
+                })?;
+                if k.0 && k.1 {
+                    p.say("  Both limits given: the prefill and the decode searches run separately.");
+                }
+                k
+            }
+            ModeAnswer::Ratio => (true, true),
+            ModeAnswer::Aggregation => p.ask("SLO target: 1) TTFT, 2) TPOT, 3) both", Some("2"), |a| match a {
+                "1" => Ok((true, false)),
+                "2" => Ok((false, true)),
+                "3" => Ok((true, true)),
+                _ => Err("answer 1, 2 or 3".into()),
+            })?,
+        };
+        if want_ttft {
+            let v = p.ask("TTFT limit in ms", None, limit)?;
+            summary.push(Param { name: "ttft_limit_ms", value: v.to_string(), source: "user-provided" });
+            push(&mut args, "--ttft-limits", vec![v.to_string()]);
+        }
+        if want_tpot {
+            let v = p.ask("TPOT limit in ms", None, limit)?;
+            summary.push(Param { name: "tpot_limit_ms", value: v.to_string(), source: "user-provided" });
+            push(&mut args, "--tpot-limits", vec![v.to_string()]);
+        }
+    }
+
+    // ---- search space for MoE ----
+    if arch.is_moe() && raw.ep_sizes.is_none() && raw.moe_dp_sizes.is_none() && raw.tp_sizes.is_none() {
+        let all = p.ask("MoE model: search 1) TP only (recommended for a first run) or 2) TP, EP and MoE-DP", Some("1"), |a| match a {
+            "1" => Ok(false),
+            "2" => Ok(true),
+            _ => Err("answer 1 or 2".into()),
+        })?;
+        if all {
+            for f in ["--tp-sizes", "--ep-sizes", "--moe-dp-sizes"] {
+                args.push(f.into());
+            }
+            summary.push(Param { name: "search", value: "TP x EP x MoE-DP (powers of two)".into(), source: "user-provided" });
+        } else {
+            summary.push(Param { name: "search", value: "TP only (powers of two)".into(), source: "explicit heuristic: narrow first run" });
+        }
+    }
+
+    // ---- prefix cache, MTP, images ----
+    if raw.prefix_cache_hit_rate.is_none() && p.yes_no("Is prefix caching enabled?", false)? {
+        let v: f64 = p.ask("Prefix cache hit rate in [0, 1)", None, |a| match a.parse::<f64>() {
+            Ok(v) if (0.0..1.0).contains(&v) => Ok(v),
+            _ => Err(format!("`{a}` is not in the valid range [0, 1)")),
+        })?;
+        summary.push(Param { name: "prefix_cache_hit_rate", value: v.to_string(), source: "user-provided" });
+        push(&mut args, "--prefix-cache-hit-rate", vec![v.to_string()]);
+    }
+    if raw.num_mtp_tokens.is_none() && arch.mtp.is_some() && p.yes_no(&format!("{} ships MTP layers. Is MTP enabled?", arch.id), false)? {
+        let k = p.ask("Draft tokens per step (1-5)", Some("1"), |a| match a.parse::<u32>() {
+            Ok(v) if (1..=5).contains(&v) => Ok(v),
+            _ => Err("answer a number from 1 to 5".into()),
+        })?;
+        push(&mut args, "--num-mtp-tokens", vec![k.to_string()]);
+        let rates: Vec<String> = p.ask("Acceptance rate of each draft position", Some("0.9 0.6 0.4 0.2"), |a| {
+            let v: Result<Vec<f64>, _> = a.split_whitespace().map(str::parse::<f64>).collect();
+            match v {
+                Ok(v) if !v.is_empty() && v.iter().all(|r| (0.0..=1.0).contains(r)) => Ok(v.iter().map(|r| r.to_string()).collect()),
+                _ => Err("give rates in [0, 1], space-separated".into()),
+            }
+        })?;
+        summary.push(Param {
+            name: "mtp",
+            value: format!("{k} drafts, acceptance {}", rates.join(" ")),
+            source: "user-provided (default rates are a heuristic)",
+        });
+        push(&mut args, "--mtp-acceptance-rates", rates);
+    }
+    if arch.vision.is_some() && raw.image_height.is_none() && raw.image_width.is_none() {
+        let hw: Option<(u32, u32)> =
+            p.ask("Vision model: image size as HEIGHTxWIDTH pixels (Enter for text-only requests)", Some("none"), |a| {
+                if a == "none" {
+                    return Ok(None);
+                }
+                let (h, w) = a.split_once(['x', 'X']).ok_or("write HEIGHTxWIDTH, e.g. 1080x1920")?;
+                Ok(Some((positive(h.trim())?, positive(w.trim())?)))
+            })?;
+        if let Some((h, w)) = hw {
+            push(&mut args, "--image-height", vec![h.to_string()]);
+            push(&mut args, "--image-width", vec![w.to_string()]);
+        }
+    }
+
+    // ---- quantization: offered, not applied silently ----
+    if raw.quantize_linear_action.is_none() && raw.quantize_attention_action.is_none() {
+        if p.yes_no("Use the recommended quantization (linear W8A8_DYNAMIC, attention/KV DISABLED)?", true)? {
+            push(&mut args, "--quantize-linear-action", vec!["W8A8_DYNAMIC".into()]);
+            push(&mut args, "--quantize-attention-action", vec!["DISABLED".into()]);
+            summary.push(Param { name: "quantization", value: "W8A8_DYNAMIC / DISABLED".into(), source: "recommended default, confirmed" });
+        } else {
+            use crate::quant::{KvQuant, LinearQuant, NamedEnum};
+            let lin = p.ask(&format!("Linear quantization ({})", LinearQuant::choices()), None, LinearQuant::parse_named)?;
+            let kv = p.ask(&format!("Attention/KV quantization ({})", KvQuant::choices()), None, KvQuant::parse_named)?;
+            push(&mut args, "--quantize-linear-action", vec![lin.to_string()]);
+            push(&mut args, "--quantize-attention-action", vec![kv.to_string()]);
+            if lin == LinearQuant::Mxfp4 {
+                let g = p.ask("MXFP4 group size", Some("32"), positive)?;
+                push(&mut args, "--mxfp4-group-size", vec![g.to_string()]);
+            }
+            summary.push(Param { name: "quantization", value: format!("{lin} / {kv}"), source: "user-provided" });
+        }
+    }
+    if !raw.compile && p.yes_no("Price the compiled operator graph (--compile, recommended)?", true)? {
+        args.push("--compile".into());
+    }
+    let lines = summary.iter().map(|s| format!("  {:<22} {:<40} ({})", s.name, s.value, s.source)).collect();
+    Ok((args, lines))
+}
+
+/// A short summary of a finished run, as the planning workflow asks for.
+pub fn summarise(plan: &Plan, report: &Report) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::from("\nSummary\n");
+    let mode = match &plan.mode {
+        Mode::Aggregation => "aggregation (PD mixed)",
+        Mode::Disaggregation { .. } => "disaggregation (phases evaluated separately)",
+        Mode::PdRatio { .. } => "P/D ratio planning",
+    };
+    let _ = writeln!(s, "  mode: {mode}; engine: {}", report.engine);
+    for d in &report.devices {
+        if let Some(pd) = &d.pd_ratio {
+            match pd.rows.first() {
+                Some(r) => {
+                    let _ = writeln!(
+                        s,
+                        "  {}: PD ratio {:.2}, balanced {:.3} req/s; P {} (batch {}, TTFT {:.2} ms), D {} (batch {}, TPOT {:.2} ms)",
+                        d.device,
+                        r.pd_ratio,
+                        r.balanced_qps,
+                        r.p_parallel,
+                        r.p_batch_size,
+                        r.ttft_ms,
+                        r.d_parallel,
+                        r.d_batch_size,
+                        r.tpot_ms
+                    );
+                    if let Some(sp) = pd.split {
+                        let _ = writeln!(s, "    split: {} P instance(s), {} D instance(s)", sp.prefill_instances, sp.decode_instances);
+                    }
+                    if let Some(Ok(v)) = pd.verification.as_ref().map(|v| &v.simulated) {
+                        let _ = writeln!(s, "    simulated: SLO {}", if v.slo_met { "met" } else { "NOT met" });
+                    }
+                }
+                None => {
+                    let _ = writeln!(s, "  {}: no P/D pairing meets the limits", d.device);
+                }
+            }
+            continue;
+        }
+        for p in &d.phases {
+            match p.best.first() {
+                Some(b) => {
+                    let _ = writeln!(
+                        s,
+                        "  {} {:?}: best {} — batch {}, concurrency {}, {:.2} tokens/s, TTFT {}, TPOT {}",
+                        d.device,
+                        p.phase,
+                        b.parallel,
+                        b.batch_size,
+                        b.concurrency,
+                        b.throughput,
+                        b.ttft_ms.map_or("-".into(), |v| format!("{v:.2} ms")),
+                        b.tpot_ms.map_or("-".into(), |v| format!("{v:.2} ms"))
+                    );
+                    for (i, r) in p.best.iter().enumerate().skip(1).take(2) {
+                        let _ = writeln!(s, "    #{}: {} — {:.2} tokens/s", i + 1, r.parallel, r.throughput);
+                    }
+                }
+                None => {
+                    let _ = writeln!(s, "  {} {:?}: no configuration satisfies the limits", d.device, p.phase);
+                }
+            }
+        }
+    }
+    let _ = writeln!(s, "\n{DISCLAIMER}");
+    s
+}
+
+/// The whole guided session: complete the arguments, summarise, confirm, run.
+pub fn run_session<R: BufRead, W: Write>(
+    p: &mut Prompter<R, W>,
+    raw: &RawArgs,
+    argv: &[String],
+) -> Result<Option<(Plan, Report)>, PlanError> {
+    let (args, summary) = complete_args(p, raw, argv)?;
+    let command = std::iter::once("throughput-optimizer".to_string())
+        .chain(args.iter().skip(1).map(|a| shell_quote(a)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    p.say("\nEquivalent command:");
+    p.say(&format!("  {command}"));
+    p.say("Parameters:");
+    for l in &summary {
+        p.say(l);
+    }
+    let raw = RawArgs::try_parse_from(&args).map_err(|e| usage(e.to_string().lines().next().unwrap_or("").to_string()))?;
+    let plan = match cli::build(raw) {
+        Ok(Command::Run(plan)) => *plan,
+        Ok(_) => return Err(usage("--interactive runs a search; drop the listing flags")),
+        Err(e) => {
+            p.say("Validation failed:");
+            p.say(&format!("  {}", e.message));
+            return Err(e);
+        }
+    };
+    if plan.warnings.is_empty() {
+        p.say("Validation: no issues.");
+    } else {
+        p.say("Validation warnings:");
+        for w in &plan.warnings {
+            p.say(&format!("  - {w}"));
+        }
+    }
+    if !p.yes_no("Run it?", true)? {
+        p.say("Not run.");
+        return Ok(None);
+    }
+    let report = crate::search::run(&plan);
+    Ok(Some((plan, report)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn domain_terms_map_to_modes() {
+        for a in ["PD混部", "PD聚合", "聚合部署", "1", "aggregation"] {
+            assert_eq!(parse_mode(a).unwrap(), ModeAnswer::Aggregation, "{a}");
+        }
+        for a in ["PD分离", "disagg", "2"] {
+            assert_eq!(parse_mode(a).unwrap(), ModeAnswer::Disaggregated, "{a}");
+        }
+        for a in ["PD ratio", "P/D配比", "实例配比", "3"] {
+            assert_eq!(parse_mode(a).unwrap(), ModeAnswer::Ratio, "{a}");
+        }
+        assert!(parse_mode("hybrid").unwrap_err().contains("PD混部"));
+    }
+
+    #[test]
+    fn only_missing_inputs_are_asked() {
+        let raw = RawArgs::try_parse_from([
+            "t",
+            "Qwen/Qwen3-32B",
+            "--device",
+            "TEST_DEVICE",
+            "--num-devices",
+            "8",
+            "--input-length",
+            "3500",
+            "--output-length",
+            "1500",
+            "--tpot-limits",
+            "50",
+            "--compile",
+            "--engine",
+            "analytic",
+        ])
+        .unwrap();
+        let base: Vec<String> = [
+            "t",
+            "Qwen/Qwen3-32B",
+            "--device",
+            "TEST_DEVICE",
+            "--num-devices",
+            "8",
+            "--input-length",
+            "3500",
+            "--output-length",
+            "1500",
+            "--tpot-limits",
+            "50",
+            "--compile",
+            "--engine",
+            "analytic",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        // Remaining questions: mode, prefix cache, quantization.
+        let answers = "1\nn\ny\n";
+        let mut out = Vec::new();
+        let mut p = Prompter::new(answers.as_bytes(), &mut out);
+        let (args, _) = complete_args(&mut p, &raw, &base).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains("Model ("), "the model was given");
+        assert!(text.contains("Deployment mode"));
+        assert!(text.contains("recommended quantization"));
+        assert!(args.ends_with(&[
+            "--quantize-linear-action".into(),
+            "W8A8_DYNAMIC".into(),
+            "--quantize-attention-action".into(),
+            "DISABLED".into()
+        ]));
+    }
+
+    #[test]
+    fn invalid_answers_are_asked_again_then_give_up() {
+        let mut out = Vec::new();
+        let mut p = Prompter::new("zero\n-1\n0\n".as_bytes(), &mut out);
+        let e = p.ask("Output length in tokens", None, positive).unwrap_err();
+        assert!(e.usage && e.message.contains("after 3 attempts"), "{}", e.message);
+        let mut out = Vec::new();
+        let mut p = Prompter::new("".as_bytes(), &mut out);
+        assert!(p.ask("x", None, positive).unwrap_err().message.contains("input ended"));
+    }
+}
