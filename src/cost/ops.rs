@@ -251,7 +251,15 @@ impl Op {
         if x[self.gate] <= 0.0 {
             return OpTime::default();
         }
-        let x = &self.windowed(x);
+        // Only sliding-window attention clamps its features; everything else reads them as is.
+        let clamped;
+        let x = match self.window {
+            Some(_) => {
+                clamped = self.windowed(x);
+                &clamped
+            }
+            None => x,
+        };
         let mut t = match &self.kind {
             OpKind::Roofline { mma, gp, mem } => {
                 OpTime { cube: dot(mma, x), vector: dot(gp, x), memory: dot(mem, x), ..Default::default() }
