@@ -2,10 +2,10 @@
 //! second with 256 running sequences (docs/performance.md).
 
 use throughput_optimizer::cost::graph::build_both;
-use throughput_optimizer::cost::{CompileOptions, CostOptions, FixedCost, ParallelConfig, RooflineCost};
+use throughput_optimizer::cost::{CostOptions, FixedCost, ParallelConfig, RooflineCost};
 use throughput_optimizer::hardware::DeviceRegistry;
 use throughput_optimizer::model::catalog;
-use throughput_optimizer::quant::{KvQuant, LinearQuant, QuantConfig};
+use throughput_optimizer::quant::LinearQuant;
 use throughput_optimizer::sim::{simulate, DecodeMode, InstanceConfig, Role, RunParams, SimConfig};
 use throughput_optimizer::workload::arrival::{ArrivalProcess, RequestFactory};
 use throughput_optimizer::workload::Lengths;
@@ -49,16 +49,7 @@ fn roofline() -> RooflineCost {
     let reg = DeviceRegistry::builtin();
     let dev = reg.get("TEST_DEVICE").unwrap();
     let m = catalog::find("Qwen/Qwen3-32B").unwrap();
-    let opts = CostOptions {
-        quant: QuantConfig { linear: LinearQuant::W8A8Dynamic, non_expert: None, kv: KvQuant::Disabled, mxfp4_group_size: 32 },
-        compile: CompileOptions { enabled: true, ..Default::default() },
-        mtp_tokens: 0,
-        draft_layers: 0,
-        shared_expert_tp: false,
-        word_embedding_tp: None,
-        with_vision: false,
-        causal_attention: false,
-    };
+    let opts = CostOptions::basic(LinearQuant::W8A8Dynamic, true);
     build_both(&m, dev, &ParallelConfig::dense(8, 8), &opts).0
 }
 

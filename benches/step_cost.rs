@@ -2,26 +2,17 @@
 //! time must not grow with the number of sequences in the batch.
 
 use throughput_optimizer::cost::graph::build_both;
-use throughput_optimizer::cost::{BatchShape, CompileOptions, CostOptions, ParallelConfig, PhaseLoad, RooflineCost, StepCostModel};
+use throughput_optimizer::cost::{BatchShape, CostOptions, ParallelConfig, PhaseLoad, RooflineCost, StepCostModel};
 use throughput_optimizer::hardware::DeviceRegistry;
 use throughput_optimizer::model::catalog;
-use throughput_optimizer::quant::{KvQuant, LinearQuant, QuantConfig};
+use throughput_optimizer::quant::LinearQuant;
 
 fn main() {
     divan::main();
 }
 
 fn opts() -> CostOptions {
-    CostOptions {
-        quant: QuantConfig { linear: LinearQuant::W8A8Dynamic, non_expert: None, kv: KvQuant::Disabled, mxfp4_group_size: 32 },
-        compile: CompileOptions { enabled: true, ..Default::default() },
-        mtp_tokens: 0,
-        draft_layers: 0,
-        shared_expert_tp: false,
-        word_embedding_tp: None,
-        with_vision: false,
-        causal_attention: false,
-    }
+    CostOptions::basic(LinearQuant::W8A8Dynamic, true)
 }
 
 fn par(tp: u32, ep: u32) -> ParallelConfig {

@@ -309,25 +309,12 @@ pub fn pack_varlen(comp: &Composition, budget: u64) -> Vec<(Vec<(u64, u64)>, u64
 /// Variable-length aggregation: packed prefill chunks, then one decode forward.
 /// TTFT = Σ(completions × cumulative time) / Σ samples; TPOT = (TTFT + t_D·O) / O.
 pub fn agg_varlen(o: &dyn ForwardOracle, c: u64, comp: &Composition, out: u64, budget: u64) -> AggOutcome {
-    let mut res = AggOutcome { mem: start_mem(), ..Default::default() };
-    let chunks = pack_varlen(comp, budget);
-    res.prefill_num_chunks = chunks.len() as u64;
-    let (mut t, mut ttft_sum, mut w) = (0.0, 0.0, 0.0);
-    for (pieces, completes) in &chunks {
-        let f = o.prefill_varlen(pieces);
-        res.mem = tighter(res.mem, f.mem);
-        if f.mem.is_oom() {
-            return oom(res, StopReason::PrefillOom);
-        }
-        t += f.ms;
-        res.breakdown_prefill.add_scaled(&f.breakdown, f.ms);
-        w += f.ms;
-        ttft_sum += *completes as f64 * t;
+    let run = run_packed(o, comp, budget, 0.0);
+    let mut res = AggOutcome { mem: run.mem, prefill_num_chunks: run.chunks, breakdown_prefill: run.breakdown, ..Default::default() };
+    if run.oom {
+        return oom(res, StopReason::PrefillOom);
     }
-    if w > 0.0 {
-        res.breakdown_prefill = scale(res.breakdown_prefill, 1.0 / w);
-    }
-    res.ttft_ms = ttft_sum / comp.total().max(1) as f64;
+    res.ttft_ms = run.ttft_sum / comp.total().max(1) as f64;
     let d = o.decode(c);
     res.mem = tighter(res.mem, d.mem);
     res.breakdown_decode = d.breakdown;
@@ -335,6 +322,48 @@ pub fn agg_varlen(o: &dyn ForwardOracle, c: u64, comp: &Composition, out: u64, b
         return oom(res, StopReason::DecodeOom);
     }
     finish(res, c, out, o.fold(d.ms))
+}
+
+/// Packed variable-length chunks run back to back.
+struct PackedRun {
+    /// Time at the end of the last chunk (from the start offset).
+    t: f64,
+    /// Σ (requests completing in a chunk × time at its end).
+    ttft_sum: f64,
+    /// Time-weighted breakdown of the chunks.
+    breakdown: Breakdown,
+    mem: MemoryUse,
+    oom: bool,
+    chunks: u64,
+}
+
+fn run_packed(o: &dyn ForwardOracle, comp: &Composition, budget: u64, start_ms: f64) -> PackedRun {
+    let chunks = pack_varlen(comp, budget);
+    let mut r = PackedRun {
+        t: start_ms,
+        ttft_sum: 0.0,
+        breakdown: Breakdown::default(),
+        mem: start_mem(),
+        oom: false,
+        chunks: chunks.len() as u64,
+    };
+    let mut w = 0.0;
+    for (pieces, completes) in &chunks {
+        let f = o.prefill_varlen(pieces);
+        r.mem = tighter(r.mem, f.mem);
+        if f.mem.is_oom() {
+            r.oom = true;
+            return r;
+        }
+        r.t += f.ms;
+        r.breakdown.add_scaled(&f.breakdown, f.ms);
+        w += f.ms;
+        r.ttft_sum += *completes as f64 * r.t;
+    }
+    if w > 0.0 {
+        r.breakdown = scale(r.breakdown, 1.0 / w);
+    }
+    r
 }
 
 /// What a disaggregated-phase probe yields.
@@ -399,30 +428,17 @@ pub fn disagg_prefill(
 
 /// Variable-length prefill-only instance: packed chunks per replica.
 pub fn disagg_prefill_varlen(o: &dyn ForwardOracle, comp: &Composition, dp: u64, budget: u64, serving_ms: f64) -> PhaseOutcome {
-    let mut res = PhaseOutcome { mem: start_mem(), ..Default::default() };
-    let chunks = pack_varlen(comp, budget);
-    res.prefill_num_chunks = chunks.len() as u64;
-    let (mut t, mut ttft_sum, mut w) = (serving_ms, 0.0, 0.0);
-    for (pieces, completes) in &chunks {
-        let f = o.prefill_varlen(pieces);
-        res.mem = tighter(res.mem, f.mem);
-        if f.mem.is_oom() {
-            res.stop = Some(StopReason::PrefillOom);
-            res.ttft_ms = f64::INFINITY;
-            return res;
-        }
-        t += f.ms;
-        res.breakdown.add_scaled(&f.breakdown, f.ms);
-        w += f.ms;
-        ttft_sum += *completes as f64 * t;
-    }
-    if w > 0.0 {
-        res.breakdown = scale(res.breakdown, 1.0 / w);
+    let run = run_packed(o, comp, budget, serving_ms);
+    let mut res = PhaseOutcome { mem: run.mem, prefill_num_chunks: run.chunks, breakdown: run.breakdown, ..Default::default() };
+    if run.oom {
+        res.stop = Some(StopReason::PrefillOom);
+        res.ttft_ms = f64::INFINITY;
+        return res;
     }
     let tokens: u64 = comp.rows.iter().map(|(r, n)| r.num_input_tokens * n).sum();
-    res.latency_ms = t;
-    res.ttft_ms = ttft_sum / comp.total().max(1) as f64;
-    res.throughput = dp as f64 * tokens as f64 / t * 1000.0;
+    res.latency_ms = run.t;
+    res.ttft_ms = run.ttft_sum / comp.total().max(1) as f64;
+    res.throughput = dp as f64 * tokens as f64 / run.t * 1000.0;
     res
 }
 

@@ -80,6 +80,23 @@ pub struct CostOptions {
     pub causal_attention: bool,
 }
 
+impl CostOptions {
+    /// One quantization for every linear, unquantized KV, no MTP or drafts, the original's
+    /// attention convention — the options of most examples and benchmarks.
+    pub fn basic(linear: crate::quant::LinearQuant, compile: bool) -> Self {
+        CostOptions {
+            quant: QuantConfig { linear, non_expert: None, kv: crate::quant::KvQuant::Disabled, mxfp4_group_size: 32 },
+            compile: CompileOptions { enabled: compile, ..Default::default() },
+            mtp_tokens: 0,
+            draft_layers: 0,
+            shared_expert_tp: false,
+            word_embedding_tp: None,
+            with_vision: false,
+            causal_attention: false,
+        }
+    }
+}
+
 /// Load of one phase of a step on one replica.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PhaseLoad {

@@ -4,19 +4,10 @@ use super::graph::build_both;
 use super::*;
 use crate::hardware::DeviceRegistry;
 use crate::model::catalog;
-use crate::quant::{KvQuant, LinearQuant, QuantConfig};
+use crate::quant::LinearQuant;
 
 pub(crate) fn opts(linear: LinearQuant, compile: bool) -> CostOptions {
-    CostOptions {
-        quant: QuantConfig { linear, non_expert: None, kv: KvQuant::Disabled, mxfp4_group_size: 32 },
-        compile: CompileOptions { enabled: compile, ..Default::default() },
-        mtp_tokens: 0,
-        draft_layers: 0,
-        shared_expert_tp: false,
-        word_embedding_tp: None,
-        with_vision: false,
-        causal_attention: false,
-    }
+    CostOptions::basic(linear, compile)
 }
 
 fn prefill(seqs: u64, len: u64) -> BatchShape {

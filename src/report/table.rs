@@ -588,22 +588,16 @@ fn verification_block(plan: &Plan, row: &super::PdRow, v: &super::PdVerification
         }
         Ok(sim) => {
             let mut t = new_table(&["metric", "planned", "simulated mean", "p50", "p90", "p99"]);
-            t.add_row(vec![
-                "TTFT (ms)".to_string(),
-                format!("{:.2}", v.planned_ttft_ms),
-                format!("{:.2}", sim.ttft.mean),
-                format!("{:.2}", sim.ttft.p50),
-                format!("{:.2}", sim.ttft.p90),
-                format!("{:.2}", sim.ttft.p99),
-            ]);
-            t.add_row(vec![
-                "TPOT (ms)".to_string(),
-                format!("{:.2}", v.planned_tpot_ms),
-                format!("{:.2}", sim.tpot.mean),
-                format!("{:.2}", sim.tpot.p50),
-                format!("{:.2}", sim.tpot.p90),
-                format!("{:.2}", sim.tpot.p99),
-            ]);
+            for (name, planned, st) in [("TTFT (ms)", v.planned_ttft_ms, &sim.ttft), ("TPOT (ms)", v.planned_tpot_ms, &sim.tpot)] {
+                t.add_row(vec![
+                    name.to_string(),
+                    format!("{planned:.2}"),
+                    format!("{:.2}", st.mean),
+                    format!("{:.2}", st.p50),
+                    format!("{:.2}", st.p90),
+                    format!("{:.2}", st.p99),
+                ]);
+            }
             t.add_row(vec![
                 "requests/s".to_string(),
                 format!("{:.3}", v.planned_qps),
