@@ -168,10 +168,15 @@ impl Instance {
         self.waiting.push_back(req);
     }
 
-    /// A request arrives on a decode instance with its prompt's KV (P/D): it joins the
-    /// waiting queue with nothing to prefill.
-    pub fn enqueue_transferred(&mut self, req: u32) {
+    /// A request has been routed here and is on its way (its KV is in transfer): it counts in
+    /// the load at once, so requests handed off meanwhile spread over the decode instances.
+    pub fn reserve(&mut self) {
         self.load += 1;
+    }
+
+    /// A request arrives on a decode instance with its prompt's KV (P/D): it joins the
+    /// waiting queue with nothing to prefill. Its load was counted by [`Instance::reserve`].
+    pub fn enqueue_transferred(&mut self, req: u32) {
         self.waiting.push_back(req);
     }
 

@@ -457,6 +457,7 @@ pub fn simulate_system(
                 if decode_only {
                     let target = route(&instances, &decoders, sys.routing, &mut rr_decode);
                     r.instance = target;
+                    instances[target as usize].reserve();
                     instances[target as usize].enqueue_transferred(request);
                     target
                 } else {
@@ -480,6 +481,7 @@ pub fn simulate_system(
                 for &r in &out.handed_off {
                     if let (Some(x), false) = (&sys.transfer, decoders.is_empty()) {
                         let target = route(&instances, &decoders, sys.routing, &mut rr_decode);
+                        instances[target as usize].reserve();
                         let at = now + x.duration_ns(reqs[r as usize].input);
                         queue.push(at, Event::KvTransferDone { request: r, instance: target });
                     } else {

@@ -128,3 +128,53 @@ proptest! {
         prop_assert_eq!(a, b);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// P/D systems conserve requests and tokens: every request is prefilled once on a prefill
+    /// instance, transferred, decoded to its full output on a decode instance, and finishes
+    /// once; time moves forward and no pool overflows.
+    #[test]
+    fn pd_systems_conserve_requests_and_tokens(c in case(), p in 1u32..3, d in 1u32..4, bw in 1u64..1000) {
+        let cost = c.cost;
+        let sys = System {
+            groups: vec![
+                Group { role: Role::Prefill, count: p, cfg: c.cfg.instance.clone(), cost: &cost },
+                Group { role: Role::Decode, count: d, cfg: c.cfg.instance.clone(), cost: &cost },
+            ],
+            transfer: Some(KvTransfer {
+                bytes_per_token: 64.0,
+                link: crate::hardware::Link { bandwidth: crate::units::Bandwidth::gb_s(bw as f64 * 1e-3), latency_us: 5.0, efficiency: 0.8 },
+            }),
+            routing: if bw % 2 == 0 { Routing::LeastLoaded } else { Routing::RoundRobin },
+            run: RunParams { num_requests: 30, ..c.cfg.run.clone() },
+        };
+        let arrival = if matches!(c.arrival, ArrivalProcess::Closed) { ArrivalProcess::Burst } else { c.arrival.clone() };
+        let f = RequestFactory::new(Lengths::Fixed(c.input), Lengths::Fixed(c.output), c.shared, arrival, c.cfg.run.seed);
+        let mut steps: Vec<StepRecord> = Vec::new();
+        let (rep, reqs) = simulate_system(&sys, f, &mut |s| steps.push(s)).unwrap();
+        prop_assert!(rep.kv_peak_utilization <= 1.0 + 1e-12);
+        for r in &reqs {
+            prop_assert!(r.finish.is_some(), "every request finishes");
+            prop_assert_eq!(r.generated, r.output);
+            let first = r.first_token.unwrap();
+            prop_assert!(r.arrival <= first && first <= r.finish.unwrap());
+            if r.output > 1 {
+                // Decoded past the first token on a decode instance, after the transfer.
+                prop_assert!(r.instance >= p);
+                prop_assert!(r.decode_admitted.unwrap() > first);
+            }
+        }
+        let mut last_end = vec![0u64; (p + d) as usize];
+        for s in &steps {
+            prop_assert!(s.start >= last_end[s.instance as usize]);
+            last_end[s.instance as usize] = s.end;
+            if s.instance < p {
+                prop_assert_eq!(s.decode_seqs, 0, "prefill instances never decode");
+            } else {
+                prop_assert_eq!(s.prefill_seqs, 0, "decode instances never prefill");
+            }
+        }
+    }
+}

@@ -467,3 +467,60 @@ fn device_file_list_error_points_at_the_failing_profile() {
         "the error should point at line {name_line} (the profile) or {field_line} (the field):\n{stderr}"
     );
 }
+
+fn trace_error(text: &str, name: &str, parts: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), name, text);
+    let a = [MODEL8, LENGTHS, &["--tpot-limits", "50", "--tp-sizes", "8", "--arrival", "trace", f.as_str()]].concat();
+    let mut parts = parts.to_vec();
+    parts.push(f.as_str());
+    usage_error(&a, &parts);
+}
+
+#[test]
+fn trace_negative_arrival_time() {
+    trace_error("arrival_s,input_tokens,output_tokens\n0.5,100,10\n-2,100,10\n", "t.csv", &["line 3", "field `arrival_s`", "-2"]);
+}
+
+#[test]
+fn trace_zero_length_request() {
+    trace_error("arrival_s,input_tokens,output_tokens\n0.5,0,10\n", "t.csv", &["line 2", "field `input_tokens`", "0 is not between 1"]);
+    trace_error("{\"arrival_s\": 0, \"input_tokens\": 5, \"output_tokens\": 0}\n", "t.jsonl", &["line 1", "field `output_tokens`"]);
+}
+
+#[test]
+fn trace_unknown_key_and_wrong_field() {
+    trace_error("arrival_s,input_tokens,output_tokens,speed\n0,1,1,2\n", "t.csv", &["line 1", "unknown column `speed`"]);
+    trace_error("{\"arrival_s\": 0, \"prompt\": 5, \"output_tokens\": 3}\n", "t.jsonl", &["line 1", "unknown field `prompt`"]);
+    trace_error("arrival_s,input_tokens,output_tokens\nsoon,1,1\n", "t.csv", &["line 2", "field `arrival_s` is `soon`"]);
+}
+
+fn scenario_error(text: &str, parts: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "s.yaml", text);
+    let mut parts = parts.to_vec();
+    parts.push(f.as_str());
+    usage_error(&["--scenario", f.as_str()], &parts);
+}
+
+const SCENARIO: &str = "name: s\nmodel: Qwen/Qwen3-32B\nnum_devices: 8\ninput_length: 3500\noutput_length: 1500\ntpot_limits: 50\n";
+
+#[test]
+fn scenario_unknown_key() {
+    scenario_error(&format!("{SCENARIO}tpot_limit_ms: 40\n"), &["line 7", "unknown field `tpot_limit_ms`"]);
+}
+
+#[test]
+fn scenario_wrong_value() {
+    scenario_error(&SCENARIO.replace("tpot_limits: 50", "tpot_limits: -3"), &["line 6", "field `tpot_limits`", "-3"]);
+    scenario_error(
+        &SCENARIO.replace("input_length: 3500", "input_length: 0"),
+        &["line 4", "field `input_length`", "positive number of tokens"],
+    );
+}
+
+#[test]
+fn scenario_missing_model_and_malformed_yaml() {
+    scenario_error("num_devices: 8\n", &["field `model` is required"]);
+    scenario_error("model: [unclosed\n", &["line"]);
+}
