@@ -1,13 +1,12 @@
 //! The binary: parse arguments, validate them into a plan, run it, print the report.
 //! Usage errors exit with 2, runtime failures with 1.
 
-use clap::Parser;
 use std::io::Write;
 use std::process::ExitCode;
 use throughput_optimizer::cli::{self, Command, PlanError, RawArgs};
 
 fn main() -> ExitCode {
-    let raw = match RawArgs::try_parse() {
+    let raw = match RawArgs::parse_argv(std::env::args_os()) {
         Ok(r) => r,
         Err(e) => {
             // clap prints help/version to stdout (exit 0) and errors to stderr (exit 2).

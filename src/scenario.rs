@@ -7,7 +7,7 @@
 use crate::cli::args::RawArgs;
 use crate::cli::plan::{build_checked, Command, PlanError};
 use crate::yaml;
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches};
 use serde_yaml::Value;
 use std::path::Path;
 
@@ -129,27 +129,48 @@ fn locate(msg: &str, text: &str, path: &str) -> String {
     }
 }
 
-/// Build the command a scenario file describes. Flags given next to `--scenario` are not
-/// merged: the scenario is the whole run (only output options may be added on the command
-/// line).
+/// Build the command a scenario file describes. Flags given next to `--scenario` override the
+/// file's values (a list flag replaces the whole list; `--device-file` adds to the file's), and
+/// a model given on the command line replaces the file's `model`.
 pub fn build_from_file(path: &Path, cli: &RawArgs) -> Result<Command, PlanError> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| err(&shown, format!("cannot read the file: {e}")))?;
-    let argv = to_argv_in(&text, &shown, path.parent())?;
-    let mut raw = RawArgs::try_parse_from(&argv).map_err(|e| {
-        let rendered = e.to_string();
-        let first = rendered.lines().next().unwrap_or("").trim_start_matches("error: ").to_string();
-        PlanError { usage: true, message: locate(&first, &text, &shown) }
-    })?;
-    // Output choices stay with the caller.
-    raw.output = cli.output.clone().or(raw.output);
-    raw.output_file = cli.output_file.clone().or(raw.output_file);
-    raw.top = cli.top.or(raw.top);
-    raw.plot |= cli.plot;
-    raw.no_plot |= cli.no_plot;
-    raw.quiet |= cli.quiet;
-    raw.jobs = cli.jobs.or(raw.jobs);
-    build_checked(raw).map_err(|e| PlanError { usage: e.usage, message: locate(&e.message, &text, &shown) })
+    let mut argv: Vec<std::ffi::OsString> = to_argv_in(&text, &shown, path.parent())?.into_iter().map(Into::into).collect();
+    let mut overridden = Vec::new();
+    if let Some(m) = cli.model_id.as_ref().or(cli.model_id_flag.as_ref()) {
+        argv[1] = m.into();
+        overridden.push("MODEL_ID".to_string());
+    }
+    let extra = cli.explicit_flags().map_err(|e| PlanError { usage: true, message: first_line(&e) })?;
+    overridden.extend(
+        extra
+            .iter()
+            .filter_map(|t| t.to_str())
+            .filter(|t| t.starts_with("--") && text_has_key(&text, &t[2..].replace('-', "_")))
+            .map(str::to_string),
+    );
+    argv.extend(extra);
+    let matches = RawArgs::command()
+        .args_override_self(true)
+        .try_get_matches_from(&argv)
+        .map_err(|e| PlanError { usage: true, message: locate(&first_line(&e), &text, &shown) })?;
+    let raw = RawArgs::from_arg_matches(&matches).map_err(|e| PlanError { usage: true, message: first_line(&e) })?;
+    let mut cmd = build_checked(raw).map_err(|e| PlanError { usage: e.usage, message: locate(&e.message, &text, &shown) })?;
+    if let Command::Run(plan) = &mut cmd {
+        // Say which of the file's values the command line replaced: nothing is changed silently.
+        for flag in overridden {
+            plan.warnings.push(format!("{flag} on the command line overrides the value in {shown}"));
+        }
+    }
+    Ok(cmd)
+}
+
+fn first_line(e: &clap::Error) -> String {
+    e.to_string().lines().next().unwrap_or("").trim_start_matches("error: ").to_string()
+}
+
+fn text_has_key(text: &str, key: &str) -> bool {
+    yaml::line_of_key(text, key, 1).is_some()
 }
 
 #[cfg(test)]

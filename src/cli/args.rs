@@ -79,6 +79,10 @@ pub struct RawArgs {
     /// The model, as a flag instead of the positional argument.
     #[arg(long = "model-id", alias = "model_id", value_name = "MODEL_ID")]
     pub model_id_flag: Option<String>,
+    /// The command line these arguments were parsed from (empty when built in code); a
+    /// scenario run reads it to let flags given next to `--scenario` override the file.
+    #[arg(skip)]
+    pub argv: Vec<std::ffi::OsString>,
 
     // ---- Core inputs ----
     /// Device profile(s): one or more names (see --list-devices). Several enable cross-hardware
@@ -294,7 +298,7 @@ pub struct RawArgs {
     /// [default: least-loaded]
     #[arg(long, value_name = "POLICY", help_heading = "Simulator")]
     pub pd_routing: Option<String>,
-    /// Run a scenario file (a whole run in YAML) instead of flags.
+    /// Run a scenario file (a whole run in YAML); flags given alongside override its values.
     #[arg(long, value_name = "FILE", help_heading = "Simulator")]
     pub scenario: Option<PathBuf>,
 
@@ -380,4 +384,53 @@ pub struct RawArgs {
     /// Same as --log-level error: no warnings on stderr.
     #[arg(short, long, help_heading = "Logging")]
     pub quiet: bool,
+}
+
+impl RawArgs {
+    /// Parse a command line and remember it (the first item is the program name).
+    pub fn parse_argv<I, T>(argv: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
+        let mut raw = Self::try_parse_from(&argv)?;
+        raw.argv = argv;
+        Ok(raw)
+    }
+
+    /// The arguments given on the command line, rewritten as `--long value…` tokens (the model
+    /// in either form and `--scenario` left out), so they can be appended after a scenario's own
+    /// arguments and override them.
+    pub fn explicit_flags(&self) -> Result<Vec<std::ffi::OsString>, clap::Error> {
+        use clap::parser::ValueSource;
+        use clap::CommandFactory;
+        if self.argv.is_empty() {
+            return Ok(Vec::new());
+        }
+        let cmd = Self::command();
+        let matches = cmd.clone().try_get_matches_from(&self.argv)?;
+        let mut out = Vec::new();
+        for arg in cmd.get_arguments() {
+            let id = arg.get_id().as_str();
+            let Some(long) = arg.get_long() else { continue };
+            if id == "scenario" || id == "model_id_flag" || matches.value_source(id) != Some(ValueSource::CommandLine) {
+                continue;
+            }
+            if arg.get_action().takes_values() {
+                // One occurrence per flag keeps multi-value lists together.
+                let groups: Vec<Vec<std::ffi::OsString>> = matches
+                    .get_raw_occurrences(id)
+                    .map(|occ| occ.map(|g| g.map(|v| v.to_os_string()).collect()).collect())
+                    .unwrap_or_default();
+                for g in groups {
+                    out.push(format!("--{long}").into());
+                    out.extend(g);
+                }
+            } else {
+                out.push(format!("--{long}").into());
+            }
+        }
+        Ok(out)
+    }
 }

@@ -3,7 +3,6 @@
 //! verification, chunk-budget studies), numbers rounded to 2 decimals. A behaviour change
 //! shows up as a snapshot diff to review with `cargo insta review`.
 
-use clap::Parser;
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use throughput_optimizer::cli::{self, Command, RawArgs};
@@ -18,7 +17,7 @@ fn scenario_files() -> Vec<PathBuf> {
 }
 
 fn run(path: &Path) -> (cli::Plan, Report) {
-    let raw = RawArgs::try_parse_from(["throughput-optimizer", "--scenario", path.to_str().unwrap(), "--quiet"]).unwrap();
+    let raw = RawArgs::parse_argv(["throughput-optimizer", "--scenario", path.to_str().unwrap(), "--quiet"]).unwrap();
     match cli::build(raw).unwrap_or_else(|e| panic!("{}: {}", path.display(), e.message)) {
         Command::Run(plan) => {
             let report = throughput_optimizer::search::run(&plan);
@@ -111,12 +110,50 @@ fn every_scenario_matches_its_snapshot() {
 
 #[test]
 fn every_scenario_has_a_snapshot() {
+    // `INSTA_UPDATE=always` is the request to write missing snapshots; the other test does so,
+    // perhaps after this one has looked.
+    if std::env::var("INSTA_UPDATE").is_ok_and(|v| v == "always") {
+        return;
+    }
     let snaps = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/snapshots");
     for f in scenario_files() {
         let stem = f.file_stem().unwrap().to_string_lossy().to_string();
         let snap = snaps.join(format!("it__scenarios__{stem}.snap"));
         assert!(snap.is_file(), "scenario {} has no snapshot {}; run `cargo insta review`", f.display(), snap.display());
     }
+}
+
+fn plan_of(argv: &[&str]) -> cli::Plan {
+    let raw = RawArgs::parse_argv(argv).unwrap();
+    match cli::build(raw).unwrap_or_else(|e| panic!("{argv:?}: {}", e.message)) {
+        Command::Run(plan) => *plan,
+        _ => panic!("not a run"),
+    }
+}
+
+#[test]
+fn command_line_flags_override_the_scenario_and_say_so() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/aggregation-short-prompt.yaml");
+    let f = f.to_str().unwrap();
+    let plain = plan_of(&["throughput-optimizer", "--scenario", f]);
+    assert_eq!(plain.num_devices, 8);
+    assert_eq!(plain.slo.tpot_ms, Some(50.0));
+    assert!(plain.warnings.iter().all(|w| !w.contains("overrides")), "{:?}", plain.warnings);
+
+    let p = plan_of(&["throughput-optimizer", "--scenario", f, "--num-devices", "4", "--tpot-limits", "40", "--top", "2"]);
+    assert_eq!(p.num_devices, 4);
+    assert_eq!(p.slo.tpot_ms, Some(40.0));
+    assert_eq!(p.output.top, Some(2));
+    // Values the file does not set are simply added; replaced ones are named.
+    let overrides: Vec<&String> = p.warnings.iter().filter(|w| w.contains("overrides")).collect();
+    assert_eq!(overrides.len(), 2, "{overrides:?}");
+    assert!(overrides[0].starts_with("--num-devices on the command line overrides the value in"), "{}", overrides[0]);
+
+    let m = plan_of(&["throughput-optimizer", "Qwen/Qwen3-8B", "--scenario", f]);
+    assert_eq!(m.model.id, "Qwen/Qwen3-8B");
+    assert!(m.warnings.iter().any(|w| w.starts_with("MODEL_ID on the command line overrides")), "{:?}", m.warnings);
+    let m = plan_of(&["throughput-optimizer", "--scenario", f, "--model-id", "Qwen/Qwen3-8B"]);
+    assert_eq!(m.model.id, "Qwen/Qwen3-8B");
 }
 
 #[test]
