@@ -628,11 +628,15 @@ pub(crate) fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
     let ep = check_sizes("--ep-sizes", &raw.ep_sizes)?;
     let moe_dp = check_sizes("--moe-dp-sizes", &raw.moe_dp_sizes)?;
     let dcp = check_sizes("--dcp-sizes", &raw.dcp_sizes)?;
+    // Ignored for a dense model, and then they must not change the TP default either.
+    let (ep, moe_dp) = if !model.is_moe() && (ep.is_some() || moe_dp.is_some()) {
+        warnings.push(format!("--ep-sizes/--moe-dp-sizes are ignored: {} is a dense model", model.id));
+        (None, None)
+    } else {
+        (ep, moe_dp)
+    };
     // None of the three given ⇒ TP search over the default range.
     let tp = if tp.is_none() && ep.is_none() && moe_dp.is_none() { Some(vec![]) } else { tp };
-    if !model.is_moe() && (ep.is_some() || moe_dp.is_some()) {
-        warnings.push(format!("--ep-sizes/--moe-dp-sizes are ignored: {} is a dense model", model.id));
-    }
     let (batch_min, batch_max) = match raw.batch_range.as_deref() {
         None => (1, None),
         Some([max]) => (1, Some(*max)),

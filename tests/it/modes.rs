@@ -712,3 +712,16 @@ fn image_tokens_count_in_the_auto_budget() {
         assert_eq!(r["prefill_num_chunks"], 1, "{r}");
     }
 }
+
+#[test]
+fn ep_sizes_on_a_dense_model_change_nothing_but_warn() {
+    let base = ["throughput-optimizer", "Qwen/Qwen3-32B", "--num-devices", "8", "--input-length", "3500", "--output-length", "1500"];
+    let plain = crate::util::plan_of(&base);
+    let mut with_ep = base.to_vec();
+    with_ep.extend(["--ep-sizes", "8", "--moe-dp-sizes", "2"]);
+    let p = crate::util::plan_of(&with_ep);
+    assert_eq!(p.search.tp, plain.search.tp);
+    assert_eq!(p.search.tp, Some(vec![]), "TP is still searched over powers of two");
+    assert_eq!((p.search.ep.clone(), p.search.moe_dp.clone()), (None, None));
+    assert!(p.warnings.iter().any(|w| w.contains("--ep-sizes/--moe-dp-sizes are ignored")), "{:?}", p.warnings);
+}

@@ -123,24 +123,16 @@ fn every_scenario_has_a_snapshot() {
     }
 }
 
-fn plan_of(argv: &[&str]) -> cli::Plan {
-    let raw = RawArgs::parse_argv(argv).unwrap();
-    match cli::build(raw).unwrap_or_else(|e| panic!("{argv:?}: {}", e.message)) {
-        Command::Run(plan) => *plan,
-        _ => panic!("not a run"),
-    }
-}
-
 #[test]
 fn command_line_flags_override_the_scenario_and_say_so() {
     let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/aggregation-short-prompt.yaml");
     let f = f.to_str().unwrap();
-    let plain = plan_of(&["throughput-optimizer", "--scenario", f]);
+    let plain = crate::util::plan_of(&["throughput-optimizer", "--scenario", f]);
     assert_eq!(plain.num_devices, 8);
     assert_eq!(plain.slo.tpot_ms, Some(50.0));
     assert!(plain.warnings.iter().all(|w| !w.contains("overrides")), "{:?}", plain.warnings);
 
-    let p = plan_of(&["throughput-optimizer", "--scenario", f, "--num-devices", "4", "--tpot-limits", "40", "--top", "2"]);
+    let p = crate::util::plan_of(&["throughput-optimizer", "--scenario", f, "--num-devices", "4", "--tpot-limits", "40", "--top", "2"]);
     assert_eq!(p.num_devices, 4);
     assert_eq!(p.slo.tpot_ms, Some(40.0));
     assert_eq!(p.output.top, Some(2));
@@ -149,10 +141,10 @@ fn command_line_flags_override_the_scenario_and_say_so() {
     assert_eq!(overrides.len(), 2, "{overrides:?}");
     assert!(overrides[0].starts_with("--num-devices on the command line overrides the value in"), "{}", overrides[0]);
 
-    let m = plan_of(&["throughput-optimizer", "Qwen/Qwen3-8B", "--scenario", f]);
+    let m = crate::util::plan_of(&["throughput-optimizer", "Qwen/Qwen3-8B", "--scenario", f]);
     assert_eq!(m.model.id, "Qwen/Qwen3-8B");
     assert!(m.warnings.iter().any(|w| w.starts_with("MODEL_ID on the command line overrides")), "{:?}", m.warnings);
-    let m = plan_of(&["throughput-optimizer", "--scenario", f, "--model-id", "Qwen/Qwen3-8B"]);
+    let m = crate::util::plan_of(&["throughput-optimizer", "--scenario", f, "--model-id", "Qwen/Qwen3-8B"]);
     assert_eq!(m.model.id, "Qwen/Qwen3-8B");
 }
 

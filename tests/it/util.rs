@@ -139,3 +139,12 @@ pub fn builtin_profile(name: &str) -> String {
 pub fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * a.abs().max(b.abs()).max(1e-12)
 }
+
+/// The validated plan of a command line (the library, no process).
+pub fn plan_of(argv: &[&str]) -> throughput_optimizer::cli::Plan {
+    let raw = throughput_optimizer::cli::RawArgs::parse_argv(argv).unwrap();
+    match throughput_optimizer::cli::build(raw).unwrap_or_else(|e| panic!("{argv:?}: {}", e.message)) {
+        throughput_optimizer::cli::Command::Run(plan) => *plan,
+        _ => panic!("not a run"),
+    }
+}
