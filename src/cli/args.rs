@@ -274,7 +274,9 @@ pub struct RawArgs {
     /// Open loop: at most this many requests in flight (client side). [default: unlimited]
     #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "Simulator")]
     pub max_concurrency: Option<u32>,
-    /// Running sequences per DP replica. [default: the searched batch size]
+    /// Running sequences per DP replica. In a simulated closed-loop or burst search it also
+    /// bounds the batch sizes tried (more clients would only queue) unless --batch-range says
+    /// otherwise. [default: the searched batch size; 256 with open-loop arrivals]
     #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "Simulator")]
     pub max_num_seqs: Option<u32>,
     /// Share by which prefill chunks may overflow the token budget after the decodes.

@@ -93,6 +93,18 @@ pub fn image_tokens(plan: &Plan) -> u64 {
     }
 }
 
+/// The batch range a candidate's search covers. Without `--batch-range`, a simulated run with
+/// `--max-num-seqs` stops at that cap: a client beyond it only waits in the queue, which adds
+/// TTFT and no throughput, so without a TTFT limit the search would otherwise never end.
+fn batch_bounds(plan: &Plan) -> (u32, Option<u32>) {
+    let s = &plan.search;
+    let cap = match (s.batch_max, plan.sim.max_num_seqs) {
+        (None, Some(m)) if plan.engine != EngineKind::Analytic => Some((m as u32).max(s.batch_min)),
+        (max, _) => max,
+    };
+    (s.batch_min, cap)
+}
+
 /// Search one candidate: try budgets, run the batch search, return every probe.
 ///
 /// With open-loop arrivals the offered load is fixed and latency falls as the running cap
@@ -100,13 +112,14 @@ pub fn image_tokens(plan: &Plan) -> u64 {
 /// simulated once at its running cap (`--max-num-seqs`, default 256).
 pub fn search_candidate(engine: &dyn Engine, ctx: &CandidateCtx) -> (Vec<Row>, Option<String>) {
     let (budgets, explicit) = budgets(ctx.plan);
+    let (batch_min, batch_max) = batch_bounds(ctx.plan);
     if explicit && budgets.len() > 1 {
         // A chunk-budget study: every budget is searched on its own.
         let mut rows = Vec::new();
         let mut failure = None;
         for &b in &budgets {
             let mut f = |batch: u32| engine.probe(ctx, batch, b);
-            let res = batch::search(ctx.plan.search.batch_min, ctx.plan.search.batch_max, ctx.plan.search.strategy, &mut f);
+            let res = batch::search(batch_min, batch_max, ctx.plan.search.strategy, &mut f);
             if failure.is_none() {
                 failure = res
                     .first_stop
@@ -125,7 +138,7 @@ pub fn search_candidate(engine: &dyn Engine, ctx: &CandidateCtx) -> (Vec<Row>, O
     let mut last_failure = None;
     for &budget in &budgets {
         let mut f = |b: u32| engine.probe(ctx, b, budget);
-        let res = batch::search(ctx.plan.search.batch_min, ctx.plan.search.batch_max, ctx.plan.search.strategy, &mut f);
+        let res = batch::search(batch_min, batch_max, ctx.plan.search.strategy, &mut f);
         let rows: Vec<Row> = res.probes.into_iter().map(|p| p.row).collect();
         if rows.iter().any(|r| r.feasible()) || explicit {
             let failure = res.first_stop.map(|s| format!("{}: {} at batch size {}", ctx.label, s.describe(), ctx.plan.search.batch_min));

@@ -725,3 +725,28 @@ fn ep_sizes_on_a_dense_model_change_nothing_but_warn() {
     assert_eq!((p.search.ep.clone(), p.search.moe_dp.clone()), (None, None));
     assert!(p.warnings.iter().any(|w| w.contains("--ep-sizes/--moe-dp-sizes are ignored")), "{:?}", p.warnings);
 }
+
+#[test]
+fn max_num_seqs_bounds_the_simulated_batch_search() {
+    // No TTFT limit: beyond the cap, more clients only queue, so the search must stop there.
+    let v = crate::util::run_json(&[
+        "Qwen/Qwen3-32B",
+        "--num-devices",
+        "8",
+        "--input-length",
+        "3500",
+        "--output-length",
+        "1500",
+        "--compile",
+        "--tpot-limits",
+        "50",
+        "--tp-sizes",
+        "8",
+        "--max-num-seqs",
+        "64",
+    ]);
+    let phase = &v["devices"][0]["phases"][0];
+    let batches: Vec<u64> = phase["rows"].as_array().unwrap().iter().map(|r| r["batch_size"].as_u64().unwrap()).collect();
+    assert_eq!(batches.iter().max(), Some(&64), "{batches:?}");
+    assert_eq!(phase["best"][0]["batch_size"].as_u64(), Some(64));
+}
