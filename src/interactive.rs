@@ -406,7 +406,7 @@ pub fn summarise(plan: &Plan, report: &Report) -> String {
                     if let Some(sp) = pd.split {
                         let _ = writeln!(s, "    split: {} P instance(s), {} D instance(s)", sp.prefill_instances, sp.decode_instances);
                     }
-                    if let Some(Ok(v)) = pd.verification.as_ref().map(|v| &v.simulated) {
+                    if let Some(Some(v)) = pd.verification.as_ref().map(|v| &v.simulated) {
                         let _ = writeln!(s, "    simulated: SLO {}", if v.slo_met { "met" } else { "NOT met" });
                     }
                 }

@@ -199,14 +199,37 @@ impl Row {
     }
 }
 
-/// Filter rows by the SLO, rank by throughput and keep the best row per parallel layout.
-pub fn best_per_layout(rows: &[Row], ttft_limit: f64, tpot_limit: f64) -> Vec<Row> {
+/// How feasible rows are ranked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ranking {
+    /// Most tokens/s first (closed loop, burst, analytic: the load is the searched variable).
+    Throughput,
+    /// Open-loop arrivals fix the load, so the delivered tokens/s of every layout that keeps up
+    /// is the offered rate give or take sampling noise: rank by the share of requests within
+    /// both limits, then by the lower TTFT, then by throughput.
+    OpenLoop,
+}
+
+/// Filter rows by the SLO, rank them and keep the best row per parallel layout.
+pub fn best_per_layout(rows: &[Row], ttft_limit: f64, tpot_limit: f64, ranking: Ranking) -> Vec<Row> {
     let mut ok: Vec<&Row> = rows
         .iter()
         .filter(|r| r.feasible())
         .filter(|r| r.tpot_ms.unwrap_or(0.0) <= tpot_limit && r.ttft_ms.unwrap_or(0.0) <= ttft_limit)
         .collect();
-    ok.sort_by(|a, b| b.throughput.total_cmp(&a.throughput).then(a.concurrency.cmp(&b.concurrency)));
+    let by_throughput = |a: &&Row, b: &&Row| b.throughput.total_cmp(&a.throughput).then(a.concurrency.cmp(&b.concurrency));
+    match ranking {
+        Ranking::Throughput => ok.sort_by(by_throughput),
+        Ranking::OpenLoop => {
+            let good = |r: &Row| r.sim.as_ref().map_or(0.0, |s| s.goodput);
+            ok.sort_by(|a, b| {
+                good(b)
+                    .total_cmp(&good(a))
+                    .then(a.ttft_ms.unwrap_or(f64::INFINITY).total_cmp(&b.ttft_ms.unwrap_or(f64::INFINITY)))
+                    .then(by_throughput(a, b))
+            })
+        }
+    }
     let mut out: Vec<Row> = Vec::new();
     for r in ok {
         if !out.iter().any(|o| o.parallel == r.parallel) {
@@ -273,6 +296,9 @@ pub struct PdSimulated {
     pub goodput: f64,
     pub kv_transfer_ms: f64,
     pub slo_met: bool,
+    /// Whether the run reached a steady state to measure (else it was too short: the rates
+    /// cover the whole run, drain included).
+    pub steady: bool,
 }
 
 /// One instance split simulated at its balanced rate.
@@ -285,6 +311,8 @@ pub struct PdSplitEval {
     /// Requests per second that met both limits.
     pub good_qps: f64,
     pub slo_met: bool,
+    /// See [`PdSimulated::steady`].
+    pub steady: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -299,7 +327,17 @@ pub struct PdVerification {
     pub planned_ttft_ms: f64,
     pub planned_tpot_ms: f64,
     pub planned_qps: f64,
-    pub simulated: Result<PdSimulated, String>,
+    /// Share of the prefill and of the decode side's planned capacity the arrival rate uses;
+    /// the balanced rate puts the binding side at 1.0, where queues have no steady state.
+    pub prefill_utilization: f64,
+    pub decode_utilization: f64,
+    /// Requests each verification run simulates.
+    pub requests: u64,
+    /// The simulated system, or why it could not run (`simulation_error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulated: Option<PdSimulated>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulation_error: Option<String>,
     /// The highest arrival rate at which the split still meets the SLO (the balanced rate
     /// itself when it does; none when even a small fraction of it fails).
     pub sustainable_rate: Option<f64>,

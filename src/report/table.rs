@@ -86,6 +86,9 @@ fn engine_line(plan: &Plan, report: &Report) -> String {
             plan.sim.arrival.describe(),
             crate::quant::NamedEnum::name(plan.sim.slo_percentile)
         );
+        if crate::search::ranking(plan) == crate::report::Ranking::OpenLoop {
+            s += "\nRanking: the offered load sets tokens/s, so layouts rank by the share of requests within both limits, then by lower TTFT";
+        }
     }
     s
 }
@@ -296,7 +299,8 @@ fn sim_block(plan: &Plan, r: &Row) -> String {
             (crate::workload::arrival::ArrivalProcess::Closed, true) => " (steady state: doubling the window moved throughput < 1 %)",
             (crate::workload::arrival::ArrivalProcess::Closed, false) => " (NOT converged within the window limit)",
             (crate::workload::arrival::ArrivalProcess::Burst, _) => " (one pass from t = 0)",
-            _ => " (every request of the open loop)",
+            (_, true) => " (open loop: the middle 80 % of arrivals; rates from when the system filled to the last of them)",
+            (_, false) => " (open loop too short for a steady window: every request, drain included)",
         },
         sm.steps,
         sm.mean_batch_size,
@@ -566,6 +570,9 @@ fn pd_block(plan: &Plan, report: &Report, dev: &DeviceResult, pd: &PdRatioResult
     s
 }
 
+/// Planned load from which a side counts as saturated in the verification.
+const SATURATED: f64 = 0.98;
+
 /// The best P/D plan simulated as one system, and the splits simulated within the budget.
 fn verification_block(plan: &Plan, row: &super::PdRow, v: &super::PdVerification, total: Option<u32>) -> String {
     let mut s = String::from(
@@ -573,20 +580,23 @@ fn verification_block(plan: &Plan, row: &super::PdRow, v: &super::PdVerification
     );
     let _ = writeln!(
         s,
-        "Split: {} P instance(s) x {} devices + {} D instance(s) x {} devices; arrival rate {:.3} req/s; KV transfer {:.2} ms per request ({} routing)",
+        "Split: {} P instance(s) x {} devices + {} D instance(s) x {} devices; arrival rate {:.3} req/s (prefill side at {:.0} %, decode side at {:.0} % of planned capacity); KV transfer {:.2} ms per request ({} routing); {} requests",
         v.prefill_instances,
         row.p_devices,
         v.decode_instances,
         row.d_devices,
         v.arrival_rate,
+        v.prefill_utilization * 100.0,
+        v.decode_utilization * 100.0,
         row.p_transfer_ms,
-        crate::quant::NamedEnum::name(plan.sim.routing)
+        crate::quant::NamedEnum::name(plan.sim.routing),
+        v.requests
     );
-    match &v.simulated {
-        Err(e) => {
-            let _ = writeln!(s, "The simulation could not run: {e}");
+    match (&v.simulated, &v.simulation_error) {
+        (None, e) => {
+            let _ = writeln!(s, "The simulation could not run: {}", e.as_deref().unwrap_or("unknown error"));
         }
-        Ok(sim) => {
+        (Some(sim), _) => {
             let mut t = new_table(&["metric", "planned", "simulated mean", "p50", "p90", "p99"]);
             for (name, planned, st) in [("TTFT (ms)", v.planned_ttft_ms, &sim.ttft), ("TPOT (ms)", v.planned_tpot_ms, &sim.tpot)] {
                 t.add_row(vec![
@@ -599,7 +609,7 @@ fn verification_block(plan: &Plan, row: &super::PdRow, v: &super::PdVerification
                 ]);
             }
             t.add_row(vec![
-                "requests/s".to_string(),
+                "delivered req/s".to_string(),
                 format!("{:.3}", v.planned_qps),
                 format!("{:.3}", sim.request_rate),
                 "-".into(),
@@ -620,6 +630,26 @@ fn verification_block(plan: &Plan, row: &super::PdRow, v: &super::PdVerification
                 sim.goodput * 100.0,
                 sim.output_throughput
             );
+            let (side, load) = if v.decode_utilization >= v.prefill_utilization {
+                ("decode", v.decode_utilization)
+            } else {
+                ("prefill", v.prefill_utilization)
+            };
+            if !sim.steady {
+                let _ = writeln!(
+                    s,
+                    "Caution: {} requests are too few to reach a steady state at this rate (a request lives about as long as the arrivals last); the delivered rate includes the drain. Raise --num-requests.",
+                    v.requests
+                );
+            }
+            if load >= SATURATED {
+                let _ = writeln!(
+                    s,
+                    "Caution: the {side} side runs at {:.0} % of its planned capacity, where queues never settle; this verdict holds for {} requests and can change with --num-requests.",
+                    load * 100.0,
+                    v.requests
+                );
+            }
             match v.sustainable_rate {
                 Some(r) if !sim.slo_met => {
                     let _ = writeln!(
@@ -649,7 +679,7 @@ fn verification_block(plan: &Plan, row: &super::PdRow, v: &super::PdVerification
                 format!("{:.3}", e.good_qps),
                 match &e.error {
                     Some(err) => format!("error: {err}"),
-                    None => (if e.slo_met { "yes" } else { "no" }).to_string(),
+                    None => format!("{}{}", if e.slo_met { "yes" } else { "no" }, if e.steady { "" } else { " (run too short)" }),
                 },
             ]);
         }

@@ -93,6 +93,15 @@ pub fn image_tokens(plan: &Plan) -> u64 {
     }
 }
 
+/// How the plan's feasible rows are ranked.
+pub fn ranking(plan: &Plan) -> crate::report::Ranking {
+    if plan.engine != EngineKind::Analytic && plan.sim.arrival.is_open() {
+        crate::report::Ranking::OpenLoop
+    } else {
+        crate::report::Ranking::Throughput
+    }
+}
+
 /// The batch range a candidate's search covers. Without `--batch-range`, a simulated run with
 /// `--max-num-seqs` stops at that cap: a client beyond it only waits in the queue, which adds
 /// TTFT and no throughput, so without a TTFT limit the search would otherwise never end.
@@ -216,7 +225,7 @@ fn search_phase_with(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, n
         failures.extend(f);
     }
     let (ttft, tpot) = phase_limits(plan, phase);
-    let best = crate::report::best_per_layout(&rows, ttft, tpot);
+    let best = crate::report::best_per_layout(&rows, ttft, tpot, ranking(plan));
     let sweeps = match &plan.search.max_batched_tokens {
         Some(b) if b.len() > 1 && phase == Phase::Aggregated && !best.is_empty() => {
             let layouts: Vec<Row> = if plan.search.sweep_all_layouts { best.clone() } else { best[..1].to_vec() };

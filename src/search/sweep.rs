@@ -46,6 +46,7 @@ pub fn study(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, rows: &[R
                 &rows.iter().filter(|r| r.parallel == layout.parallel && r.max_batched_tokens == b).cloned().collect::<Vec<_>>(),
                 ttft,
                 tpot,
+                super::ranking(plan),
             );
             points.push(point(b, &row, best.first()));
         }

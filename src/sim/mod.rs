@@ -242,6 +242,14 @@ const MAX_DOUBLINGS: u32 = 5;
 const ABANDON_FACTOR: f64 = 1.5;
 /// Measured requests needed before abandoning.
 const ABANDON_MIN_REQUESTS: u64 = 16;
+/// Open loop: the share of requests at each end of the run (by arrival order) left out of the
+/// measurement, so that neither the empty system at the start nor the drain after the last
+/// arrival counts as steady state.
+const OPEN_EDGE_SHARE: f64 = 0.1;
+/// Open loop: the steady part of the measured arrivals (after the system filled) must cover at
+/// least this share of their span for rates to be read from it; otherwise the run is too short
+/// and rates cover the whole run, drain included.
+const OPEN_MIN_STEADY_SHARE: f64 = 0.25;
 /// Break down every n-th step's time by bound (the breakdown costs more than the latency).
 const BREAKDOWN_EVERY: u64 = 16;
 
@@ -317,6 +325,11 @@ pub fn simulate_system(
     let run = &sys.run;
     let closed = matches!(factory.process(), ArrivalProcess::Closed);
     let burst = matches!(factory.process(), ArrivalProcess::Burst);
+    let open = !closed && !burst;
+    // Arrival indices whose arrival times bound the open-loop measurement window.
+    let open_total = factory.trace_len().map_or(run.num_requests, |l| l.min(run.num_requests));
+    let edge = (open_total as f64 * OPEN_EDGE_SHARE).floor() as u64;
+    let open_marks = (edge, open_total.saturating_sub(1 + edge));
     let mut instances: Vec<Instance> = Vec::new();
     let mut group_of: Vec<usize> = Vec::new();
     for (g, grp) in sys.groups.iter().enumerate() {
@@ -409,6 +422,9 @@ pub fn simulate_system(
     let mut stop = false;
     let mut dirty: Vec<u32> = Vec::with_capacity(instances.len());
     let mut window_marks: (Option<Mark>, Option<Mark>) = (None, None);
+    // Open loop: cumulative (time, output tokens, prefilled tokens) after every step, to read
+    // the rates of a window chosen once the run is over.
+    let mut series: Vec<Mark> = Vec::new();
     // (Σ TTFT, Σ TPOT, count) of requests finishing in the window; whether the run was abandoned.
     let mut watch = (0.0f64, 0.0f64, 0u64);
     let mut abandoned = false;
@@ -476,6 +492,9 @@ pub fn simulate_system(
                 tokens_out += out.tokens;
                 for &r in &out.first_tokens {
                     prefilled_input += reqs[r as usize].input;
+                }
+                if open {
+                    series.push((now, tokens_out, prefilled_input));
                 }
                 done_now += out.finished.len() as u64;
                 for &r in &out.handed_off {
@@ -597,21 +616,58 @@ pub fn simulate_system(
     }
     let _ = prefill_only;
 
-    // The measurement window.
+    // The measurement window. Closed loop: between the stopping rule's marks, requests that
+    // finish inside it. Burst: the whole run. Open loop: latencies of the requests arriving
+    // between the edges (by arrival order); rates from one mean lifetime after the first of
+    // them arrived (the system has filled) to the arrival of the last (arrivals still run).
+    let measured_range = open_marks.0..=open_marks.1;
+    let in_range = |idx: usize| open_marks.1 >= open_marks.0 && measured_range.contains(&(idx as u64));
+    let open_window = if open && open_marks.1 >= open_marks.0 && (open_marks.1 as usize) < reqs.len() {
+        let (t_a, t_b) = (reqs[open_marks.0 as usize].arrival, reqs[open_marks.1 as usize].arrival);
+        let lives: Vec<u64> =
+            reqs.iter().enumerate().filter(|(i, _)| in_range(*i)).filter_map(|(_, r)| r.finish.map(|f| f - r.arrival)).collect();
+        let life = if lives.is_empty() { u64::MAX } else { lives.iter().sum::<u64>() / lives.len() as u64 };
+        let t0 = t_a.saturating_add(life);
+        (t0 < t_b && (t_b - t0) as f64 >= OPEN_MIN_STEADY_SHARE * (t_b - t_a) as f64).then_some((t0, t_b))
+    } else {
+        None
+    };
+    let at = |t: Nanos| -> Mark {
+        let i = series.partition_point(|m| m.0 <= t);
+        if i == 0 {
+            (t, 0, 0)
+        } else {
+            (t, series[i - 1].1, series[i - 1].2)
+        }
+    };
+    let steady = open_window.is_some();
     let (t0, tok0, in0, t1, tok1, in1) = if closed {
         let (t0, k0, i0) = window_marks.0.unwrap_or((0, 0, 0));
         let (t1, k1, i1) = window_marks.1.unwrap_or((now, tokens_out, prefilled_input));
+        (t0, k0, i0, t1, k1, i1)
+    } else if let Some((a, b)) = open_window {
+        let ((t0, k0, i0), (t1, k1, i1)) = (at(a), at(b));
         (t0, k0, i0, t1, k1, i1)
     } else {
         (reqs.iter().map(|r| r.arrival).min().unwrap_or(0), 0, 0, now, tokens_out, prefilled_input)
     };
     let window_s = (t1.saturating_sub(t0)) as f64 / 1e9;
     let mut rec = [Recorder::default(), Recorder::default(), Recorder::default(), Recorder::default(), Recorder::default()];
-    let (mut measured, mut good) = (0u64, 0u64);
+    let (mut measured, mut good, mut finished_in_window, mut measured_out) = (0u64, 0u64, 0u64, 0u64);
     let mut per_bin: Vec<(u64, Recorder, Recorder)> = run.bins.iter().map(|_| (0, Recorder::default(), Recorder::default())).collect();
-    for r in &reqs {
+    for (idx, r) in reqs.iter().enumerate() {
         let Some(fin) = r.finish else { continue };
-        if fin <= t0 && closed || fin > t1 {
+        if fin > t0 && fin <= t1 {
+            finished_in_window += 1;
+        }
+        let counted = if closed {
+            fin > t0 && fin <= t1
+        } else if open && open_marks.1 >= open_marks.0 {
+            in_range(idx)
+        } else {
+            true
+        };
+        if !counted {
             continue;
         }
         let first = r.first_token.unwrap_or(fin);
@@ -626,6 +682,7 @@ pub fn simulate_system(
         rec[3].record(e2e);
         rec[4].record((r.scheduled.or(r.decode_admitted).unwrap_or(first) - r.arrival) as f64 / 1e6);
         measured += 1;
+        measured_out += out_tokens;
         if ttft <= run.ttft_limit_ms && inter <= run.tpot_limit_ms {
             good += 1;
         }
@@ -655,7 +712,13 @@ pub fn simulate_system(
         output_throughput: per_s(window_tokens),
         input_throughput: per_s(window_input),
         total_throughput: per_s(window_tokens + window_input),
-        request_rate: per_s(measured),
+        // Open loop: requests often outlive the window, so the delivered rate is read off the
+        // token rate (a saturated system delivers fewer tokens than arrive).
+        request_rate: if steady && measured_out > 0 {
+            per_s(window_tokens) * measured as f64 / measured_out as f64
+        } else {
+            per_s(finished_in_window)
+        },
         goodput: if measured > 0 { good as f64 / measured as f64 } else { 0.0 },
         kv_utilization: if now > 0 { kv_integral / (now as f64 * instances.len() as f64) } else { 0.0 },
         kv_peak_utilization: kv_peak,
@@ -669,7 +732,7 @@ pub fn simulate_system(
         preemptions: instances.iter().map(|i| i.preemptions).sum(),
         window_s,
         makespan_s: now as f64 / 1e9,
-        converged: win.converged && !abandoned,
+        converged: if open { steady } else { win.converged && !abandoned },
         abandoned,
         kv_capacity_blocks: instances.iter().map(|i| i.kv.capacity).max().unwrap_or(0),
         bins: run

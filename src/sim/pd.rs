@@ -11,19 +11,36 @@ use crate::report::{PdRow, PdSimulated, PdSplitEval, PdVerification};
 use crate::search::{Candidate, CandidateCtx, Phase};
 use crate::workload::arrival::ArrivalProcess;
 
-/// Requests per verification run unless `--num-requests` says otherwise.
+/// Fewest requests per verification run unless `--num-requests` says otherwise.
 pub const DEFAULT_VERIFY_REQUESTS: u64 = 600;
+/// A default verification run lasts at least this many planned request lifetimes, so the
+/// open loop reaches a steady state and leaves a window to measure it.
+const VERIFY_LIFETIMES: f64 = 4.0;
+/// Most requests a default verification run simulates.
+const MAX_VERIFY_REQUESTS: u64 = 20_000;
+
+/// Requests to simulate at `rate`: `--num-requests`, or enough for [`VERIFY_LIFETIMES`]
+/// planned lifetimes (TTFT + output × TPOT) of arrivals, at least [`DEFAULT_VERIFY_REQUESTS`].
+pub fn verify_requests(plan: &Plan, row: &PdRow, rate: f64) -> u64 {
+    if let Some(n) = plan.sim.num_requests {
+        return n;
+    }
+    let life_s = (row.ttft_ms + plan.workload.output.mean_raw() as f64 * row.tpot_ms) / 1e3;
+    let n = (VERIFY_LIFETIMES * rate * life_s).ceil();
+    if n.is_finite() {
+        (n as u64).clamp(DEFAULT_VERIFY_REQUESTS, MAX_VERIFY_REQUESTS)
+    } else {
+        DEFAULT_VERIFY_REQUESTS
+    }
+}
 
 fn ctx<'a>(plan: &'a Plan, device: &'a DeviceProfile, cand: Candidate, phase: Phase) -> CandidateCtx<'a> {
     CandidateCtx::new(plan, device, cand, phase)
 }
 
 /// Simulate `p` prefill and `d` decode instances of the row's layouts at `rate` req/s.
-pub fn simulate_split(plan: &Plan, device: &DeviceProfile, row: &PdRow, p: u32, d: u32, rate: f64) -> Result<PdSimulated, SimError> {
-    simulate_split_n(plan, device, row, p, d, rate, plan.sim.num_requests.unwrap_or(DEFAULT_VERIFY_REQUESTS))
-}
-
-fn simulate_split_n(
+#[allow(clippy::too_many_arguments)]
+pub fn simulate_split(
     plan: &Plan,
     device: &DeviceProfile,
     row: &PdRow,
@@ -78,6 +95,7 @@ fn simulate_split_n(
         goodput: rep.goodput,
         kv_transfer_ms: row.p_transfer_ms,
         slo_met,
+        steady: rep.converged,
     })
 }
 
@@ -108,16 +126,17 @@ pub fn maximal_splits(total: u32, p_dev: u32, d_dev: u32) -> Vec<(u32, u32)> {
 pub fn verify(plan: &Plan, device: &DeviceProfile, row: &PdRow, split: Option<(u32, u32)>, total: Option<u32>) -> PdVerification {
     let (p, d) = split.unwrap_or_else(|| smallest_split(row.pd_ratio));
     let rate = split_rate(row, p, d);
-    let simulated = simulate_split(plan, device, row, p, d, rate).map_err(|e| e.to_string());
+    let requests = verify_requests(plan, row, rate);
+    let simulated = simulate_split(plan, device, row, p, d, rate, requests).map_err(|e| e.to_string());
     let mut splits = Vec::new();
     if let Some(n) = total {
         for (sp, sd) in maximal_splits(n, row.p_devices, row.d_devices) {
             let r = split_rate(row, sp, sd);
             // The planned split was simulated above.
             let eval = if (sp, sd) == (p, d) {
-                simulated.clone().map_err(|_| SimError::NoKvCapacity)
+                simulated.clone()
             } else {
-                simulate_split(plan, device, row, sp, sd, r)
+                simulate_split(plan, device, row, sp, sd, r, verify_requests(plan, row, r)).map_err(|e| e.to_string())
             };
             splits.push(match eval {
                 Ok(s) => PdSplitEval {
@@ -127,6 +146,7 @@ pub fn verify(plan: &Plan, device: &DeviceProfile, row: &PdRow, split: Option<(u
                     delivered_qps: s.request_rate,
                     good_qps: s.request_rate * s.goodput,
                     slo_met: s.slo_met,
+                    steady: s.steady,
                     error: None,
                 },
                 Err(e) => PdSplitEval {
@@ -136,7 +156,8 @@ pub fn verify(plan: &Plan, device: &DeviceProfile, row: &PdRow, split: Option<(u
                     delivered_qps: 0.0,
                     good_qps: 0.0,
                     slo_met: false,
-                    error: Some(e.to_string()),
+                    steady: false,
+                    error: Some(e),
                 },
             });
         }
@@ -144,8 +165,13 @@ pub fn verify(plan: &Plan, device: &DeviceProfile, row: &PdRow, split: Option<(u
     }
     let sustainable_rate = match &simulated {
         Ok(s) if s.slo_met => Some(rate),
-        Ok(_) => sustainable(plan, device, row, p, d, rate),
+        Ok(_) => sustainable(plan, device, row, p, d, rate, requests),
         Err(_) => None,
+    };
+    let share = |cap: f64| if cap > 0.0 { rate / cap } else { 0.0 };
+    let (simulated, simulation_error) = match simulated {
+        Ok(s) => (Some(s), None),
+        Err(e) => (None, Some(e)),
     };
     PdVerification {
         prefill_instances: p,
@@ -154,22 +180,24 @@ pub fn verify(plan: &Plan, device: &DeviceProfile, row: &PdRow, split: Option<(u
         planned_ttft_ms: row.ttft_ms,
         planned_tpot_ms: row.tpot_ms,
         planned_qps: rate,
+        prefill_utilization: share(p as f64 * row.p_qps),
+        decode_utilization: share(d as f64 * row.d_qps),
+        requests,
         simulated,
+        simulation_error,
         sustainable_rate,
         splits,
     }
 }
 
-/// Bisections of the arrival rate when looking for the highest rate that holds the SLO, and
-/// the requests each of those runs simulates.
+/// Bisections of the arrival rate when looking for the highest rate that holds the SLO.
 const RATE_BISECTIONS: u32 = 5;
-const RATE_SEARCH_REQUESTS: u64 = 250;
 
 /// The highest Poisson rate (to 1/32 of the balanced rate) at which the split still meets the
 /// SLO; `None` when even 1/32 of it fails.
-fn sustainable(plan: &Plan, device: &DeviceProfile, row: &PdRow, p: u32, d: u32, rate: f64) -> Option<f64> {
-    let n = plan.sim.num_requests.unwrap_or(DEFAULT_VERIFY_REQUESTS).min(RATE_SEARCH_REQUESTS);
-    let ok = |r: f64| simulate_split_n(plan, device, row, p, d, r, n).is_ok_and(|s| s.slo_met);
+/// Each run simulates as many requests as the verification itself, so the two agree.
+fn sustainable(plan: &Plan, device: &DeviceProfile, row: &PdRow, p: u32, d: u32, rate: f64, n: u64) -> Option<f64> {
+    let ok = |r: f64| simulate_split(plan, device, row, p, d, r, n).is_ok_and(|s| s.slo_met);
     let (mut lo, mut hi) = (0.0f64, 1.0f64);
     for _ in 0..RATE_BISECTIONS {
         let mid = (lo + hi) / 2.0;

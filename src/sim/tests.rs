@@ -240,3 +240,41 @@ fn routing_spreads_requests_over_decode_instances() {
         assert!(per[1..].iter().all(|&n| n >= 5), "{routing:?}: {per:?}");
     }
 }
+
+fn poisson(rate: f64, input: u64, output: u64) -> RequestFactory {
+    RequestFactory::new(Lengths::Fixed(input), Lengths::Fixed(output), None, ArrivalProcess::Poisson { rate }, 7)
+}
+
+#[test]
+fn open_loop_below_capacity_delivers_the_offered_rate_in_a_steady_window() {
+    // 8 running sequences, 1 ms per step: at most 8 tokens/ms, about 400 requests/s of 20
+    // tokens. At 100 req/s the system keeps up, so the steady window sees the offered rate.
+    let mut c = cfg(64, 8);
+    c.run.num_requests = 2000;
+    let (rep, _, _) = run(&c, &MS, poisson(100.0, 4, 20));
+    assert!(rep.converged, "a 20 s run of 21 ms requests has a steady window");
+    assert!((rep.request_rate - 100.0).abs() < 5.0, "delivered {} req/s", rep.request_rate);
+    assert!((rep.output_throughput - 2000.0).abs() < 100.0, "{} tokens/s", rep.output_throughput);
+    // The edges (10 % each side) are left out of the latencies.
+    assert_eq!(rep.measured, 1600);
+}
+
+#[test]
+fn open_loop_above_capacity_delivers_only_the_capacity() {
+    let mut c = cfg(64, 8);
+    c.run.num_requests = 2000;
+    let (rep, _, _) = run(&c, &MS, poisson(1000.0, 4, 20));
+    // 8 tokens per 1 ms step at most, i.e. 400 requests/s of 20 tokens.
+    assert!(rep.request_rate < 410.0 && rep.request_rate > 300.0, "delivered {} req/s", rep.request_rate);
+    assert!(rep.latency.ttft.mean > 100.0, "the queue grows: TTFT {} ms", rep.latency.ttft.mean);
+}
+
+#[test]
+fn open_loop_shorter_than_a_request_lifetime_is_not_steady() {
+    // 10 arrivals in about 0.1 s, each living about 0.5 s: no steady state to measure.
+    let mut c = cfg(64, 8);
+    c.run.num_requests = 10;
+    let (rep, _, _) = run(&c, &MS, poisson(100.0, 4, 500));
+    assert!(!rep.converged);
+    assert_eq!(rep.measured, 8, "one request left out at each end");
+}

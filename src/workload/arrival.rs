@@ -241,6 +241,14 @@ impl RequestFactory {
         &self.process
     }
 
+    /// Requests a trace holds (`None`: the process never runs out).
+    pub fn trace_len(&self) -> Option<u64> {
+        match &self.process {
+            ArrivalProcess::Trace(t) => Some(t.requests.len() as u64),
+            _ => None,
+        }
+    }
+
     fn lengths(&mut self) -> (u64, u64) {
         let input = match &self.input {
             Lengths::Fixed(n) => *n,
