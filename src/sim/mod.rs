@@ -661,7 +661,9 @@ pub fn simulate_system(
             finished_in_window += 1;
         }
         let counted = if closed {
-            fin > t0 && fin <= t1
+            // The initial wave (all issued at t = 0) prefilled together; with variable output
+            // lengths some of it outlives the warm-up, and its TTFT is not steady state.
+            fin > t0 && fin <= t1 && idx as u64 >= run.concurrency
         } else if open && open_marks.1 >= open_marks.0 {
             in_range(idx)
         } else {
