@@ -181,10 +181,10 @@ pub fn base_row(ctx: &CandidateCtx, batch: u32, budget: u64, effective: u64) -> 
 /// Stats for the extrapolating batch search.
 pub fn stats(ctx: &CandidateCtx, row: &Row, lat: [(f64, f64); 2]) -> ProbeStats {
     ProbeStats {
-        total_gb: ctx.device.memory_gib(),
-        weight_gb: row.memory.weight_gb,
-        reserved_gb: ctx.plan.serving.reserved_memory_gb,
-        avail_gb: row.memory.avail_gb,
+        total_gib: ctx.device.memory_gib(),
+        weight_gib: row.memory.weight_gib,
+        reserved_gib: ctx.plan.serving.reserved_memory_gb,
+        avail_gib: row.memory.avail_gib,
         latencies: lat,
     }
 }

@@ -56,7 +56,7 @@ pub struct AggOutcome {
 }
 
 fn tighter(a: MemoryUse, b: MemoryUse) -> MemoryUse {
-    if b.avail_gb < a.avail_gb {
+    if b.avail_gib < a.avail_gib {
         b
     } else {
         a
@@ -64,7 +64,7 @@ fn tighter(a: MemoryUse, b: MemoryUse) -> MemoryUse {
 }
 
 fn start_mem() -> MemoryUse {
-    MemoryUse { avail_gb: f64::INFINITY, ..Default::default() }
+    MemoryUse { avail_gib: f64::INFINITY, ..Default::default() }
 }
 
 /// The decode-first split of one mixed step: every ready decode first (up to the budget), then

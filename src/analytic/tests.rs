@@ -21,7 +21,7 @@ impl<'a> Scripted<'a> {
 }
 
 fn ok(ms: f64) -> Forward {
-    Forward { ms, mem: MemoryUse { avail_gb: 1.0, ..Default::default() }, breakdown: Breakdown::default() }
+    Forward { ms, mem: MemoryUse { avail_gib: 1.0, ..Default::default() }, breakdown: Breakdown::default() }
 }
 
 impl ForwardOracle for Scripted<'_> {

@@ -28,15 +28,15 @@ pub struct MemoryModel {
 /// The memory picture of one forward, as the report columns show it (GiB).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct MemoryUse {
-    pub weight_gb: f64,
-    pub kv_cache_gb: f64,
-    pub activation_gb: f64,
-    pub avail_gb: f64,
+    pub weight_gib: f64,
+    pub kv_cache_gib: f64,
+    pub activation_gib: f64,
+    pub avail_gib: f64,
 }
 
 impl MemoryUse {
     pub fn is_oom(&self) -> bool {
-        self.avail_gb < 0.0
+        self.avail_gib < 0.0
     }
 }
 
@@ -57,10 +57,10 @@ impl MemoryModel {
     pub fn usage(&self, shape: &BatchShape, kv_bytes: f64, reserved: f64) -> MemoryUse {
         let act = self.activation_bytes(shape);
         MemoryUse {
-            weight_gb: self.weight_bytes / GIB,
-            kv_cache_gb: kv_bytes / GIB,
-            activation_gb: act / GIB,
-            avail_gb: (self.device_bytes - self.weight_bytes - kv_bytes - act - reserved) / GIB,
+            weight_gib: self.weight_bytes / GIB,
+            kv_cache_gib: kv_bytes / GIB,
+            activation_gib: act / GIB,
+            avail_gib: (self.device_bytes - self.weight_bytes - kv_bytes - act - reserved) / GIB,
         }
     }
 

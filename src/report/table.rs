@@ -126,7 +126,7 @@ fn input_configuration(plan: &Plan, report: &Report, dev: &DeviceResult) -> Stri
 
 fn memory_info(plan: &Plan, dev: &DeviceResult) -> String {
     format!(
-        "Memory Info:\nTotal device memory: {:.3} GB\nReserved memory: {:.3} GB\n",
+        "Memory Info:\nTotal device memory: {:.3} GiB\nReserved memory: {:.3} GiB\n",
         dev.profile.memory_gib, plan.serving.reserved_memory_gb
     )
 }
@@ -221,7 +221,7 @@ fn phase_table(p: &PhaseResult, top: Option<usize>) -> String {
             Phase::Decode => h.push("TPOT p99 (ms)"),
         }
     }
-    h.extend(["concurrency", "num_devices", "parallel", "batch_size", "weight_GB", "kv_cache_GB", "activation_GB", "avail_GB"]);
+    h.extend(["concurrency", "num_devices", "parallel", "batch_size", "weight_GiB", "kv_cache_GiB", "activation_GiB", "avail_GiB"]);
     let mut t = new_table(&h);
     for (i, r) in rows.iter().enumerate() {
         let mut cells = vec![(i + 1).to_string(), format!("{:.2}", r.throughput)];
@@ -249,10 +249,10 @@ fn phase_table(p: &PhaseResult, top: Option<usize>) -> String {
             r.num_devices.to_string(),
             r.parallel.clone(),
             r.batch_size.to_string(),
-            f3(r.memory.weight_gb),
-            f3(r.memory.kv_cache_gb),
-            f3(r.memory.activation_gb),
-            f3(r.memory.avail_gb),
+            f3(r.memory.weight_gib),
+            f3(r.memory.kv_cache_gib),
+            f3(r.memory.activation_gib),
+            f3(r.memory.avail_gib),
         ]);
         t.add_row(cells);
     }
@@ -720,8 +720,8 @@ fn profile_table(report: &Report) -> String {
         "Device",
         "Cube Compute (TFLOPS)",
         "Vector Compute (TFLOPS)",
-        "HBM BW (TB/s)",
-        "Memory (GB)",
+        "HBM BW (TiB/s)",
+        "Memory (GiB)",
         "Comm Grid",
         "Comm BW (GB/s)",
     ]);
@@ -911,10 +911,10 @@ fn dump(report: &Report) -> String {
                     cells.push(br(r.breakdown()));
                 }
                 cells.extend([
-                    f3(r.memory.weight_gb),
-                    f3(r.memory.kv_cache_gb),
-                    f3(r.memory.activation_gb),
-                    f3(r.memory.avail_gb),
+                    f3(r.memory.weight_gib),
+                    f3(r.memory.kv_cache_gib),
+                    f3(r.memory.activation_gib),
+                    f3(r.memory.avail_gib),
                     r.stop_reason.map_or("-".into(), |x| x.describe().to_string()),
                 ]);
                 t.add_row(cells);

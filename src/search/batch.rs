@@ -22,10 +22,10 @@ pub struct Probe {
 /// Numbers the extrapolating strategy reads from a probe.
 #[derive(Debug, Clone, Copy)]
 pub struct ProbeStats {
-    pub total_gb: f64,
-    pub weight_gb: f64,
-    pub reserved_gb: f64,
-    pub avail_gb: f64,
+    pub total_gib: f64,
+    pub weight_gib: f64,
+    pub reserved_gib: f64,
+    pub avail_gib: f64,
     /// (latency, limit) pairs of the SLO-bound metrics.
     pub latencies: [(f64, f64); 2],
 }
@@ -46,11 +46,11 @@ impl SearchResult {
 /// Memory-bound estimate: `round(bs + avail / per_request) + 1` with
 /// `per_request = (total − weight − reserved − avail) / bs`.
 pub fn memory_bound(bs: u32, s: &ProbeStats) -> Option<u32> {
-    let per_req = (s.total_gb - s.weight_gb - s.reserved_gb - s.avail_gb) / bs as f64;
+    let per_req = (s.total_gib - s.weight_gib - s.reserved_gib - s.avail_gib) / bs as f64;
     if per_req <= 0.0 {
         return None;
     }
-    Some((crate::util::round_half_even(bs as f64 + s.avail_gb / per_req) + 1.0).max(1.0) as u32)
+    Some((crate::util::round_half_even(bs as f64 + s.avail_gib / per_req) + 1.0).max(1.0) as u32)
 }
 
 /// Latency-bound estimate from two probes: `max(1, round((bs_l + (limit − lat_l) / slope) × 1.5) + 1)`.
@@ -124,7 +124,7 @@ mod tests {
     use super::*;
 
     fn stats() -> ProbeStats {
-        ProbeStats { total_gb: 64.0, weight_gb: 20.0, reserved_gb: 10.0, avail_gb: 12.0, latencies: [(0.0, f64::INFINITY); 2] }
+        ProbeStats { total_gib: 64.0, weight_gib: 20.0, reserved_gib: 10.0, avail_gib: 12.0, latencies: [(0.0, f64::INFINITY); 2] }
     }
 
     fn fake(limit: u32) -> impl FnMut(u32) -> (Probe, ProbeStats) {
@@ -138,8 +138,8 @@ mod tests {
     fn extrapolation_estimates_match_the_original() {
         let s = stats();
         // per request (64 − 20 − 10 − 12) / 4 = 5.5 GiB
-        assert_eq!((s.total_gb - s.weight_gb - s.reserved_gb - s.avail_gb) / 4.0, 5.5);
-        let m = ProbeStats { avail_gb: 10.0, total_gb: 64.0, weight_gb: 20.0, reserved_gb: 18.0, ..s };
+        assert_eq!((s.total_gib - s.weight_gib - s.reserved_gib - s.avail_gib) / 4.0, 5.5);
+        let m = ProbeStats { avail_gib: 10.0, total_gib: 64.0, weight_gib: 20.0, reserved_gib: 18.0, ..s };
         // bs 8, 2 GiB per request, 10 GiB free ⇒ 14
         assert_eq!(memory_bound(8, &m), Some(14));
         assert_eq!(latency_bound(2, 10.0, 6, 30.0, 20.0), Some(7));

@@ -165,10 +165,10 @@ impl Engine for SimEngine {
         let stop = match result {
             Err(e) => {
                 row.memory = MemoryUse {
-                    weight_gb: gib(ctx.mem.weight_bytes),
-                    kv_cache_gb: 0.0,
-                    activation_gb: 0.0,
-                    avail_gb: gib(ctx.mem.device_bytes - ctx.mem.weight_bytes - ctx.reserved_bytes()),
+                    weight_gib: gib(ctx.mem.weight_bytes),
+                    kv_cache_gib: 0.0,
+                    activation_gib: 0.0,
+                    avail_gib: gib(ctx.mem.device_bytes - ctx.mem.weight_bytes - ctx.reserved_bytes()),
                 };
                 row.sim_error = Some(e.to_string());
                 Some(match e {

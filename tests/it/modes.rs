@@ -125,10 +125,10 @@ fn headline_aggregation_table() {
         "num_devices",
         "parallel",
         "batch_size",
-        "weight_GB",
-        "kv_cache_GB",
-        "activation_GB",
-        "avail_GB",
+        "weight_GiB",
+        "kv_cache_GiB",
+        "activation_GiB",
+        "avail_GiB",
     ] {
         assert!(head.contains(col), "header lacks {col}: {head}");
     }
