@@ -37,9 +37,39 @@ impl From<serde_yaml::Error> for YamlError {
     }
 }
 
-/// Parse a YAML document into `T`.
+/// Parse a YAML document into `T`. A value rejected by its own parser (a unit, an enum name)
+/// is reported by serde_yaml at the enclosing mapping; when the message quotes the value in
+/// backticks, the error is pointed at the line that holds it and names its field.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
-    serde_yaml::from_str(text).map_err(YamlError::from)
+    serde_yaml::from_str(text).map_err(|e| {
+        let mut err = YamlError::from(e);
+        if let Some((line, key)) = quoted_value(&err.message).and_then(|v| line_of_value(text, v)) {
+            err.line = Some(line);
+            err.column = None;
+            if let Some(k) = key {
+                err.message = format!("field `{k}`: {}", err.message);
+            }
+        }
+        err
+    })
+}
+
+/// The first backticked text of a message.
+fn quoted_value(message: &str) -> Option<&str> {
+    let start = message.find('`')? + 1;
+    let len = message[start..].find('`')?;
+    Some(&message[start..start + len]).filter(|v| !v.is_empty())
+}
+
+/// The 1-based line where `value` is written as a value, and the key it belongs to.
+fn line_of_value(text: &str, value: &str) -> Option<(usize, Option<String>)> {
+    text.lines().enumerate().find_map(|(i, l)| {
+        let code = l.split(" #").next().unwrap_or(l);
+        let at = code.find(value)?;
+        let before = code[..at].trim_end().strip_suffix(':')?;
+        let key = before.rsplit(|c: char| c == '{' || c == ',' || c == '-' || c.is_whitespace()).next().unwrap_or("").trim();
+        Some((i + 1, (!key.is_empty()).then(|| key.trim_matches('"').to_string())))
+    })
 }
 
 /// Parse a YAML document into an untyped value (used to find the line of a field).
@@ -78,6 +108,23 @@ fn line_has_key(line: &str, key: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Link {
+        name: String,
+        bandwidth: crate::units::Bandwidth,
+    }
+
+    #[test]
+    fn a_rejected_value_is_pointed_at_its_line_and_field() {
+        let e = from_str::<Link>("name: x\nbandwidth: 2.4 TiBps\n").unwrap_err();
+        assert_eq!(e.line, Some(2));
+        assert!(e.to_string().starts_with("line 2: field `bandwidth`: `2.4 TiBps` has no bandwidth unit"), "{e}");
+        let e = from_str::<Vec<Link>>("- {name: a, bandwidth: 1 GB/s}\n- {name: b, bandwidth: 9 GBs}\n").unwrap_err();
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(e.to_string().contains("field `bandwidth`"), "{e}");
+    }
     #[test]
     fn finds_keys_in_block_and_flow_style() {
         let t = "a: 1\nbins:\n  - {min_tokens: 1, max_tokens: 2}\n  - min_tokens: 3\n";
