@@ -109,10 +109,15 @@ pub struct ImageSpec {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Workload {
+    /// Prompt lengths (with a trace: its mean, which sizes the token budget and the formulas).
     pub input: Lengths,
+    /// Output lengths (with a trace or a distribution's `output_bins`: their mean).
     pub output: Lengths,
     pub prefix_cache_hit_rate: f64,
     pub images: Option<ImageSpec>,
+    /// Where the lengths come from, as the report's Input Configuration says it.
+    pub input_label: String,
+    pub output_label: String,
 }
 
 /// Latency limits in ms; `None` = unset (no limit), `Some(inf)` = explicitly infinite.
@@ -445,16 +450,36 @@ pub(crate) fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
     if !(0.0..1.0).contains(&hit) {
         return Err(usage(format!("--prefix-cache-hit-rate {hit} is not in the valid range [0, 1)")));
     }
-    let input = match (&raw.input_length, &raw.length_distribution) {
-        (Some(_), Some(_)) => return Err(usage(
+    // A trace gives every request's lengths; its means size the budgets and the formulas.
+    let trace_means = match raw.arrival.as_deref() {
+        Some([kind, file]) if kind.eq_ignore_ascii_case("trace") => {
+            let t = Trace::load(Path::new(file)).map_err(|e| usage(e.to_string()))?;
+            Some(t.mean_lengths())
+        }
+        _ => None,
+    };
+    if let Some((mi, mo)) = trace_means {
+        for (given, flag, mean) in [
+            (raw.input_length.is_some() || raw.length_distribution.is_some(), "--input-length/--length-distribution", mi),
+            (raw.output_length.is_some(), "--output-length", mo),
+        ] {
+            if given {
+                warnings
+                    .push(format!("{flag} is not used with --arrival trace: the trace gives every request's lengths (mean {mean} tokens)"));
+            }
+        }
+    }
+    let input = match (&raw.input_length, &raw.length_distribution, trace_means) {
+        (_, _, Some((mi, _))) => Lengths::Fixed(mi),
+        (Some(_), Some(_), None) => return Err(usage(
             "give either --input-length or --length-distribution, not both (a distribution file can also be passed as --input-length FILE)",
         )),
-        (None, None) => return Err(usage("--input-length is required: a number of tokens or a length-distribution YAML file")),
-        (None, Some(f)) if f.is_empty() => Lengths::Distribution(LengthDistribution::builtin()),
-        (None, Some(f)) => {
+        (None, None, None) => return Err(usage("--input-length is required: a number of tokens or a length-distribution YAML file")),
+        (None, Some(f), None) if f.is_empty() => Lengths::Distribution(LengthDistribution::builtin()),
+        (None, Some(f), None) => {
             Lengths::Distribution(LengthDistribution::load(Path::new(f), "--length-distribution").map_err(|e| usage(e.to_string()))?)
         }
-        (Some(v), None) => match parse_length("--input-length", v)? {
+        (Some(v), None, None) => match parse_length("--input-length", v)? {
             Some(n) => Lengths::Fixed(n),
             None => {
                 let p = Path::new(v);
@@ -467,12 +492,30 @@ pub(crate) fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
             }
         },
     };
-    let output = match &raw.output_length {
-        None => return Err(usage("--output-length is required: the number of generated tokens per request")),
-        Some(v) => match parse_length("--output-length", v)? {
+    let output_bins_mean = match &input {
+        Lengths::Distribution(d) => d.output_mean(),
+        Lengths::Fixed(_) => None,
+    };
+    let output = match (&raw.output_length, trace_means, output_bins_mean) {
+        (_, Some((_, mo)), _) => Lengths::Fixed(mo),
+        (given, None, Some(m)) => {
+            if let Some(v) = given {
+                warnings.push(format!(
+                    "--output-length {v} is not used: the length distribution gives output lengths (output_bins, mean {m} tokens)"
+                ));
+            }
+            Lengths::Fixed(m)
+        }
+        (None, None, None) => return Err(usage("--output-length is required: the number of generated tokens per request")),
+        (Some(v), None, None) => match parse_length("--output-length", v)? {
             Some(n) => Lengths::Fixed(n),
             None => return Err(usage(format!("--output-length {v}: must be a positive number of tokens (1 to {MAX_LENGTH})"))),
         },
+    };
+    let (input_label, output_label) = match (trace_means, output_bins_mean) {
+        (Some((mi, mo)), _) => (format!("from the trace (mean {mi})"), format!("from the trace (mean {mo})")),
+        (None, Some(m)) => (input.describe(), format!("from the distribution's output_bins (mean {m})")),
+        (None, None) => (input.describe(), output.describe()),
     };
     if let (Lengths::Fixed(i), Lengths::Fixed(o), Some(maxpos)) = (&input, &output, model.max_position_embeddings) {
         if i + o > maxpos {
@@ -771,7 +814,7 @@ pub(crate) fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
         model_source,
         devices,
         num_devices,
-        workload: Workload { input, output, prefix_cache_hit_rate: hit, images },
+        workload: Workload { input, output, prefix_cache_hit_rate: hit, images, input_label, output_label },
         mode,
         slo,
         quant,

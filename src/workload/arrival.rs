@@ -92,6 +92,13 @@ pub struct TraceError {
 const TRACE_COLUMNS: [&str; 5] = ["arrival_s", "input_tokens", "output_tokens", "prefix_group", "prefix_len"];
 
 impl Trace {
+    /// Mean prompt and output lengths, rounded down (at least 1).
+    pub fn mean_lengths(&self) -> (u64, u64) {
+        let n = self.requests.len().max(1) as u64;
+        let sum = |f: fn(&TraceRequest) -> u64| (self.requests.iter().map(f).sum::<u64>() / n).max(1);
+        (sum(|r| r.input_tokens), sum(|r| r.output_tokens))
+    }
+
     pub fn load(path: &Path) -> Result<Trace, TraceError> {
         let shown = path.display().to_string();
         let text =

@@ -100,6 +100,13 @@ impl LengthDistribution {
         self.output_bins.as_ref().map(|b| representatives(b, 0.0))
     }
 
+    /// Mean output length of the `output_bins` (as [`Self::effective_length`] computes it for
+    /// prompts), when the file gives output bins.
+    pub fn output_mean(&self) -> Option<u64> {
+        self.output_representatives()
+            .map(|reps| (reps.iter().map(|r| r.query_len as f64 * r.request_ratio).sum::<f64>().floor() as u64).max(1))
+    }
+
     /// `max(1, floor(Σ query_len × ratio))`.
     pub fn effective_length(&self, hit_rate: f64) -> u64 {
         let s: f64 = self.representatives(hit_rate).iter().map(|r| r.query_len as f64 * r.request_ratio).sum();

@@ -750,3 +750,57 @@ fn max_num_seqs_bounds_the_simulated_batch_search() {
     assert_eq!(batches.iter().max(), Some(&64), "{batches:?}");
     assert_eq!(phase["best"][0]["batch_size"].as_u64(), Some(64));
 }
+
+#[test]
+fn lengths_come_from_the_trace_or_the_output_bins_and_say_so() {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let trace = format!("{dir}/scenarios/data/agent-trace.csv");
+    let p = crate::util::plan_of(&[
+        "throughput-optimizer",
+        "Qwen/Qwen3-8B",
+        "--num-devices",
+        "2",
+        "--compile",
+        "--tpot-limits",
+        "40",
+        "--arrival",
+        "trace",
+        &trace,
+    ]);
+    // The trace's own means (240 requests) stand in for the missing length flags.
+    assert!(p.workload.input_label.starts_with("from the trace (mean "), "{}", p.workload.input_label);
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    let with_len = crate::util::plan_of(&[
+        "throughput-optimizer",
+        "Qwen/Qwen3-8B",
+        "--num-devices",
+        "2",
+        "--compile",
+        "--tpot-limits",
+        "40",
+        "--arrival",
+        "trace",
+        &trace,
+        "--input-length",
+        "3000",
+        "--output-length",
+        "400",
+    ]);
+    assert_eq!(with_len.workload.input, p.workload.input, "the trace decides, not --input-length");
+    assert_eq!(with_len.warnings.len(), 2, "{:?}", with_len.warnings);
+
+    let chat = format!("{dir}/scenarios/data/chat-lengths.yaml");
+    let q = crate::util::plan_of(&[
+        "throughput-optimizer",
+        "Qwen/Qwen3-8B",
+        "--num-devices",
+        "4",
+        "--input-length",
+        &chat,
+        "--output-length",
+        "512",
+    ]);
+    assert!(q.warnings.iter().any(|w| w.starts_with("--output-length 512 is not used")), "{:?}", q.warnings);
+    assert!(q.workload.output_label.starts_with("from the distribution's output_bins (mean "), "{}", q.workload.output_label);
+    assert_ne!(q.workload.output, throughput_optimizer::workload::Lengths::Fixed(512));
+}
