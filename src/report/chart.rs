@@ -33,7 +33,8 @@ fn chart(title: &str, series: &[(String, Vec<(f32, f32)>)], color: bool) -> Stri
     }
     let (mut xmin, mut xmax) = pts.iter().fold((f32::MAX, f32::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
     let pad = ((xmax - xmin) * 0.08).max(1e-3);
-    xmin -= pad;
+    // Concurrency and latency are never negative: do not pad the axis below zero.
+    xmin = if xmin >= 0.0 { (xmin - pad).max(0.0) } else { xmin - pad };
     xmax += pad;
     let shapes: Vec<Shape> = series.iter().map(|(_, p)| Shape::Lines(p.as_slice())).collect();
     let mut c = Chart::new(200, 60, xmin, xmax);

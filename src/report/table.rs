@@ -134,6 +134,8 @@ fn memory_info(plan: &Plan, dev: &DeviceResult) -> String {
 fn bottleneck_line(r: &Row) -> Option<String> {
     let (which, b) = match (r.phase, r.breakdown_prefill, r.breakdown_decode) {
         (Phase::Prefill, Some(b), _) => ("prefill forward", b),
+        // The simulator weighs every step it ran, mixed prefill/decode steps included.
+        (Phase::Aggregated, _, Some(b)) if r.sim.is_some() => ("all simulated steps, time-weighted", b),
         (_, _, Some(b)) => ("decode step", b),
         (_, Some(b), _) => ("prefill forward", b),
         _ => return None,
@@ -271,14 +273,18 @@ fn sim_block(plan: &Plan, r: &Row) -> String {
     let mut s = String::from("Simulated latency (ms) of the best configuration:\n");
     let mut t = new_table(&["metric", "mean", "p50", "p90", "p95", "p99"]);
     let l = &sm.latency;
-    for (name, st) in [
-        ("TTFT", &l.ttft),
-        ("TPOT inter-token", &l.tpot_inter_token),
-        ("TPOT amortized", &l.tpot_amortized),
-        ("ITL", &l.itl),
-        ("E2E", &l.e2e),
-        ("queueing", &l.queueing),
-    ] {
+    let mut metrics = vec![("TTFT", &l.ttft)];
+    // A prefill instance hands each request off after its first token: nothing else to time.
+    if r.phase != Phase::Prefill {
+        metrics.extend([
+            ("TPOT inter-token", &l.tpot_inter_token),
+            ("TPOT amortized", &l.tpot_amortized),
+            ("ITL", &l.itl),
+            ("E2E", &l.e2e),
+        ]);
+    }
+    metrics.push(("queueing", &l.queueing));
+    for (name, st) in metrics {
         t.add_row(vec![
             name.to_string(),
             format!("{:.2}", st.mean),
