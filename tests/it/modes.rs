@@ -729,22 +729,9 @@ fn ep_sizes_on_a_dense_model_change_nothing_but_warn() {
 #[test]
 fn max_num_seqs_bounds_the_simulated_batch_search() {
     // No TTFT limit: beyond the cap, more clients only queue, so the search must stop there.
-    let v = crate::util::run_json(&[
-        "Qwen/Qwen3-32B",
-        "--num-devices",
-        "8",
-        "--input-length",
-        "3500",
-        "--output-length",
-        "1500",
-        "--compile",
-        "--tpot-limits",
-        "50",
-        "--tp-sizes",
-        "8",
-        "--max-num-seqs",
-        "64",
-    ]);
+    let argv =
+        "Qwen/Qwen3-32B --num-devices 8 --input-length 3500 --output-length 1500 --compile --tpot-limits 50 --tp-sizes 8 --max-num-seqs 64";
+    let v = crate::util::run_json(&argv.split_whitespace().collect::<Vec<_>>());
     let phase = &v["devices"][0]["phases"][0];
     let batches: Vec<u64> = phase["rows"].as_array().unwrap().iter().map(|r| r["batch_size"].as_u64().unwrap()).collect();
     assert_eq!(batches.iter().max(), Some(&64), "{batches:?}");
@@ -755,37 +742,13 @@ fn max_num_seqs_bounds_the_simulated_batch_search() {
 fn lengths_come_from_the_trace_or_the_output_bins_and_say_so() {
     let dir = env!("CARGO_MANIFEST_DIR");
     let trace = format!("{dir}/scenarios/data/agent-trace.csv");
-    let p = crate::util::plan_of(&[
-        "throughput-optimizer",
-        "Qwen/Qwen3-8B",
-        "--num-devices",
-        "2",
-        "--compile",
-        "--tpot-limits",
-        "40",
-        "--arrival",
-        "trace",
-        &trace,
-    ]);
+    let base = format!("throughput-optimizer Qwen/Qwen3-8B --num-devices 2 --compile --tpot-limits 40 --arrival trace {trace}");
+    let p = crate::util::plan_of(&base.split_whitespace().collect::<Vec<_>>());
     // The trace's own means (240 requests) stand in for the missing length flags.
     assert!(p.workload.input_label.starts_with("from the trace (mean "), "{}", p.workload.input_label);
     assert!(p.warnings.is_empty(), "{:?}", p.warnings);
-    let with_len = crate::util::plan_of(&[
-        "throughput-optimizer",
-        "Qwen/Qwen3-8B",
-        "--num-devices",
-        "2",
-        "--compile",
-        "--tpot-limits",
-        "40",
-        "--arrival",
-        "trace",
-        &trace,
-        "--input-length",
-        "3000",
-        "--output-length",
-        "400",
-    ]);
+    let with_len = format!("{base} --input-length 3000 --output-length 400");
+    let with_len = crate::util::plan_of(&with_len.split_whitespace().collect::<Vec<_>>());
     assert_eq!(with_len.workload.input, p.workload.input, "the trace decides, not --input-length");
     assert_eq!(with_len.warnings.len(), 2, "{:?}", with_len.warnings);
 
