@@ -7,7 +7,7 @@
 use crate::cli::args::RawArgs;
 use crate::cli::plan::{build_checked, Command, PlanError};
 use crate::yaml;
-use clap::{CommandFactory, FromArgMatches};
+use clap::{CommandFactory, Parser};
 use serde_yaml::Value;
 use std::path::Path;
 
@@ -50,11 +50,12 @@ fn resolve(value: String, base: Option<&Path>) -> String {
 
 /// The argv a scenario stands for.
 pub fn to_argv(text: &str, path: &str) -> Result<Vec<String>, PlanError> {
-    to_argv_in(text, path, None)
+    to_argv_in(text, path, None, &[])
 }
 
-/// [`to_argv`], resolving input files against `base`.
-pub fn to_argv_in(text: &str, path: &str, base: Option<&Path>) -> Result<Vec<String>, PlanError> {
+/// [`to_argv`], resolving input files against `base` and leaving out the keys in `skip` (the
+/// command line gives them instead).
+pub fn to_argv_in(text: &str, path: &str, base: Option<&Path>, skip: &[String]) -> Result<Vec<String>, PlanError> {
     let doc = yaml::value_from_str(text).map_err(|e| err(path, e.to_string()))?;
     let Value::Mapping(map) = doc else {
         return Err(err(path, "the file must be a mapping of keys such as `model:` and `num_devices:`".into()));
@@ -84,6 +85,9 @@ pub fn to_argv_in(text: &str, path: &str, base: Option<&Path>) -> Result<Vec<Str
             let close = crate::util::closest(key, &refs, 3);
             let hint = if close.is_empty() { String::new() } else { format!(" (did you mean {}?)", close.join(", ")) };
             return Err(err(path, format!("{}unknown field `{key}`{hint}", line(key))));
+        }
+        if skip.iter().any(|k| k == key) {
+            continue;
         }
         let flag = format!("--{}", key.replace('_', "-"));
         let fix = |x: String| if PATH_KEYS.contains(&key) { resolve(x, base) } else { x };
@@ -129,37 +133,34 @@ fn locate(msg: &str, text: &str, path: &str) -> String {
     }
 }
 
-/// Build the command a scenario file describes. Flags given next to `--scenario` override the
-/// file's values (a list flag replaces the whole list; `--device-file` adds to the file's), and
-/// a model given on the command line replaces the file's `model`.
+/// Build the command a scenario file describes. Flags given next to `--scenario` replace the
+/// file's values for the same keys (a list flag replaces the whole list), `--device-file` adds
+/// to the file's profiles, and a model given on the command line replaces the file's `model`.
 pub fn build_from_file(path: &Path, cli: &RawArgs) -> Result<Command, PlanError> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| err(&shown, format!("cannot read the file: {e}")))?;
-    let mut argv: Vec<std::ffi::OsString> = to_argv_in(&text, &shown, path.parent())?.into_iter().map(Into::into).collect();
+    let extra = cli.explicit_flags().map_err(|e| PlanError { usage: true, message: first_line(&e) })?;
+    // Keys the command line gives; `device_file` is repeatable and adds instead.
+    let given: Vec<String> = extra
+        .iter()
+        .filter_map(|t| t.to_str())
+        .filter(|t| t.starts_with("--") && *t != "--device-file")
+        .map(|t| t[2..].replace('-', "_"))
+        .collect();
+    let mut argv: Vec<std::ffi::OsString> = to_argv_in(&text, &shown, path.parent(), &given)?.into_iter().map(Into::into).collect();
     let mut overridden = Vec::new();
     if let Some(m) = cli.model_id.as_ref().or(cli.model_id_flag.as_ref()) {
         argv[1] = m.into();
         overridden.push("MODEL_ID".to_string());
     }
-    let extra = cli.explicit_flags().map_err(|e| PlanError { usage: true, message: first_line(&e) })?;
-    overridden.extend(
-        extra
-            .iter()
-            .filter_map(|t| t.to_str())
-            .filter(|t| t.starts_with("--") && text_has_key(&text, &t[2..].replace('-', "_")))
-            .map(str::to_string),
-    );
+    overridden.extend(given.iter().filter(|k| text_has_key(&text, k)).map(|k| format!("--{}", k.replace('_', "-"))));
     argv.extend(extra);
-    let matches = RawArgs::command()
-        .args_override_self(true)
-        .try_get_matches_from(&argv)
-        .map_err(|e| PlanError { usage: true, message: locate(&first_line(&e), &text, &shown) })?;
-    let raw = RawArgs::from_arg_matches(&matches).map_err(|e| PlanError { usage: true, message: first_line(&e) })?;
+    let raw = RawArgs::try_parse_from(&argv).map_err(|e| PlanError { usage: true, message: locate(&first_line(&e), &text, &shown) })?;
     let mut cmd = build_checked(raw).map_err(|e| PlanError { usage: e.usage, message: locate(&e.message, &text, &shown) })?;
     if let Command::Run(plan) = &mut cmd {
         // Say which of the file's values the command line replaced: nothing is changed silently.
         for flag in overridden {
-            plan.warnings.push(format!("{flag} on the command line overrides the value in {shown}"));
+            plan.warnings.push(format!("{flag} on the command line replaces the value in {shown}"));
         }
     }
     Ok(cmd)

@@ -93,10 +93,11 @@ pub struct RawArgs {
     #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "Core inputs")]
     pub num_devices: Option<u32>,
     /// Prompt length in tokens (1 to 100000000), or a length-distribution YAML file
-    /// (`bins: [{min_tokens, max_tokens, weight}, …]`).
+    /// (`bins: [{min_tokens, max_tokens, weight}, …]`). Not needed with --arrival trace.
     #[arg(long, value_name = "TOKENS|FILE", help_heading = "Core inputs")]
     pub input_length: Option<String>,
-    /// Generated tokens per request (1 to 100000000).
+    /// Generated tokens per request (1 to 100000000). Not needed with --arrival trace or a
+    /// length distribution that has `output_bins`.
     #[arg(long, value_name = "TOKENS", help_heading = "Core inputs")]
     pub output_length: Option<String>,
     /// Use a length distribution for input lengths: the built-in one without a value, or a
@@ -268,7 +269,8 @@ pub struct RawArgs {
     /// Gamma arrival shape: 1 = Poisson, below 1 = burstier. [default: 1]
     #[arg(long, value_parser = finite_f64, value_name = "SHAPE", help_heading = "Simulator")]
     pub burstiness: Option<f64>,
-    /// Requests per open-loop simulation. [default: 1000]
+    /// Requests per open-loop simulation. [default: 1000; a P/D verification: enough for four
+    /// planned request lifetimes of arrivals, 600 to 20000]
     #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "Simulator")]
     pub num_requests: Option<u32>,
     /// Open loop: at most this many requests in flight (client side). [default: unlimited]
@@ -402,8 +404,8 @@ impl RawArgs {
     }
 
     /// The arguments given on the command line, rewritten as `--long value…` tokens (the model
-    /// in either form and `--scenario` left out), so they can be appended after a scenario's own
-    /// arguments and override them.
+    /// in either form and `--scenario` left out), so that they can stand in for a scenario's
+    /// values.
     pub fn explicit_flags(&self) -> Result<Vec<std::ffi::OsString>, clap::Error> {
         use clap::parser::ValueSource;
         use clap::CommandFactory;

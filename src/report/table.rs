@@ -306,7 +306,7 @@ fn sim_block(plan: &Plan, r: &Row) -> String {
             (crate::workload::arrival::ArrivalProcess::Closed, false) => " (NOT converged within the window limit)",
             (crate::workload::arrival::ArrivalProcess::Burst, _) => " (one pass from t = 0)",
             (_, true) => " (open loop: the middle 80 % of arrivals; rates from when the system filled to the last of them)",
-            (_, false) => " (open loop too short for a steady window: every request, drain included)",
+            (_, false) => " (open loop too short for a steady window: the middle 80 % of arrivals; rates over the whole run, drain included — raise --num-requests)",
         },
         sm.steps,
         sm.mean_batch_size,

@@ -130,22 +130,46 @@ fn command_line_flags_override_the_scenario_and_say_so() {
     let plain = crate::util::plan_of(&["throughput-optimizer", "--scenario", f]);
     assert_eq!(plain.num_devices, 8);
     assert_eq!(plain.slo.tpot_ms, Some(50.0));
-    assert!(plain.warnings.iter().all(|w| !w.contains("overrides")), "{:?}", plain.warnings);
+    assert!(plain.warnings.iter().all(|w| !w.contains("replaces")), "{:?}", plain.warnings);
 
     let p = crate::util::plan_of(&["throughput-optimizer", "--scenario", f, "--num-devices", "4", "--tpot-limits", "40", "--top", "2"]);
     assert_eq!(p.num_devices, 4);
     assert_eq!(p.slo.tpot_ms, Some(40.0));
     assert_eq!(p.output.top, Some(2));
     // Values the file does not set are simply added; replaced ones are named.
-    let overrides: Vec<&String> = p.warnings.iter().filter(|w| w.contains("overrides")).collect();
-    assert_eq!(overrides.len(), 2, "{overrides:?}");
-    assert!(overrides[0].starts_with("--num-devices on the command line overrides the value in"), "{}", overrides[0]);
+    let replaced: Vec<&String> = p.warnings.iter().filter(|w| w.contains("replaces")).collect();
+    assert_eq!(replaced.len(), 2, "{replaced:?}");
+    assert!(replaced[0].starts_with("--num-devices on the command line replaces the value in"), "{}", replaced[0]);
 
     let m = crate::util::plan_of(&["throughput-optimizer", "Qwen/Qwen3-8B", "--scenario", f]);
     assert_eq!(m.model.id, "Qwen/Qwen3-8B");
-    assert!(m.warnings.iter().any(|w| w.starts_with("MODEL_ID on the command line overrides")), "{:?}", m.warnings);
+    assert!(m.warnings.iter().any(|w| w.starts_with("MODEL_ID on the command line replaces")), "{:?}", m.warnings);
     let m = crate::util::plan_of(&["throughput-optimizer", "--scenario", f, "--model-id", "Qwen/Qwen3-8B"]);
     assert_eq!(m.model.id, "Qwen/Qwen3-8B");
+}
+
+#[test]
+fn a_list_flag_replaces_the_scenario_list() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let trace = dir.join("trace-replay.yaml");
+    let p = crate::util::plan_of(&["throughput-optimizer", "--scenario", trace.to_str().unwrap(), "--tp-sizes", "2"]);
+    assert_eq!(p.search.tp, Some(vec![2]), "the file's [1, 2] is replaced, not extended");
+    assert!(p.warnings.iter().all(|w| !w.contains("duplicate")), "{:?}", p.warnings);
+    let study = dir.join("chunk-budget-study.yaml");
+    let p = crate::util::plan_of(&["throughput-optimizer", "--scenario", study.to_str().unwrap(), "--max-batched-tokens", "4096"]);
+    assert_eq!(p.search.max_batched_tokens, Some(vec![4096]));
+    // A multi-token flag of another shape replaces the file's too.
+    let poisson = dir.join("open-loop-poisson.yaml");
+    let p = crate::util::plan_of(&[
+        "throughput-optimizer",
+        "--scenario",
+        poisson.to_str().unwrap(),
+        "--arrival",
+        "gamma",
+        "--burstiness",
+        "0.5",
+    ]);
+    assert!(matches!(p.sim.arrival, throughput_optimizer::workload::arrival::ArrivalProcess::Gamma { .. }), "{:?}", p.sim.arrival);
 }
 
 #[test]
