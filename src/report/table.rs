@@ -449,14 +449,20 @@ fn no_result(p: &PhaseResult) -> String {
     s
 }
 
-fn phase_block(plan: &Plan, report: &Report, dev: &DeviceResult, p: &PhaseResult) -> String {
+/// The banner, Input Configuration and Memory Info every result block opens with.
+fn block_header(plan: &Plan, report: &Report, dev: &DeviceResult, width: usize) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "{}", banner(STARS));
-    let _ = writeln!(s, "{}", rule(STARS));
+    let _ = writeln!(s, "{}", banner(width));
+    let _ = writeln!(s, "{}", rule(width));
     s += &input_configuration(plan, report, dev);
-    let _ = writeln!(s, "{}", rule(STARS));
+    let _ = writeln!(s, "{}", rule(width));
     s += &memory_info(plan, dev);
-    let _ = writeln!(s, "{}", rule(STARS));
+    let _ = writeln!(s, "{}", rule(width));
+    s
+}
+
+fn phase_block(plan: &Plan, report: &Report, dev: &DeviceResult, p: &PhaseResult) -> String {
+    let mut s = block_header(plan, report, dev, STARS);
     match p.best.first() {
         None => s += &no_result(p),
         Some(best) => {
@@ -484,13 +490,7 @@ fn phase_block(plan: &Plan, report: &Report, dev: &DeviceResult, p: &PhaseResult
 
 fn pd_block(plan: &Plan, report: &Report, dev: &DeviceResult, pd: &PdRatioResult) -> String {
     const W: usize = 120;
-    let mut s = String::new();
-    let _ = writeln!(s, "{}", banner(W));
-    let _ = writeln!(s, "{}", rule(W));
-    s += &input_configuration(plan, report, dev);
-    let _ = writeln!(s, "{}", rule(W));
-    s += &memory_info(plan, dev);
-    let _ = writeln!(s, "{}", rule(W));
+    let mut s = block_header(plan, report, dev, W);
     let Some(b) = pd.rows.first() else {
         s += "No configurations satisfy the current TTFT/TPOT filters.\n";
         for p in &dev.phases {
