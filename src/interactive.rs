@@ -508,44 +508,12 @@ mod tests {
 
     #[test]
     fn only_missing_inputs_are_asked() {
-        let raw = RawArgs::try_parse_from([
-            "t",
-            "Qwen/Qwen3-32B",
-            "--device",
-            "TEST_DEVICE",
-            "--num-devices",
-            "8",
-            "--input-length",
-            "3500",
-            "--output-length",
-            "1500",
-            "--tpot-limits",
-            "50",
-            "--compile",
-            "--engine",
-            "analytic",
-        ])
-        .unwrap();
-        let base: Vec<String> = [
-            "t",
-            "Qwen/Qwen3-32B",
-            "--device",
-            "TEST_DEVICE",
-            "--num-devices",
-            "8",
-            "--input-length",
-            "3500",
-            "--output-length",
-            "1500",
-            "--tpot-limits",
-            "50",
-            "--compile",
-            "--engine",
-            "analytic",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let base: Vec<String> =
+            "t Qwen/Qwen3-32B --device TEST_DEVICE --num-devices 8 --input-length 3500 --output-length 1500 --tpot-limits 50 --compile --engine analytic"
+                .split_whitespace()
+                .map(str::to_string)
+                .collect();
+        let raw = RawArgs::try_parse_from(&base).unwrap();
         // Remaining questions: mode, prefix cache, quantization.
         let answers = "1\nn\ny\n";
         let mut out = Vec::new();
