@@ -2,7 +2,8 @@
 //! with the analytic engine under 0.1 s.
 
 use clap::Parser;
-use throughput_optimizer::cli::{self, Command, Plan, RawArgs};
+use throughput_optimizer::cli::{self, Command, RawArgs};
+use throughput_optimizer::plan::Plan;
 
 fn main() {
     divan::main();

@@ -7,9 +7,10 @@
 //! It reads answers from any `BufRead` and writes to any `Write`, so a session can be scripted
 //! (answers piped on stdin) and tested without a terminal. It only ever runs when asked.
 
-use crate::cli::{self, Command, Mode, Plan, PlanError, RawArgs};
+use crate::cli::{self, Command, PlanError, RawArgs};
 use crate::model;
-use crate::report::{Report, DISCLAIMER};
+use crate::outcome::{Report, DISCLAIMER};
+use crate::plan::{Mode, Plan};
 use clap::Parser;
 use std::io::{BufRead, Write};
 

@@ -13,6 +13,8 @@ pub mod cost;
 pub mod hardware;
 pub mod interactive;
 pub mod model;
+pub mod outcome;
+pub mod plan;
 pub mod quant;
 pub mod report;
 pub mod scenario;

@@ -1,9 +1,9 @@
 //! The binary: parse arguments, validate them into a plan, run it, print the report.
 //! Usage errors exit with 2, runtime failures with 1.
 
-use std::io::Write;
 use std::process::ExitCode;
 use throughput_optimizer::cli::{self, Command, PlanError, RawArgs};
+use throughput_optimizer::report;
 
 fn main() -> ExitCode {
     let raw = match RawArgs::parse_argv(std::env::args_os()) {
@@ -63,13 +63,18 @@ fn interactive(raw: RawArgs) -> Result<(), PlanError> {
     let stdin = std::io::stdin();
     let mut p = throughput_optimizer::interactive::Prompter::new(stdin.lock(), std::io::stdout());
     if let Some((plan, report)) = throughput_optimizer::interactive::run_session(&mut p, &raw, &argv)? {
-        let text = throughput_optimizer::report::render(&plan, &report).map_err(|m| PlanError { usage: false, message: m })?;
+        let text = report::render(&plan, &report).map_err(export_failed)?;
         // The summary closes with the disclaimer; do not print it twice.
-        let text = text.trim_end().strip_suffix(throughput_optimizer::report::DISCLAIMER).unwrap_or(&text).trim_end();
+        let text = text.trim_end().strip_suffix(throughput_optimizer::outcome::DISCLAIMER).unwrap_or(&text).trim_end();
         println!("{text}");
         print!("{}", throughput_optimizer::interactive::summarise(&plan, &report));
     }
     Ok(())
+}
+
+/// Rendering or writing an output is a runtime failure (exit 1).
+fn export_failed(e: report::ExportError) -> PlanError {
+    PlanError { usage: false, message: e.to_string() }
 }
 
 fn run(raw: RawArgs) -> Result<(), PlanError> {
@@ -101,22 +106,10 @@ fn run(raw: RawArgs) -> Result<(), PlanError> {
             let bar = Bar::new(plan.output.quiet);
             let report = throughput_optimizer::search::run_with_progress(&plan, &|d, t| bar.update(d, t));
             bar.finish();
-            let text = throughput_optimizer::report::render(&plan, &report).map_err(runtime)?;
-            match &plan.output.file {
-                Some(path) => {
-                    std::fs::write(path, text).map_err(|e| runtime(format!("--output-file {}: cannot write: {e}", path.display())))?
+            for exporter in report::exporters(&plan) {
+                for artifact in exporter.export(&plan, &report).map_err(export_failed)? {
+                    report::write(&artifact).map_err(export_failed)?;
                 }
-                None => {
-                    let mut out = std::io::stdout().lock();
-                    // A closed pipe (e.g. `| head`) is not an error worth reporting.
-                    let _ = out.write_all(text.as_bytes());
-                }
-            }
-            if let Some(path) = &plan.output.plot_file {
-                throughput_optimizer::report::svg::write(&report, path).map_err(runtime)?;
-            }
-            if let Some(path) = &plan.output.chrome_trace {
-                throughput_optimizer::report::trace::write(&plan, &report, path).map_err(runtime)?;
             }
             if !plan.output.quiet {
                 eprintln!("All experiments completed in {:.2} seconds.", started.elapsed().as_secs_f64());

@@ -6,16 +6,20 @@
 //! be checked with scripted latencies, and the real engine ([`engine::AnalyticEngine`]) just
 //! supplies an oracle backed by the roofline model.
 
-pub mod engine;
 pub mod pd;
 
 use crate::cost::memory::MemoryUse;
 use crate::cost::Breakdown;
-use crate::report::StopReason;
 use crate::workload::Composition;
 use std::collections::VecDeque;
 
-pub use engine::AnalyticEngine;
+/// Which forward of a probe runs out of memory (the only way a formula itself finds a probe
+/// infeasible; latency limits are the search's business).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Oom {
+    Prefill,
+    Decode,
+}
 
 /// One priced forward.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -49,7 +53,7 @@ pub struct AggOutcome {
     pub throughput: f64,
     /// The tightest memory picture among the forwards evaluated.
     pub mem: MemoryUse,
-    pub stop: Option<StopReason>,
+    pub stop: Option<Oom>,
     pub breakdown_prefill: Breakdown,
     pub breakdown_decode: Breakdown,
     pub prefill_num_chunks: u64,
@@ -94,7 +98,7 @@ pub fn agg_single_chunk(o: &dyn ForwardOracle, c: u64, e: u64, out: u64, global_
         res.breakdown_prefill.add_scaled(&f.breakdown, k as f64);
         weight += k as f64;
         if f.mem.is_oom() {
-            return oom(res, StopReason::PrefillOom);
+            return oom(res, Oom::Prefill);
         }
     }
     if r > 0 {
@@ -104,7 +108,7 @@ pub fn agg_single_chunk(o: &dyn ForwardOracle, c: u64, e: u64, out: u64, global_
         res.breakdown_prefill.add_scaled(&f.breakdown, 1.0);
         weight += 1.0;
         if f.mem.is_oom() {
-            return oom(res, StopReason::PrefillOom);
+            return oom(res, Oom::Prefill);
         }
     }
     if weight > 0.0 {
@@ -116,7 +120,7 @@ pub fn agg_single_chunk(o: &dyn ForwardOracle, c: u64, e: u64, out: u64, global_
     res.mem = tighter(res.mem, d.mem);
     res.breakdown_decode = d.breakdown;
     if d.mem.is_oom() {
-        return oom(res, StopReason::DecodeOom);
+        return oom(res, Oom::Decode);
     }
     let t_d = o.fold(d.ms);
     finish(res, c, out, t_d)
@@ -136,7 +140,7 @@ fn scale(b: Breakdown, w: f64) -> Breakdown {
     o
 }
 
-fn oom(mut res: AggOutcome, why: StopReason) -> AggOutcome {
+fn oom(mut res: AggOutcome, why: Oom) -> AggOutcome {
     res.stop = Some(why);
     res.ttft_ms = f64::INFINITY;
     res.tpot_amortized_ms = f64::INFINITY;
@@ -169,7 +173,7 @@ pub fn agg_chunked(o: &dyn ForwardOracle, c: u64, chunks: &[(u64, u64)], out: u6
     let full = o.decode(c);
     res.mem = tighter(res.mem, full.mem);
     if full.mem.is_oom() {
-        return oom(res, StopReason::DecodeOom);
+        return oom(res, Oom::Decode);
     }
     let k_chunks = chunks.len();
     let remaining_after_first = out.saturating_sub(1);
@@ -193,8 +197,8 @@ pub fn agg_chunked(o: &dyn ForwardOracle, c: u64, chunks: &[(u64, u64)], out: u6
         let (p, d) = decode_first_split(global_budget, slack, ready_count, front, chunk_len);
         if p == 0 && d == 0 {
             // A chunk larger than the inflated budget can never be scheduled.
-            res.stop = Some(StopReason::PrefillOom);
-            return oom(res, StopReason::PrefillOom);
+            res.stop = Some(Oom::Prefill);
+            return oom(res, Oom::Prefill);
         }
         let mut lat_p = 0.0;
         let mut lat_d = 0.0;
@@ -204,7 +208,7 @@ pub fn agg_chunked(o: &dyn ForwardOracle, c: u64, chunks: &[(u64, u64)], out: u6
             res.mem = tighter(res.mem, f.mem);
             if f.mem.is_oom() {
                 res.ttft_ms = t;
-                return oom(res, StopReason::PrefillOom);
+                return oom(res, Oom::Prefill);
             }
             lat_p = f.ms;
             res.breakdown_prefill.add_scaled(&f.breakdown, f.ms);
@@ -214,7 +218,7 @@ pub fn agg_chunked(o: &dyn ForwardOracle, c: u64, chunks: &[(u64, u64)], out: u6
             let f = o.decode(d);
             res.mem = tighter(res.mem, f.mem);
             if f.mem.is_oom() {
-                return oom(res, StopReason::DecodeOom);
+                return oom(res, Oom::Decode);
             }
             lat_d = o.fold(f.ms);
             res.breakdown_decode.add_scaled(&f.breakdown, f.ms);
@@ -312,14 +316,14 @@ pub fn agg_varlen(o: &dyn ForwardOracle, c: u64, comp: &Composition, out: u64, b
     let run = run_packed(o, comp, budget, 0.0);
     let mut res = AggOutcome { mem: run.mem, prefill_num_chunks: run.chunks, breakdown_prefill: run.breakdown, ..Default::default() };
     if run.oom {
-        return oom(res, StopReason::PrefillOom);
+        return oom(res, Oom::Prefill);
     }
     res.ttft_ms = run.ttft_sum / comp.total().max(1) as f64;
     let d = o.decode(c);
     res.mem = tighter(res.mem, d.mem);
     res.breakdown_decode = d.breakdown;
     if d.mem.is_oom() {
-        return oom(res, StopReason::DecodeOom);
+        return oom(res, Oom::Decode);
     }
     finish(res, c, out, o.fold(d.ms))
 }
@@ -375,7 +379,7 @@ pub struct PhaseOutcome {
     pub latency_ms: f64,
     pub throughput: f64,
     pub mem: MemoryUse,
-    pub stop: Option<StopReason>,
+    pub stop: Option<Oom>,
     pub breakdown: Breakdown,
     pub prefill_num_chunks: u64,
 }
@@ -405,7 +409,7 @@ pub fn disagg_prefill(
             let f = o.prefill(n, q, s);
             res.mem = tighter(res.mem, f.mem);
             if f.mem.is_oom() {
-                res.stop = Some(StopReason::PrefillOom);
+                res.stop = Some(Oom::Prefill);
                 res.ttft_ms = f64::INFINITY;
                 return res;
             }
@@ -431,7 +435,7 @@ pub fn disagg_prefill_varlen(o: &dyn ForwardOracle, comp: &Composition, dp: u64,
     let run = run_packed(o, comp, budget, serving_ms);
     let mut res = PhaseOutcome { mem: run.mem, prefill_num_chunks: run.chunks, breakdown: run.breakdown, ..Default::default() };
     if run.oom {
-        res.stop = Some(StopReason::PrefillOom);
+        res.stop = Some(Oom::Prefill);
         res.ttft_ms = f64::INFINITY;
         return res;
     }
@@ -448,7 +452,7 @@ pub fn disagg_decode(o: &dyn ForwardOracle, c: u64, serving_ms: f64) -> PhaseOut
     let f = o.decode(c);
     let mut res = PhaseOutcome { mem: f.mem, breakdown: f.breakdown, ..Default::default() };
     if f.mem.is_oom() {
-        res.stop = Some(StopReason::DecodeOom);
+        res.stop = Some(Oom::Decode);
         res.tpot_ms = f64::INFINITY;
         return res;
     }

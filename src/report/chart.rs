@@ -2,9 +2,9 @@
 //! (TPOT; TTFT for prefill), one curve per parallel layout, over every probe that fits in
 //! memory (SLO violations included, so the curve shows where the limit cuts).
 
-use super::{Report, Row, StopReason};
-use crate::cli::Plan;
-use crate::search::Phase;
+use crate::outcome::Phase;
+use crate::outcome::{Report, Row, StopReason};
+use crate::plan::Plan;
 use std::fmt::Write;
 use std::io::IsTerminal;
 use textplots::{Chart, ColorPlot, Plot, Shape};
@@ -81,7 +81,7 @@ fn sweep_charts(report: &Report, color: bool) -> String {
         for p in &d.phases {
             for sw in &p.sweeps {
                 let x = |b: u64| (b as f64).log2() as f32;
-                let line = |f: &dyn Fn(&crate::report::SweepPoint) -> Option<f64>| -> Vec<(f32, f32)> {
+                let line = |f: &dyn Fn(&crate::outcome::SweepPoint) -> Option<f64>| -> Vec<(f32, f32)> {
                     sw.points.iter().filter_map(|pt| f(pt).filter(|v| v.is_finite()).map(|v| (x(pt.budget), v as f32))).collect()
                 };
                 let title = format!("{}: chunk-budget study of {} (x = log2 max_batched_tokens)", d.device, sw.parallel);

@@ -1,6 +1,6 @@
 //! `--output csv`: every probed row of every device and phase, one line each.
 
-use super::Report;
+use crate::outcome::Report;
 
 pub const COLUMNS: &[&str] = &[
     "device",
@@ -39,10 +39,9 @@ fn opt(v: Option<f64>) -> String {
     v.map_or(String::new(), |x| if x.is_finite() { format!("{x:.4}") } else { "inf".into() })
 }
 
-pub fn render(report: &Report) -> Result<String, String> {
+pub fn render(report: &Report) -> Result<String, super::ExportError> {
     let mut w = ::csv::Writer::from_writer(Vec::new());
-    let err = |e: ::csv::Error| format!("cannot write CSV: {e}");
-    w.write_record(COLUMNS).map_err(err)?;
+    w.write_record(COLUMNS)?;
     for d in &report.devices {
         for p in &d.phases {
             for r in &p.rows {
@@ -84,11 +83,11 @@ pub fn render(report: &Report) -> Result<String, String> {
                     r.feasible().to_string(),
                     r.stop_reason.map(|s| s.describe().to_string()).unwrap_or_default(),
                     rank,
-                ])
-                .map_err(err)?;
+                ])?;
             }
         }
     }
-    let bytes = w.into_inner().map_err(|e| format!("cannot write CSV: {e}"))?;
-    String::from_utf8(bytes).map_err(|e| e.to_string())
+    let bytes = w.into_inner().map_err(|e| ::csv::Error::from(e.into_error()))?;
+    // Every field is a Rust string, so the bytes are UTF-8.
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }

@@ -1,6 +1,7 @@
-//! Results as data first: every probed [`Row`], the best rows per mode, P/D ratio matches,
-//! inputs and engine — one [`Report`] value. Writers ([`table`], [`json`], [`csv`]) and
-//! [`chart`]s render it; snapshot tests compare it.
+//! Rendering only: the [`Report`] value that `search` built becomes text, JSON, CSV, terminal
+//! and SVG charts, or a Chrome trace. Each output format is an [`Exporter`]; [`exporters`] picks
+//! the ones the plan asks for, and [`write`] puts each [`Artifact`] where it belongs. Nothing
+//! here decides a result: ranking and feasibility come from `search`, the data from `outcome`.
 
 pub mod chart;
 pub mod csv;
@@ -9,471 +10,116 @@ pub mod svg;
 pub mod table;
 pub mod trace;
 
-use crate::cost::memory::MemoryUse;
-use crate::cost::{Breakdown, ParallelConfig};
-use crate::search::Phase;
-use serde::{Deserialize, Serialize};
+use crate::outcome::Report;
+use crate::plan::{OutputFormat, Plan};
+use std::io::Write as _;
+use std::path::PathBuf;
 
-pub const DISCLAIMER: &str = "These results come from throughput modelling and are a planning reference only: actual \
-performance depends on the runtime, topology, software stack and real traffic, so validate on the real serving \
-stack with your workload before deciding.";
-
-/// Why a probe is infeasible.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    PrefillOom,
-    DecodeOom,
-    MemoryOom,
-    TpotLimit,
-    TtftLimit,
+/// Why an output could not be produced or written (a runtime failure: exit 1).
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("cannot serialize the report: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("cannot write CSV: {0}")]
+    Csv(#[from] ::csv::Error),
+    /// The chart library failed to draw (its errors carry no structure worth keeping).
+    #[error("{0}")]
+    Chart(String),
+    #[error("{flag} {}: cannot write: {source}", path.display())]
+    Write { flag: &'static str, path: PathBuf, source: std::io::Error },
 }
 
-impl StopReason {
-    pub fn describe(self) -> &'static str {
-        match self {
-            StopReason::PrefillOom => "out of memory in prefill",
-            StopReason::DecodeOom => "out of memory in decode",
-            StopReason::MemoryOom => "out of memory",
-            StopReason::TpotLimit => "TPOT above the limit",
-            StopReason::TtftLimit => "TTFT above the limit",
-        }
+/// Where an artifact goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    Stdout,
+    /// A file, with the option that named it (for error messages).
+    File {
+        flag: &'static str,
+        path: PathBuf,
+    },
+}
+
+/// One rendered output and where it goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Artifact {
+    pub destination: Destination,
+    pub contents: String,
+}
+
+/// One output format: renders the report (and the plan it answers) into artifacts.
+pub trait Exporter {
+    fn export(&self, plan: &Plan, report: &Report) -> Result<Vec<Artifact>, ExportError>;
+}
+
+/// The main report (`--output table|json|csv`) to stdout or `--output-file`.
+pub struct MainReport;
+
+/// `--plot-file`: every chart as one SVG.
+pub struct SvgCharts(pub PathBuf);
+
+/// `--chrome-trace-file`: the operator timeline of the best configuration, per device.
+pub struct ChromeTrace(pub PathBuf);
+
+impl Exporter for MainReport {
+    fn export(&self, plan: &Plan, report: &Report) -> Result<Vec<Artifact>, ExportError> {
+        let destination = match &plan.output.file {
+            Some(path) => Destination::File { flag: "--output-file", path: path.clone() },
+            None => Destination::Stdout,
+        };
+        Ok(vec![Artifact { destination, contents: render(plan, report)? }])
     }
 }
 
-/// One composition line of a variable-length batch (per DP replica).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CompositionRow {
-    pub num_input_tokens: u64,
-    pub query_len: u64,
-    pub request_ratio: f64,
-    pub samples: u64,
-}
-
-/// One probed (candidate, batch size) with its metrics.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Row {
-    pub device: String,
-    pub phase: Phase,
-    pub parallel: String,
-    pub layout: ParallelConfig,
-    pub mtp: u32,
-    /// Requests per DP replica.
-    pub batch_size: u32,
-    /// Requests in flight over all replicas.
-    pub concurrency: u64,
-    pub num_devices: u32,
-    pub ttft_ms: Option<f64>,
-    /// TPOT under the plan's definition.
-    pub tpot_ms: Option<f64>,
-    pub tpot_amortized_ms: Option<f64>,
-    pub tpot_inter_token_ms: Option<f64>,
-    /// Output tokens/s (aggregation, decode) or input tokens/s (prefill).
-    pub throughput: f64,
-    pub throughput_per_device: f64,
-    /// Requests per second.
-    pub qps: Option<f64>,
-    pub memory: MemoryUse,
-    pub breakdown_prefill: Option<Breakdown>,
-    pub breakdown_decode: Option<Breakdown>,
-    pub max_batched_tokens: u64,
-    pub prefill_num_chunks: u64,
-    pub effective_input_length: u64,
-    pub stop_reason: Option<StopReason>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub composition: Vec<CompositionRow>,
-    /// Simulator figures (simulated rows only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sim: Option<SimSummary>,
-    /// Why the simulation could not run, if it could not.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sim_error: Option<String>,
-    /// The analytic engine's figures at the same batch size (`--engine compare`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub analytic: Option<AnalyticFigures>,
-}
-
-/// What the simulator measured beyond the row's headline figures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SimSummary {
-    pub latency: crate::sim::LatencyStats,
-    pub total_throughput: f64,
-    pub goodput: f64,
-    pub kv_utilization: f64,
-    pub kv_peak_utilization: f64,
-    pub kv_capacity_blocks: u64,
-    pub mean_batch_size: f64,
-    pub mean_step_ms: f64,
-    pub steps: u64,
-    pub measured_requests: u64,
-    pub preemptions: u64,
-    pub window_s: f64,
-    pub converged: bool,
-    /// Stopped early: latencies were far past the limits.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub abandoned: bool,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub bins: Vec<crate::sim::BinStat>,
-}
-
-impl SimSummary {
-    pub fn from_report(r: &crate::sim::SimReport) -> Self {
-        SimSummary {
-            latency: r.latency.clone(),
-            total_throughput: r.total_throughput,
-            goodput: r.goodput,
-            kv_utilization: r.kv_utilization,
-            kv_peak_utilization: r.kv_peak_utilization,
-            kv_capacity_blocks: r.kv_capacity_blocks,
-            mean_batch_size: r.mean_batch_size,
-            mean_step_ms: r.mean_step_ms,
-            steps: r.steps,
-            measured_requests: r.measured,
-            preemptions: r.preemptions,
-            window_s: r.window_s,
-            converged: r.converged,
-            abandoned: r.abandoned,
-            bins: r.bins.clone(),
-        }
+impl Exporter for SvgCharts {
+    fn export(&self, _plan: &Plan, report: &Report) -> Result<Vec<Artifact>, ExportError> {
+        let contents = svg::render(report).map_err(ExportError::Chart)?;
+        Ok(vec![Artifact { destination: Destination::File { flag: "--plot-file", path: self.0.clone() }, contents }])
     }
 }
 
-/// The analytic engine's TTFT, TPOT and throughput for a simulated row.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct AnalyticFigures {
-    pub ttft_ms: Option<f64>,
-    pub tpot_ms: Option<f64>,
-    pub throughput: f64,
-    pub feasible: bool,
-}
-
-impl Row {
-    pub fn feasible(&self) -> bool {
-        self.stop_reason.is_none()
-    }
-
-    /// A row with only the batch size set (tests of the search).
-    pub fn probe_stub(batch: u32) -> Row {
-        Row {
-            device: String::new(),
-            phase: Phase::Aggregated,
-            parallel: String::new(),
-            layout: ParallelConfig::dense(1, 1),
-            mtp: 0,
-            batch_size: batch,
-            concurrency: batch as u64,
-            num_devices: 1,
-            ttft_ms: None,
-            tpot_ms: None,
-            tpot_amortized_ms: None,
-            tpot_inter_token_ms: None,
-            throughput: 0.0,
-            throughput_per_device: 0.0,
-            qps: None,
-            memory: MemoryUse::default(),
-            breakdown_prefill: None,
-            breakdown_decode: None,
-            max_batched_tokens: 0,
-            prefill_num_chunks: 0,
-            effective_input_length: 0,
-            stop_reason: None,
-            composition: Vec::new(),
-            sim: None,
-            sim_error: None,
-            analytic: None,
-        }
-    }
-
-    /// The breakdown that describes this row's bottleneck: decode for aggregation and decode,
-    /// prefill for prefill, weighted by time when both exist.
-    pub fn breakdown(&self) -> Option<Breakdown> {
-        match (self.breakdown_prefill, self.breakdown_decode) {
-            (Some(p), Some(d)) => {
-                let mut b = Breakdown::default();
-                b.add_scaled(&p, 1.0);
-                b.add_scaled(&d, 1.0);
-                Some(b)
-            }
-            (p, d) => p.or(d),
-        }
+impl Exporter for ChromeTrace {
+    fn export(&self, plan: &Plan, report: &Report) -> Result<Vec<Artifact>, ExportError> {
+        trace::render(plan, report, &self.0)
     }
 }
 
-/// How feasible rows are ranked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ranking {
-    /// Most tokens/s first (closed loop, burst, analytic: the load is the searched variable).
-    Throughput,
-    /// Open-loop arrivals fix the load, so the delivered tokens/s of every layout that keeps up
-    /// is the offered rate give or take sampling noise: rank by the share of requests within
-    /// both limits, then by the lower TTFT, then by throughput.
-    OpenLoop,
-}
-
-/// Filter rows by the SLO, rank them and keep the best row per parallel layout.
-pub fn best_per_layout(rows: &[Row], ttft_limit: f64, tpot_limit: f64, ranking: Ranking) -> Vec<Row> {
-    let mut ok: Vec<&Row> = rows
-        .iter()
-        .filter(|r| r.feasible())
-        .filter(|r| r.tpot_ms.unwrap_or(0.0) <= tpot_limit && r.ttft_ms.unwrap_or(0.0) <= ttft_limit)
-        .collect();
-    let by_throughput = |a: &&Row, b: &&Row| b.throughput.total_cmp(&a.throughput).then(a.concurrency.cmp(&b.concurrency));
-    match ranking {
-        Ranking::Throughput => ok.sort_by(by_throughput),
-        Ranking::OpenLoop => {
-            let good = |r: &Row| r.sim.as_ref().map_or(0.0, |s| s.goodput);
-            ok.sort_by(|a, b| {
-                good(b)
-                    .total_cmp(&good(a))
-                    .then(a.ttft_ms.unwrap_or(f64::INFINITY).total_cmp(&b.ttft_ms.unwrap_or(f64::INFINITY)))
-                    .then(by_throughput(a, b))
-            })
-        }
+/// The exporters a plan asks for, in the order their outputs are written.
+pub fn exporters(plan: &Plan) -> Vec<Box<dyn Exporter>> {
+    let mut v: Vec<Box<dyn Exporter>> = vec![Box::new(MainReport)];
+    if let Some(path) = &plan.output.plot_file {
+        v.push(Box::new(SvgCharts(path.clone())));
     }
-    let mut out: Vec<Row> = Vec::new();
-    for r in ok {
-        if !out.iter().any(|o| o.parallel == r.parallel) {
-            out.push(r.clone());
-        }
+    if let Some(path) = &plan.output.chrome_trace {
+        v.push(Box::new(ChromeTrace(path.clone())));
     }
-    out
-}
-
-/// One P/D pairing of a prefill row and a decode row.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PdRow {
-    pub pd_ratio: f64,
-    pub balanced_qps: f64,
-    pub p_qps: f64,
-    pub d_qps: f64,
-    pub ttft_ms: f64,
-    pub tpot_ms: f64,
-    pub p_parallel: String,
-    pub d_parallel: String,
-    pub p_devices: u32,
-    pub d_devices: u32,
-    pub p_batch_size: u32,
-    pub d_batch_size: u32,
-    pub p_concurrency: u64,
-    pub d_concurrency: u64,
-    pub p_layout: ParallelConfig,
-    pub d_layout: ParallelConfig,
-    pub d_mtp: u32,
-    /// Token budgets the phase searches used.
-    pub p_budget: u64,
-    pub d_budget: u64,
-    /// Time to move one request's KV from a prefill to a decode device, ms.
-    pub p_transfer_ms: f64,
-}
-
-/// How many prefill and decode instances `--num-devices` holds at the matched ratio.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InstanceSplit {
-    pub prefill_instances: u32,
-    pub decode_instances: u32,
-    pub prefill_devices: u32,
-    pub decode_devices: u32,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PdRatioResult {
-    pub rows: Vec<PdRow>,
-    pub split: Option<InstanceSplit>,
-    pub total_devices: Option<u32>,
-    /// The best row's plan simulated as one P/D system (simulator engines only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verification: Option<PdVerification>,
-}
-
-/// What the simulated P/D system delivered.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PdSimulated {
-    pub ttft: crate::sim::Stat,
-    /// TPOT under the plan's definition (inter-token includes the KV transfer and decode queueing).
-    pub tpot: crate::sim::Stat,
-    pub output_throughput: f64,
-    pub request_rate: f64,
-    pub goodput: f64,
-    pub kv_transfer_ms: f64,
-    pub slo_met: bool,
-    /// Whether the run reached a steady state to measure (else it was too short: the rates
-    /// cover the whole run, drain included).
-    pub steady: bool,
-}
-
-/// One instance split simulated at its balanced rate.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PdSplitEval {
-    pub prefill_instances: u32,
-    pub decode_instances: u32,
-    pub arrival_rate: f64,
-    pub delivered_qps: f64,
-    /// Requests per second that met both limits.
-    pub good_qps: f64,
-    pub slo_met: bool,
-    /// See [`PdSimulated::steady`].
-    pub steady: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// The planned split simulated, with the planned figures beside it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PdVerification {
-    pub prefill_instances: u32,
-    pub decode_instances: u32,
-    /// Poisson arrival rate simulated: the split's balanced rate.
-    pub arrival_rate: f64,
-    pub planned_ttft_ms: f64,
-    pub planned_tpot_ms: f64,
-    pub planned_qps: f64,
-    /// Share of the prefill and of the decode side's planned capacity the arrival rate uses;
-    /// the balanced rate puts the binding side at 1.0, where queues have no steady state.
-    pub prefill_utilization: f64,
-    pub decode_utilization: f64,
-    /// Requests each verification run simulates.
-    pub requests: u64,
-    /// The simulated system, or why it could not run (`simulation_error`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub simulated: Option<PdSimulated>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub simulation_error: Option<String>,
-    /// The highest arrival rate at which the split still meets the SLO (the balanced rate
-    /// itself when it does; none when even a small fraction of it fails).
-    pub sustainable_rate: Option<f64>,
-    /// Maximal splits within the device budget, best first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub splits: Vec<PdSplitEval>,
-}
-
-/// One budget of a chunk-budget study.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SweepPoint {
-    /// `--max-batched-tokens`.
-    pub budget: u64,
-    pub chunks_per_prompt: u64,
-    pub ttft_ms: Option<f64>,
-    pub ttft_p99_ms: Option<f64>,
-    pub tpot_ms: Option<f64>,
-    pub tpot_p99_ms: Option<f64>,
-    pub itl_p99_ms: Option<f64>,
-    pub throughput: f64,
-    /// Whether this budget meets the limits at the study's concurrency.
-    pub feasible: bool,
-    /// The best batch size under the limits with this budget, and its throughput.
-    pub best_batch: Option<u32>,
-    pub best_throughput: Option<f64>,
-}
-
-/// A layout studied across budgets at one concurrency.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BudgetSweep {
-    pub parallel: String,
-    pub batch_size: u32,
-    pub concurrency: u64,
-    pub points: Vec<SweepPoint>,
-}
-
-/// All probes of one phase on one device, and the ranked best rows.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PhaseResult {
-    pub phase: Phase,
-    pub num_devices: u32,
-    pub rows: Vec<Row>,
-    pub best: Vec<Row>,
-    /// Layouts skipped because the model cannot run them.
-    pub skipped: Vec<String>,
-    /// Why layouts produced no feasible row (for "no configuration" messages).
-    pub failures: Vec<String>,
-    /// Chunk-budget studies (several `--max-batched-tokens`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sweeps: Vec<BudgetSweep>,
-}
-
-/// Profile numbers shown in the cross-hardware comparison.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProfileSummary {
-    pub cube_tflops: f64,
-    pub vector_tflops: f64,
-    pub hbm_tib_s: f64,
-    pub memory_gib: f64,
-    pub comm_grid: String,
-    pub comm_gb_s: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DeviceResult {
-    pub device: String,
-    pub profile: ProfileSummary,
-    pub phases: Vec<PhaseResult>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pd_ratio: Option<PdRatioResult>,
-    /// Approximations taken by the cost model (e.g. a missing dtype peak).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-}
-
-/// The run's inputs, echoed in every format.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Inputs {
-    pub model: String,
-    pub model_source: String,
-    pub devices: Vec<String>,
-    pub num_devices: u32,
-    pub mode: String,
-    pub input_length: String,
-    pub output_length: String,
-    pub effective_input_length: u64,
-    pub quantize_linear_action: String,
-    pub quantize_non_expert_linear_action: Option<String>,
-    pub quantize_attention_action: String,
-    pub compile: bool,
-    pub ttft_limit_ms: Option<f64>,
-    pub tpot_limit_ms: Option<f64>,
-    pub tpot_definition: String,
-    pub prefix_cache_hit_rate: f64,
-    pub mtp_tokens: Vec<u32>,
-    pub mtp_acceptance_rates: Vec<f64>,
-    pub max_batched_tokens: Option<Vec<u64>>,
-    pub batch_range: (u32, Option<u32>),
-    pub reserved_memory_gb: f64,
-    pub serving_cost_ms: f64,
-    pub seed: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Report {
-    pub schema_version: u32,
-    pub tool: String,
-    pub version: String,
-    pub engine: String,
-    pub inputs: Inputs,
-    pub devices: Vec<DeviceResult>,
-    pub warnings: Vec<String>,
-    pub disclaimer: String,
-}
-
-impl Report {
-    /// Best rows of `phase` over all devices, one per device (cross-hardware summary).
-    pub fn cross_hardware(&self, phase: Phase) -> Vec<Row> {
-        let mut v: Vec<Row> =
-            self.devices.iter().filter_map(|d| d.phases.iter().find(|p| p.phase == phase).and_then(|p| p.best.first().cloned())).collect();
-        v.sort_by(|a, b| b.throughput.total_cmp(&a.throughput));
-        v
-    }
+    v
 }
 
 /// Render the report in the plan's output format (charts appended to tables when enabled).
-pub fn render(plan: &crate::cli::Plan, report: &Report) -> Result<String, String> {
+pub fn render(plan: &Plan, report: &Report) -> Result<String, ExportError> {
     match plan.output.format {
-        crate::cli::OutputFormat::Table => {
+        OutputFormat::Table => {
             let mut s = table::render(plan, report);
             if chart::enabled(plan) {
                 s += &chart::render(report);
             }
             Ok(s)
         }
-        crate::cli::OutputFormat::Json => json::render(report),
-        crate::cli::OutputFormat::Csv => csv::render(report),
+        OutputFormat::Json => json::render(report),
+        OutputFormat::Csv => csv::render(report),
+    }
+}
+
+/// Put an artifact where it belongs. A closed stdout pipe (e.g. `| head`) is not reported.
+pub fn write(artifact: &Artifact) -> Result<(), ExportError> {
+    match &artifact.destination {
+        Destination::Stdout => {
+            let _ = std::io::stdout().lock().write_all(artifact.contents.as_bytes());
+            Ok(())
+        }
+        Destination::File { flag, path } => {
+            std::fs::write(path, &artifact.contents).map_err(|source| ExportError::Write { flag, path: path.clone(), source })
+        }
     }
 }

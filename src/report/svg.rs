@@ -2,10 +2,9 @@
 //! and against latency for every device and phase (one series per layout), and the
 //! chunk-budget studies.
 
-use super::{Report, Row, StopReason};
-use crate::search::Phase;
+use crate::outcome::Phase;
+use crate::outcome::{Report, Row, StopReason};
 use plotters::prelude::*;
-use std::path::Path;
 
 type Series = Vec<(String, Vec<(f64, f64)>)>;
 
@@ -71,7 +70,7 @@ fn charts(report: &Report) -> Vec<Chart> {
                 series: by_layout(&p.rows, lat),
             });
             for sw in &p.sweeps {
-                let pts = |f: &dyn Fn(&super::SweepPoint) -> Option<f64>| -> Vec<(f64, f64)> {
+                let pts = |f: &dyn Fn(&crate::outcome::SweepPoint) -> Option<f64>| -> Vec<(f64, f64)> {
                     sw.points.iter().filter_map(|pt| f(pt).filter(|x| x.is_finite()).map(|y| (pt.budget as f64, y))).collect()
                 };
                 v.push(Chart {
@@ -156,9 +155,4 @@ pub fn render(report: &Report) -> Result<String, String> {
         root.present().map_err(|e| e.to_string())?;
     }
     Ok(out)
-}
-
-pub fn write(report: &Report, path: &Path) -> Result<(), String> {
-    let svg = render(report)?;
-    std::fs::write(path, svg).map_err(|e| format!("--plot-file {}: cannot write: {e}", path.display()))
 }

@@ -2,10 +2,10 @@
 //! best, top-N tables per mode, cross-hardware tables) plus the engine, the TPOT definition,
 //! the bottleneck of the best row and the disclaimer.
 
-use super::{DeviceResult, PdRatioResult, PhaseResult, Report, Row};
-use crate::cli::{Mode, Plan};
 use crate::hardware::DeviceRegistry;
-use crate::search::Phase;
+use crate::outcome::Phase;
+use crate::outcome::{DeviceResult, PdRatioResult, PhaseResult, Report, Row};
+use crate::plan::{Mode, Plan};
 use comfy_table::{CellAlignment, Table};
 use std::fmt::Write;
 
@@ -76,17 +76,17 @@ fn engine_line(plan: &Plan, report: &Report) -> String {
         _ => "compare (simulator and analytic formulas side by side)",
     };
     let def = match plan.serving.tpot_definition {
-        crate::cli::TpotDefinition::Amortized => "amortized (E2E / output length)",
-        crate::cli::TpotDefinition::InterToken => "inter-token ((finish - first token) / (output length - 1))",
+        crate::plan::TpotDefinition::Amortized => "amortized (E2E / output length)",
+        crate::plan::TpotDefinition::InterToken => "inter-token ((finish - first token) / (output length - 1))",
     };
     let mut s = format!("Engine: {what}\nTPOT definition: {def}");
-    if plan.engine != crate::cli::EngineKind::Analytic {
+    if plan.engine != crate::plan::EngineKind::Analytic {
         s += &format!(
             "\nWorkload: {} arrivals; SLO statistic: {}",
             plan.sim.arrival.describe(),
             crate::quant::NamedEnum::name(plan.sim.slo_percentile)
         );
-        if crate::search::ranking(plan) == crate::report::Ranking::OpenLoop {
+        if crate::search::ranking(plan) == crate::search::Ranking::OpenLoop {
             s += "\nRanking: the offered load sets tokens/s, so layouts rank by the share of requests within both limits, then by lower TTFT";
         }
     }
@@ -580,7 +580,7 @@ fn pd_block(plan: &Plan, report: &Report, dev: &DeviceResult, pd: &PdRatioResult
 const SATURATED: f64 = 0.98;
 
 /// The best P/D plan simulated as one system, and the splits simulated within the budget.
-fn verification_block(plan: &Plan, row: &super::PdRow, v: &super::PdVerification, total: Option<u32>) -> String {
+fn verification_block(plan: &Plan, row: &crate::outcome::PdRow, v: &crate::outcome::PdVerification, total: Option<u32>) -> String {
     let mut s = String::from(
         "Simulated verification of the plan (prefill and decode instances as one system, Poisson arrivals at the split's balanced rate):\n",
     );
@@ -820,7 +820,7 @@ fn cross_pd_table(report: &Report) -> String {
     let _ = writeln!(s, "{}", rule(100));
     let mut t =
         new_table(&["Top", "Device", "Balanced QPS (req/s)", "PD Ratio (P:D inst)", "P QPS", "D QPS", "TTFT", "TPOT", "P inst", "D inst"]);
-    let mut best: Vec<(&str, &super::PdRow, Option<super::InstanceSplit>)> = report
+    let mut best: Vec<(&str, &crate::outcome::PdRow, Option<crate::outcome::InstanceSplit>)> = report
         .devices
         .iter()
         .filter_map(|d| d.pd_ratio.as_ref().and_then(|pd| pd.rows.first().map(|r| (d.device.as_str(), r, pd.split))))

@@ -2,11 +2,13 @@
 //! forward and a decode step at the shapes the engine priced), one trace file per device, in
 //! the Chrome trace-event format (chrome://tracing, Perfetto).
 
-use super::Report;
-use crate::analytic::engine::RooflineOracle;
-use crate::cli::Plan;
+use super::{Artifact, Destination, ExportError};
 use crate::cost::{BatchShape, PhaseLoad};
-use crate::search::{CandidateCtx, Phase};
+use crate::outcome::Phase;
+use crate::outcome::Report;
+use crate::plan::Plan;
+use crate::search::engine::analytic::RooflineOracle;
+use crate::search::CandidateCtx;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -36,7 +38,10 @@ fn step_events(ctx: &CandidateCtx, shape: &BatchShape, name: &str, tid: u32, sta
     }
 }
 
-pub fn write(plan: &Plan, report: &Report, base: &Path) -> Result<(), String> {
+/// One trace document per device that has a best row (several devices: the device name is
+/// appended to the file stem).
+pub fn render(plan: &Plan, report: &Report, base: &Path) -> Result<Vec<Artifact>, ExportError> {
+    let mut out = Vec::new();
     let several = report.devices.len() > 1;
     for d in &report.devices {
         let Some(device) = plan.devices.iter().find(|p| p.name == d.device) else { continue };
@@ -75,8 +80,7 @@ pub fn write(plan: &Plan, report: &Report, base: &Path) -> Result<(), String> {
             "otherData": {"device": d.device, "parallel": best.parallel, "batch_size": best.batch_size, "model": plan.model.id},
         });
         let path = path_for(base, &d.device, several);
-        std::fs::write(&path, serde_json::to_string(&doc).map_err(|e| e.to_string())?)
-            .map_err(|e| format!("--chrome-trace-file {}: cannot write: {e}", path.display()))?;
+        out.push(Artifact { destination: Destination::File { flag: "--chrome-trace-file", path }, contents: serde_json::to_string(&doc)? });
     }
-    Ok(())
+    Ok(out)
 }

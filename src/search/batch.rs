@@ -1,8 +1,8 @@
 //! The batch-size search of one candidate: probe the minimum, bracket the feasibility boundary
 //! by doubling (or by extrapolation), then bisect; every feasible probe is kept.
 
-use crate::cli::SearchStrategy;
-use crate::report::{Row, StopReason};
+use crate::outcome::{Row, StopReason};
+use crate::plan::SearchStrategy;
 use std::collections::BTreeMap;
 
 /// Initial upper bracket when `--batch-range` gives no maximum.

@@ -1,20 +1,11 @@
 //! Candidate parallel layouts: TP × EP × MoE-DP × DCP × MTP from the search flags, filtered by
 //! divisibility and by what the model allows (heads, KV heads, experts).
 
-use crate::cli::{Plan, Speculative, SpeculativeMethod};
 use crate::cost::ParallelConfig;
 use crate::model::{Attention, Mlp, ModelArch};
+use crate::outcome::Phase;
+use crate::plan::{Plan, Speculative, SpeculativeMethod};
 use serde::{Deserialize, Serialize};
-
-/// Which phase a search evaluates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Phase {
-    /// Prefill and decode on the same instances (PD mixed).
-    Aggregated,
-    Prefill,
-    Decode,
-}
 
 /// One parallel layout with its MTP depth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -164,7 +155,7 @@ pub fn enumerate(plan: &Plan, n: u32, phase: Phase) -> (Vec<Candidate>, Vec<Stri
 
 /// Fail early (as a usage error) when a phase has no runnable layout.
 pub fn check(plan: &Plan) -> Result<(), String> {
-    use crate::cli::Mode;
+    use crate::plan::Mode;
     let phases: Vec<(u32, Phase, &str)> = match &plan.mode {
         Mode::Aggregation => vec![(plan.num_devices, Phase::Aggregated, "")],
         Mode::Disaggregation { prefill, decode } => {

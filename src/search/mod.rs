@@ -4,62 +4,20 @@
 
 pub mod batch;
 pub mod candidates;
+pub mod engine;
+pub mod pd;
+pub mod ranking;
 pub mod sweep;
 
-pub use candidates::{Candidate, Phase};
+pub use candidates::Candidate;
+pub use engine::{cost_options, AnalyticEngine, CandidateCtx, CompareEngine, Engine, SimEngine};
+pub use ranking::{best_per_layout, ranking, Ranking};
 
-use crate::analytic::pd;
-use crate::cli::{EngineKind, Mode, Plan};
-use crate::cost::graph::build_both;
-use crate::cost::{CostOptions, MemoryModel, RooflineCost};
 use crate::hardware::DeviceProfile;
-use crate::report::{DeviceResult, Inputs, PdRatioResult, PhaseResult, ProfileSummary, Report, Row, DISCLAIMER};
+use crate::outcome::{DeviceResult, Inputs, PdRatioResult, Phase, PhaseResult, ProfileSummary, Report, Row, StopReason, DISCLAIMER};
+use crate::plan::{EngineKind, Mode, Plan};
 use crate::workload::Lengths;
-use batch::{Probe, ProbeStats};
 use rayon::prelude::*;
-
-/// Everything an engine needs to evaluate one candidate in one phase.
-pub struct CandidateCtx<'a> {
-    pub plan: &'a Plan,
-    pub device: &'a DeviceProfile,
-    pub cand: Candidate,
-    pub phase: Phase,
-    pub label: String,
-    pub cost: RooflineCost,
-    pub mem: MemoryModel,
-}
-
-impl<'a> CandidateCtx<'a> {
-    pub fn new(plan: &'a Plan, device: &'a DeviceProfile, cand: Candidate, phase: Phase) -> Self {
-        let opts = cost_options(plan, &cand);
-        let (cost, mem) = build_both(&plan.model, device, &cand.parallel, &opts);
-        let label = cand.label(&plan.model, plan.serving.speculative.as_ref());
-        CandidateCtx { plan, device, cand, phase, label, cost, mem }
-    }
-
-    pub fn reserved_bytes(&self) -> f64 {
-        crate::cost::memory::bytes_from_gib(self.plan.serving.reserved_memory_gb)
-    }
-}
-
-/// The cost-model options a candidate implies.
-pub fn cost_options(plan: &Plan, cand: &Candidate) -> CostOptions {
-    CostOptions {
-        quant: plan.quant,
-        compile: plan.compile,
-        mtp_tokens: cand.mtp,
-        draft_layers: plan.serving.speculative.as_ref().map_or(0, |s| s.draft_layers),
-        shared_expert_tp: plan.serving.shared_expert_tp,
-        word_embedding_tp: plan.serving.word_embedding_tp,
-        with_vision: plan.workload.images.is_some(),
-        causal_attention: plan.serving.causal_attention,
-    }
-}
-
-/// Evaluates one batch size of one candidate under one token budget.
-pub trait Engine: Sync {
-    fn probe(&self, ctx: &CandidateCtx, batch: u32, budget: u64) -> (Probe, ProbeStats);
-}
 
 /// Token budgets to try: the explicit one, or 4×, 2×, 1× the raw input length (retried in
 /// that order only when the first probe runs out of memory in prefill).
@@ -90,15 +48,6 @@ pub fn image_tokens(plan: &Plan) -> u64 {
     match (&plan.workload.images, &plan.model.vision) {
         (Some(im), Some(v)) => v.image_tokens(im.height, im.width).1 * im.per_request as u64,
         _ => 0,
-    }
-}
-
-/// How the plan's feasible rows are ranked.
-pub fn ranking(plan: &Plan) -> crate::report::Ranking {
-    if plan.engine != EngineKind::Analytic && plan.sim.arrival.is_open() {
-        crate::report::Ranking::OpenLoop
-    } else {
-        crate::report::Ranking::Throughput
     }
 }
 
@@ -156,7 +105,7 @@ pub fn search_candidate(engine: &dyn Engine, ctx: &CandidateCtx) -> (Vec<Row>, O
         last_failure = res
             .first_stop
             .map(|s| format!("{}: {} at batch size {} (budget {budget} tokens)", ctx.label, s.describe(), ctx.plan.search.batch_min));
-        if res.first_stop != Some(crate::report::StopReason::PrefillOom) {
+        if res.first_stop != Some(StopReason::PrefillOom) {
             return (rows, last_failure);
         }
     }
@@ -225,7 +174,7 @@ fn search_phase_with(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, n
         failures.extend(f);
     }
     let (ttft, tpot) = phase_limits(plan, phase);
-    let best = crate::report::best_per_layout(&rows, ttft, tpot, ranking(plan));
+    let best = best_per_layout(&rows, ttft, tpot, ranking(plan));
     let sweeps = match &plan.search.max_batched_tokens {
         Some(b) if b.len() > 1 && phase == Phase::Aggregated && !best.is_empty() => {
             let layouts: Vec<Row> = if plan.search.sweep_all_layouts { best.clone() } else { best[..1].to_vec() };
@@ -273,18 +222,14 @@ fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress
                 r.p_transfer_ms = kv_transfer_ms(plan, device, r);
             }
             let split = match (total_devices, rows.first()) {
-                (Some(n), Some(best)) => pd::instance_split(best.pd_ratio, *n, *prefill_devices, *decode_devices),
+                (Some(n), Some(best)) => crate::analytic::pd::instance_split(best.pd_ratio, *n, *prefill_devices, *decode_devices),
                 _ => None,
             };
             let verification = match (plan.engine, rows.first()) {
                 (EngineKind::Analytic, _) | (_, None) => None,
-                (_, Some(best)) => Some(crate::sim::pd::verify(
-                    plan,
-                    device,
-                    best,
-                    split.map(|s| (s.prefill_instances, s.decode_instances)),
-                    *total_devices,
-                )),
+                (_, Some(best)) => {
+                    Some(pd::verify::verify(plan, device, best, split.map(|s| (s.prefill_instances, s.decode_instances)), *total_devices))
+                }
             };
             pd_ratio = Some(PdRatioResult { rows, split, total_devices: *total_devices, verification });
             phases.push(p);
@@ -323,8 +268,8 @@ pub fn run(plan: &Plan) -> Report {
 pub fn run_with_progress(plan: &Plan, report: ProgressFn) -> Report {
     let progress = Progress { done: 0.into(), total: count_candidates(plan).max(1), report };
     let engine: Box<dyn Engine> = match plan.engine {
-        EngineKind::Analytic => Box::new(crate::analytic::AnalyticEngine),
-        EngineKind::Sim => Box::new(crate::sim::SimEngine),
+        EngineKind::Analytic => Box::new(AnalyticEngine),
+        EngineKind::Sim => Box::new(SimEngine),
         EngineKind::Compare => Box::new(CompareEngine),
     };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(plan.jobs).build();
@@ -388,7 +333,7 @@ fn inputs(plan: &Plan) -> Inputs {
 }
 
 /// Time to move one request's prompt KV from a prefill device to a decode device.
-fn kv_transfer_ms(plan: &Plan, device: &DeviceProfile, row: &crate::report::PdRow) -> f64 {
+fn kv_transfer_ms(plan: &Plan, device: &DeviceProfile, row: &crate::outcome::PdRow) -> f64 {
     let ctx = CandidateCtx::new(plan, device, Candidate { parallel: row.p_layout, mtp: 0 }, Phase::Prefill);
     let tokens = plan.workload.input.mean_raw();
     device.kv_transfer.transfer_s(ctx.mem.kv_bytes_per_token * tokens as f64) * 1e3
@@ -397,22 +342,4 @@ fn kv_transfer_ms(plan: &Plan, device: &DeviceProfile, row: &crate::report::PdRo
 /// Fail early when a phase has no runnable layout (a usage error).
 pub fn check_candidates(plan: &Plan) -> Result<(), String> {
     candidates::check(plan)
-}
-
-/// `--engine compare`: the simulator decides feasibility; every row also carries the analytic
-/// engine's figures at the same batch size.
-pub struct CompareEngine;
-
-impl Engine for CompareEngine {
-    fn probe(&self, ctx: &CandidateCtx, batch: u32, budget: u64) -> (Probe, ProbeStats) {
-        let (mut p, st) = crate::sim::SimEngine.probe(ctx, batch, budget);
-        let (a, _) = crate::analytic::AnalyticEngine.probe(ctx, batch, budget);
-        p.row.analytic = Some(crate::report::AnalyticFigures {
-            ttft_ms: a.row.ttft_ms,
-            tpot_ms: a.row.tpot_ms,
-            throughput: a.row.throughput,
-            feasible: a.stop.is_none(),
-        });
-        (p, st)
-    }
 }

@@ -5,9 +5,9 @@
 //! best throughput each budget reaches under the SLO.
 
 use super::{CandidateCtx, Engine, Phase};
-use crate::cli::Plan;
 use crate::hardware::DeviceProfile;
-use crate::report::{BudgetSweep, Row, SweepPoint};
+use crate::outcome::{BudgetSweep, Row, SweepPoint};
+use crate::plan::Plan;
 
 fn point(budget: u64, row: &Row, best: Option<&Row>) -> SweepPoint {
     let sim = row.sim.as_ref();
@@ -42,7 +42,7 @@ pub fn study(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, rows: &[R
                 .find(|r| r.parallel == layout.parallel && r.batch_size == layout.batch_size && r.max_batched_tokens == b)
                 .cloned();
             let row = at_batch.unwrap_or_else(|| engine.probe(&ctx, layout.batch_size, b).0.row);
-            let best = crate::report::best_per_layout(
+            let best = crate::search::best_per_layout(
                 &rows.iter().filter(|r| r.parallel == layout.parallel && r.max_batched_tokens == b).cloned().collect::<Vec<_>>(),
                 ttft,
                 tpot,

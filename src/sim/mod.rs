@@ -6,16 +6,15 @@
 //!
 //! Layout: [`queue`] (events), [`kv`] (paged KV pool, prefix cache), [`instance`] (one
 //! instance: admission, decode-first scheduling, preemption, step completion), [`metrics`]
-//! (latency recorders and the report), [`engine`] (the search's [`crate::search::Engine`]).
+//! (latency recorders and the report). The simulator knows nothing of the command line or the
+//! search: it takes a [`SimConfig`] (or a P/D [`System`]) and a [`StepCostModel`], and returns
+//! a [`SimReport`] or a [`SimError`].
 
-pub mod engine;
 pub mod instance;
 pub mod kv;
 pub mod metrics;
-pub mod pd;
 pub mod queue;
 
-pub use engine::SimEngine;
 pub use instance::{Instance, Role};
 pub use metrics::{BinStat, LatencyStats, Percentile, Recorder, SimReport, Stat};
 pub use queue::{Event, EventQueue, Nanos};

@@ -315,6 +315,18 @@ impl RequestFactory {
     }
 }
 
+impl ArrivalProcess {
+    /// One line for reports.
+    pub fn describe(&self) -> String {
+        match self {
+            ArrivalProcess::Poisson { rate } => format!("poisson at {rate} req/s"),
+            ArrivalProcess::Gamma { rate, burstiness } => format!("gamma at {rate} req/s, burstiness {burstiness}"),
+            ArrivalProcess::Trace(t) => format!("trace {} ({} requests)", t.source, t.requests.len()),
+            other => other.name().to_string(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use throughput_optimizer::cli::{self, Command, RawArgs};
-use throughput_optimizer::report::Report;
+use throughput_optimizer::outcome::Report;
 
 fn scenario_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
@@ -40,7 +40,7 @@ fn rounded(v: Value) -> Value {
     }
 }
 
-fn row_digest(r: &throughput_optimizer::report::Row) -> Value {
+fn row_digest(r: &throughput_optimizer::outcome::Row) -> Value {
     let mut m = Map::new();
     m.insert("parallel".into(), json!(r.parallel));
     m.insert("batch_size".into(), json!(r.batch_size));

@@ -1,16 +1,17 @@
-//! The analytic engine: the formulas of [`super`] with forwards priced by the candidate's
+//! The analytic engine: the formulas of [`crate::analytic`] with forwards priced by the candidate's
 //! roofline model, shaped as the original shapes them (global concurrency spread over DP
 //! replicas, decode at the mid-generation context `O/2 + input + query`).
 
-use super::{
+use crate::analytic::{
     agg_chunked, agg_single_chunk, agg_varlen, chunk_plan, disagg_decode, disagg_prefill, disagg_prefill_varlen, mtp_tokens_per_step,
     AggOutcome, Forward, ForwardOracle, PhaseOutcome,
 };
-use crate::cli::{SpeculativeMethod, TpotDefinition};
 use crate::cost::{BatchShape, PhaseLoad, StepCostModel};
-use crate::report::{CompositionRow, Row, StopReason};
+use crate::outcome::Phase;
+use crate::outcome::{CompositionRow, Row, StopReason};
+use crate::plan::{SpeculativeMethod, TpotDefinition};
 use crate::search::batch::{Probe, ProbeStats};
-use crate::search::{CandidateCtx, Engine, Phase};
+use crate::search::{CandidateCtx, Engine};
 use crate::workload::{Composition, Lengths};
 
 /// Stateless: everything comes from the candidate context.
@@ -261,7 +262,7 @@ impl Engine for AnalyticEngine {
                 row.tpot_inter_token_ms = Some(r.tpot_inter_token_ms);
                 row.throughput = r.throughput;
                 row.qps = Some(r.throughput / out);
-                let stop = r.stop.or(if tpot > tpot_limit {
+                let stop = r.stop.map(StopReason::from).or(if tpot > tpot_limit {
                     Some(StopReason::TpotLimit)
                 } else if r.ttft_ms > ttft_limit {
                     Some(StopReason::TtftLimit)
@@ -275,7 +276,7 @@ impl Engine for AnalyticEngine {
                 row.ttft_ms = Some(r.ttft_ms);
                 row.throughput = r.throughput;
                 row.qps = Some(row.concurrency as f64 / r.ttft_ms * 1000.0);
-                let stop = r.stop.or((r.ttft_ms > ttft_limit).then_some(StopReason::TtftLimit));
+                let stop = r.stop.map(StopReason::from).or((r.ttft_ms > ttft_limit).then_some(StopReason::TtftLimit));
                 (row, stop, [(r.ttft_ms, ttft_limit), (0.0, f64::INFINITY)])
             }
             Phase::Decode => {
@@ -284,7 +285,7 @@ impl Engine for AnalyticEngine {
                 row.tpot_inter_token_ms = Some(r.tpot_ms);
                 row.throughput = r.throughput;
                 row.qps = Some(row.concurrency as f64 / (r.tpot_ms * out) * 1000.0);
-                let stop = r.stop.or((r.tpot_ms > tpot_limit).then_some(StopReason::TpotLimit));
+                let stop = r.stop.map(StopReason::from).or((r.tpot_ms > tpot_limit).then_some(StopReason::TpotLimit));
                 (row, stop, [(r.tpot_ms, tpot_limit), (0.0, f64::INFINITY)])
             }
         };

@@ -3,12 +3,13 @@
 //! balanced rate, and — with a device budget — every maximal instance split is simulated to
 //! see whether the arithmetic split is the best one.
 
-use super::engine::{factory, input_bins, instance_config, MAX_STEPS};
-use super::{simulate_system, Group, KvTransfer, Role, RunParams, SimError, System};
-use crate::cli::{Plan, TpotDefinition};
 use crate::hardware::DeviceProfile;
-use crate::report::{PdRow, PdSimulated, PdSplitEval, PdVerification};
-use crate::search::{Candidate, CandidateCtx, Phase};
+use crate::outcome::Phase;
+use crate::outcome::{PdRow, PdSimulated, PdSplitEval, PdVerification};
+use crate::plan::{Plan, TpotDefinition};
+use crate::search::engine::sim::{factory, input_bins, instance_config, MAX_STEPS};
+use crate::search::{Candidate, CandidateCtx};
+use crate::sim::{simulate_system, Group, KvTransfer, Role, RunParams, SimError, System};
 use crate::workload::arrival::ArrivalProcess;
 
 /// Fewest requests per verification run unless `--num-requests` says otherwise.

@@ -7,13 +7,14 @@
 //! first), which is where replicas stop being identical. Aggregation runs mixed instances;
 //! the disaggregated phases run prefill-only or decode-only instances.
 
-use super::{simulate, DecodeMode, InstanceConfig, Role, RunParams, SimConfig, SimError, SimReport};
-use crate::cli::{SpeculativeMethod, TpotDefinition};
+use super::{CandidateCtx, Engine};
 use crate::cost::memory::{gib, MemoryUse};
 use crate::cost::{BatchShape, PhaseLoad};
-use crate::report::{Row, SimSummary, StopReason};
+use crate::outcome::Phase;
+use crate::outcome::{Row, SimSummary, StopReason};
+use crate::plan::{SpeculativeMethod, TpotDefinition};
 use crate::search::batch::{Probe, ProbeStats};
-use crate::search::{CandidateCtx, Engine, Phase};
+use crate::sim::{simulate, DecodeMode, InstanceConfig, Role, RunParams, SimConfig, SimError, SimReport};
 use crate::workload::arrival::{ArrivalProcess, RequestFactory};
 
 /// Simulates every probe.
@@ -81,7 +82,7 @@ pub fn factory(ctx: &CandidateCtx, arrival: ArrivalProcess) -> RequestFactory {
 }
 
 /// Bins of a variable-length input, for per-bin latencies.
-pub fn input_bins(plan: &crate::cli::Plan) -> Vec<(u64, u64)> {
+pub fn input_bins(plan: &crate::plan::Plan) -> Vec<(u64, u64)> {
     match &plan.workload.input {
         crate::workload::Lengths::Distribution(d) => d.bins.iter().map(|b| (b.min_tokens, b.max_tokens)).collect(),
         _ => Vec::new(),
@@ -152,9 +153,9 @@ impl Engine for SimEngine {
         let (cfg, factory) = sim_config(ctx, batch, budget);
         let replicas = if plan.sim.arrival.is_open() { 1.0 } else { ctx.cand.parallel.dp as f64 };
         let eff = plan.workload.input.effective(plan.workload.prefix_cache_hit_rate);
-        let mut row = crate::analytic::engine::base_row(ctx, batch, budget, eff);
+        let mut row = super::analytic::base_row(ctx, batch, budget, eff);
         if let crate::workload::Lengths::Distribution(d) = &plan.workload.input {
-            row.composition = crate::analytic::engine::composition_rows(&d.compose(batch as u64, plan.workload.prefix_cache_hit_rate));
+            row.composition = super::analytic::composition_rows(&d.compose(batch as u64, plan.workload.prefix_cache_hit_rate));
         }
         row.prefill_num_chunks = if ctx.phase == Phase::Decode { 0 } else { eff.div_ceil(budget.max(1)) };
         let (ttft_limit, tpot_limit) = crate::search::phase_limits(plan, ctx.phase);
@@ -197,8 +198,7 @@ impl Engine for SimEngine {
         };
         row.throughput_per_device = row.throughput / ctx.cand.parallel.num_devices as f64;
         row.stop_reason = stop;
-        let st =
-            crate::analytic::engine::stats(ctx, &row, [(row.tpot_ms.unwrap_or(0.0), tpot_limit), (row.ttft_ms.unwrap_or(0.0), ttft_limit)]);
+        let st = super::analytic::stats(ctx, &row, [(row.tpot_ms.unwrap_or(0.0), tpot_limit), (row.ttft_ms.unwrap_or(0.0), ttft_limit)]);
         (Probe { row, stop }, st)
     }
 }
@@ -223,16 +223,4 @@ fn kv_demand_exceeds(ctx: &CandidateCtx, cfg: &SimConfig) -> Option<SimError> {
     };
     let needed = cfg.run.concurrency.min(ic.running_cap()) * per_request.div_ceil(ic.block_size);
     (needed > ic.kv_blocks).then_some(SimError::KvOversubscribed { needed, capacity: ic.kv_blocks, batch: cfg.run.concurrency })
-}
-
-impl ArrivalProcess {
-    /// One line for reports.
-    pub fn describe(&self) -> String {
-        match self {
-            ArrivalProcess::Poisson { rate } => format!("poisson at {rate} req/s"),
-            ArrivalProcess::Gamma { rate, burstiness } => format!("gamma at {rate} req/s, burstiness {burstiness}"),
-            ArrivalProcess::Trace(t) => format!("trace {} ({} requests)", t.source, t.requests.len()),
-            other => other.name().to_string(),
-        }
-    }
 }

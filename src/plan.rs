@@ -1,0 +1,213 @@
+//! The validated plan of a run: every choice the command line (or a scenario file) made, in
+//! types the engines' builders, the search and the report read. `cli` produces it (all
+//! validation happens there, once); nothing after `cli` re-validates user input.
+//!
+//! It sits below `search` and `report` so that both can read it without importing the command
+//! line layer.
+
+use crate::cost::{CompileOptions, EmbeddingTp};
+use crate::hardware::DeviceProfile;
+use crate::model::{ModelArch, ModelSource};
+use crate::quant::{NamedEnum, QuantConfig};
+use crate::sim::Percentile;
+use crate::workload::arrival::{ArrivalProcess, SharedPrefix};
+use crate::workload::Lengths;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Which engine evaluates candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EngineKind {
+    Analytic,
+    Sim,
+    Compare,
+}
+crate::quant::named_enum!(EngineKind { Analytic => "analytic", Sim => "sim", Compare => "compare" });
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OutputFormat {
+    Table,
+    Json,
+    Csv,
+}
+crate::quant::named_enum!(OutputFormat { Table => "table", Json => "json", Csv => "csv" });
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SearchStrategy {
+    Exponential,
+    LinearExponential,
+}
+crate::quant::named_enum!(SearchStrategy { Exponential => "exponential", LinearExponential => "linear_exponential" });
+
+/// Which TPOT the SLO filter uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TpotDefinition {
+    /// (finish − first token) / (O − 1) per request, as serving benchmarks measure it.
+    InterToken,
+    /// E2E / O, the documented formula's definition (TTFT amortised over the output).
+    Amortized,
+}
+crate::quant::named_enum!(TpotDefinition { InterToken => "inter-token", Amortized => "amortized" });
+
+impl TpotDefinition {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let norm = s.trim().replace('_', "-").to_lowercase();
+        Self::ALL.iter().copied().find(|d| d.name() == norm).ok_or_else(|| format!("`{s}` is not one of {}", Self::choices()))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SpeculativeMethod {
+    Dflash,
+    Dspark,
+}
+crate::quant::named_enum!(SpeculativeMethod { Dflash => "dflash", Dspark => "dspark" });
+
+/// Block speculative decoding (DFlash / DSpark): `block` query tokens per decode step,
+/// `acceptance` accepted draft tokens on average.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Speculative {
+    pub method: SpeculativeMethod,
+    pub block: u32,
+    pub acceptance: f64,
+    pub draft_layers: u32,
+    pub markov_rank: Option<u32>,
+    pub markov_head: Option<String>,
+}
+
+/// Serving mode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Mode {
+    Aggregation,
+    Disaggregation { prefill: bool, decode: bool },
+    PdRatio { prefill_devices: u32, decode_devices: u32, total_devices: Option<u32> },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ImageSpec {
+    pub height: u32,
+    pub width: u32,
+    pub per_request: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    /// Prompt lengths (with a trace: its mean, which sizes the token budget and the formulas).
+    pub input: Lengths,
+    /// Output lengths (with a trace or a distribution's `output_bins`: their mean).
+    pub output: Lengths,
+    pub prefix_cache_hit_rate: f64,
+    pub images: Option<ImageSpec>,
+    /// Where the lengths come from, as the report's Input Configuration says it.
+    pub input_label: String,
+    pub output_label: String,
+}
+
+/// Latency limits in ms; `None` = unset (no limit), `Some(inf)` = explicitly infinite.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Slo {
+    pub ttft_ms: Option<f64>,
+    pub tpot_ms: Option<f64>,
+}
+
+impl Slo {
+    pub fn ttft_limit(&self) -> f64 {
+        self.ttft_ms.unwrap_or(f64::INFINITY)
+    }
+    pub fn tpot_limit(&self) -> f64 {
+        self.tpot_ms.unwrap_or(f64::INFINITY)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchSpace {
+    /// `None` = fixed default; `Some(vec![])` = powers of two; else explicit values.
+    pub tp: Option<Vec<u32>>,
+    pub ep: Option<Vec<u32>>,
+    pub moe_dp: Option<Vec<u32>>,
+    pub dcp: Option<Vec<u32>>,
+    pub mtp: Vec<u32>,
+    pub batch_min: u32,
+    pub batch_max: Option<u32>,
+    pub strategy: SearchStrategy,
+    /// `None` = auto budgets (4×, 2×, 1× the input length); several = a chunk-budget study.
+    pub max_batched_tokens: Option<Vec<u64>>,
+    /// Study every layout across the budgets, not only the best.
+    pub sweep_all_layouts: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServingOptions {
+    pub reserved_memory_gb: f64,
+    pub serving_cost_ms: f64,
+    pub mtp_acceptance_rates: Vec<f64>,
+    pub speculative: Option<Speculative>,
+    pub shared_expert_tp: bool,
+    pub word_embedding_tp: Option<EmbeddingTp>,
+    pub kv_block_size: u32,
+    pub token_budget_slack: f64,
+    pub tpot_definition: TpotDefinition,
+    /// Price prefill attention with causal masking (off: the original's convention).
+    pub causal_attention: bool,
+}
+
+/// Simulator options (`--arrival`, scheduler knobs, SLO statistic).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimOptions {
+    pub arrival: ArrivalProcess,
+    pub num_requests: Option<u64>,
+    pub max_concurrency: Option<u64>,
+    pub max_num_seqs: Option<u64>,
+    pub chunked_prefill: bool,
+    pub slo_percentile: Percentile,
+    pub shared_prefix: Option<SharedPrefix>,
+    /// How P/D systems route requests to instances.
+    pub routing: crate::sim::Routing,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputOptions {
+    pub format: OutputFormat,
+    pub file: Option<PathBuf>,
+    pub top: Option<usize>,
+    /// Terminal charts: `Some(true)` forced, `Some(false)` never, `None` when stdout is a tty.
+    pub plot: Option<bool>,
+    pub dump_original: bool,
+    pub chrome_trace: Option<PathBuf>,
+    /// SVG charts written here.
+    pub plot_file: Option<PathBuf>,
+    pub quiet: bool,
+}
+
+/// Everything a run needs, validated. Later stages trust it.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub model: ModelArch,
+    pub model_source: ModelSource,
+    pub devices: Vec<DeviceProfile>,
+    pub num_devices: u32,
+    pub workload: Workload,
+    pub mode: Mode,
+    pub slo: Slo,
+    pub quant: QuantConfig,
+    pub compile: CompileOptions,
+    pub search: SearchSpace,
+    pub serving: ServingOptions,
+    pub sim: SimOptions,
+    pub engine: EngineKind,
+    pub output: OutputOptions,
+    pub jobs: usize,
+    pub seed: u64,
+    /// Notes for stderr (ignored flags, deprecated names, large searches).
+    pub warnings: Vec<String>,
+}
+
+impl Plan {
+    /// Device count of each phase's instance.
+    pub fn phase_devices(&self) -> (u32, u32) {
+        match self.mode {
+            Mode::PdRatio { prefill_devices, decode_devices, .. } => (prefill_devices, decode_devices),
+            _ => (self.num_devices, self.num_devices),
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! The seam between the search and the engines: [`Engine`] evaluates one batch size of one
+//! candidate under one token budget; [`CandidateCtx`] is everything it needs (the plan, the
+//! device, the candidate's cost and memory models). The adapters here turn the plan into each
+//! engine's own configuration: [`sim::SimEngine`] builds a `sim::SimConfig` and simulates it,
+//! [`analytic::AnalyticEngine`] prices the closed-form formulas, [`CompareEngine`] runs both.
+//! The engines themselves (`crate::sim`, `crate::analytic`) never see the plan.
+
+pub mod analytic;
+pub mod sim;
+
+pub use analytic::AnalyticEngine;
+pub use sim::SimEngine;
+
+use super::batch::{Probe, ProbeStats};
+use super::Candidate;
+use crate::cost::graph::build_both;
+use crate::cost::{CostOptions, MemoryModel, RooflineCost};
+use crate::hardware::DeviceProfile;
+use crate::outcome::{AnalyticFigures, Phase};
+use crate::plan::Plan;
+
+/// Everything an engine needs to evaluate one candidate in one phase.
+pub struct CandidateCtx<'a> {
+    pub plan: &'a Plan,
+    pub device: &'a DeviceProfile,
+    pub cand: Candidate,
+    pub phase: Phase,
+    pub label: String,
+    pub cost: RooflineCost,
+    pub mem: MemoryModel,
+}
+
+impl<'a> CandidateCtx<'a> {
+    pub fn new(plan: &'a Plan, device: &'a DeviceProfile, cand: Candidate, phase: Phase) -> Self {
+        let opts = cost_options(plan, &cand);
+        let (cost, mem) = build_both(&plan.model, device, &cand.parallel, &opts);
+        let label = cand.label(&plan.model, plan.serving.speculative.as_ref());
+        CandidateCtx { plan, device, cand, phase, label, cost, mem }
+    }
+
+    pub fn reserved_bytes(&self) -> f64 {
+        crate::cost::memory::bytes_from_gib(self.plan.serving.reserved_memory_gb)
+    }
+}
+
+/// The cost-model options a candidate implies.
+pub fn cost_options(plan: &Plan, cand: &Candidate) -> CostOptions {
+    CostOptions {
+        quant: plan.quant,
+        compile: plan.compile,
+        mtp_tokens: cand.mtp,
+        draft_layers: plan.serving.speculative.as_ref().map_or(0, |s| s.draft_layers),
+        shared_expert_tp: plan.serving.shared_expert_tp,
+        word_embedding_tp: plan.serving.word_embedding_tp,
+        with_vision: plan.workload.images.is_some(),
+        causal_attention: plan.serving.causal_attention,
+    }
+}
+
+/// Evaluates one batch size of one candidate under one token budget.
+pub trait Engine: Sync {
+    fn probe(&self, ctx: &CandidateCtx, batch: u32, budget: u64) -> (Probe, ProbeStats);
+}
+
+/// `--engine compare`: the simulator decides feasibility; every row also carries the analytic
+/// engine's figures at the same batch size.
+pub struct CompareEngine;
+
+impl Engine for CompareEngine {
+    fn probe(&self, ctx: &CandidateCtx, batch: u32, budget: u64) -> (Probe, ProbeStats) {
+        let (mut p, st) = SimEngine.probe(ctx, batch, budget);
+        let (a, _) = AnalyticEngine.probe(ctx, batch, budget);
+        p.row.analytic = Some(AnalyticFigures {
+            ttft_ms: a.row.ttft_ms,
+            tpot_ms: a.row.tpot_ms,
+            throughput: a.row.throughput,
+            feasible: a.stop.is_none(),
+        });
+        (p, st)
+    }
+}
