@@ -34,6 +34,9 @@ pub enum StopReason {
     MemoryOom,
     TpotLimit,
     TtftLimit,
+    /// The simulation did not finish within its step budget (neither a memory nor a latency
+    /// verdict: the probe is unknown, and counted infeasible).
+    StepLimit,
 }
 
 impl From<crate::analytic::Oom> for StopReason {
@@ -53,6 +56,7 @@ impl StopReason {
             StopReason::MemoryOom => "out of memory",
             StopReason::TpotLimit => "TPOT above the limit",
             StopReason::TtftLimit => "TTFT above the limit",
+            StopReason::StepLimit => "simulation step limit reached",
         }
     }
 }
@@ -103,7 +107,7 @@ pub struct Row {
     pub sim: Option<SimSummary>,
     /// Why the simulation could not run, if it could not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sim_error: Option<String>,
+    pub sim_error: Option<crate::sim::SimError>,
     /// The analytic engine's figures at the same batch size (`--engine compare`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub analytic: Option<AnalyticFigures>,
@@ -281,7 +285,7 @@ pub struct PdSplitEval {
     /// See [`PdSimulated::steady`].
     pub steady: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub error: Option<crate::sim::SimError>,
 }
 
 /// The planned split simulated, with the planned figures beside it.
@@ -304,7 +308,7 @@ pub struct PdVerification {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simulated: Option<PdSimulated>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub simulation_error: Option<String>,
+    pub simulation_error: Option<crate::sim::SimError>,
     /// The highest arrival rate at which the split still meets the SLO (the balanced rate
     /// itself when it does; none when even a small fraction of it fails).
     pub sustainable_rate: Option<f64>,

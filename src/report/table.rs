@@ -600,7 +600,7 @@ fn verification_block(plan: &Plan, row: &crate::outcome::PdRow, v: &crate::outco
     );
     match (&v.simulated, &v.simulation_error) {
         (None, e) => {
-            let _ = writeln!(s, "The simulation could not run: {}", e.as_deref().unwrap_or("unknown error"));
+            let _ = writeln!(s, "The simulation could not run: {}", e.as_ref().map_or_else(|| "unknown error".to_string(), |e| e.to_string()));
         }
         (Some(sim), _) => {
             let mut t = new_table(&["metric", "planned", "simulated mean", "p50", "p90", "p99"]);

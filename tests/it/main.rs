@@ -2,6 +2,7 @@
 //! `validation` (every rejected command line) and `modes` (every mode and output).
 
 mod interactive;
+mod layers;
 mod modes;
 mod scenarios;
 mod util;

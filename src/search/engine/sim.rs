@@ -171,10 +171,10 @@ impl Engine for SimEngine {
                     activation_gib: 0.0,
                     avail_gib: gib(ctx.mem.device_bytes - ctx.mem.weight_bytes - ctx.reserved_bytes()),
                 };
-                row.sim_error = Some(e.to_string());
+                row.sim_error = Some(e.clone());
                 Some(match e {
                     SimError::PromptTooLong { .. } => StopReason::PrefillOom,
-                    SimError::StepLimit { .. } => StopReason::TtftLimit,
+                    SimError::StepLimit { .. } => StopReason::StepLimit,
                     _ => StopReason::MemoryOom,
                 })
             }

@@ -128,7 +128,7 @@ pub fn verify(plan: &Plan, device: &DeviceProfile, row: &PdRow, split: Option<(u
     let (p, d) = split.unwrap_or_else(|| smallest_split(row.pd_ratio));
     let rate = split_rate(row, p, d);
     let requests = verify_requests(plan, row, rate);
-    let simulated = simulate_split(plan, device, row, p, d, rate, requests).map_err(|e| e.to_string());
+    let simulated = simulate_split(plan, device, row, p, d, rate, requests);
     let mut splits = Vec::new();
     if let Some(n) = total {
         for (sp, sd) in maximal_splits(n, row.p_devices, row.d_devices) {
@@ -137,7 +137,7 @@ pub fn verify(plan: &Plan, device: &DeviceProfile, row: &PdRow, split: Option<(u
             let eval = if (sp, sd) == (p, d) {
                 simulated.clone()
             } else {
-                simulate_split(plan, device, row, sp, sd, r, verify_requests(plan, row, r)).map_err(|e| e.to_string())
+                simulate_split(plan, device, row, sp, sd, r, verify_requests(plan, row, r))
             };
             splits.push(match eval {
                 Ok(s) => PdSplitEval {
