@@ -140,34 +140,77 @@ pub fn complete_args<R: BufRead, W: Write>(
     raw: &RawArgs,
     argv: &[String],
 ) -> Result<(Vec<String>, Vec<String>), PlanError> {
-    let mut args: Vec<String> = argv.iter().filter(|a| *a != "--interactive").cloned().collect();
-    let mut summary: Vec<Param> = Vec::new();
-    let push = |args: &mut Vec<String>, flag: &str, vals: Vec<String>| {
-        args.push(flag.to_string());
-        args.extend(vals);
-    };
-    p.say("Guided throughput planning. Press Enter to take the value in brackets.");
+    let args: Vec<String> = argv.iter().filter(|a| *a != "--interactive").cloned().collect();
+    let mut s = Interview { p, raw, args, summary: Vec::new() };
+    s.p.say("Guided throughput planning. Press Enter to take the value in brackets.");
 
     // ---- core inputs ----
-    let model_id = match raw.model_id.clone().or(raw.model_id_flag.clone()) {
-        Some(m) => {
-            summary.push(Param { name: "model", value: m.clone(), source: "command line" });
-            m
-        }
-        None => {
-            let m: String = p.ask("Model (a catalog id such as Qwen/Qwen3-32B, or a path to a config.json)", None, |a| {
-                model::resolve_model(a).map(|_| a.to_string()).map_err(|e| e.to_string())
-            })?;
-            args.insert(1, m.clone());
-            summary.push(Param { name: "model", value: m.clone(), source: "user-provided" });
-            m
-        }
-    };
+    let model_id = s.model()?;
     let (arch, _) = model::resolve_model(&model_id).map_err(|e| usage(e.to_string()))?;
-    if raw.device.is_empty() {
+    s.devices()?;
+    let mode = s.mode()?;
+    s.device_counts(&mode)?;
+    s.lengths()?;
+    // ---- SLO ----
+    s.slo(&mode)?;
+    // ---- search space for MoE ----
+    s.moe_search_space(&arch)?;
+    // ---- prefix cache, MTP, images ----
+    s.prefix_cache()?;
+    s.mtp(&arch)?;
+    s.image_size(&arch)?;
+    // ---- quantization: offered, not applied silently ----
+    s.quantization()?;
+    s.compile()?;
+    let lines = s.summary.iter().map(|param| format!("  {:<22} {:<40} ({})", param.name, param.value, param.source)).collect();
+    Ok((s.args, lines))
+}
+
+/// One guided session's progress: the argv being completed and the summary of what was given.
+/// Each step asks only when the command line left its inputs out.
+struct Interview<'a, R: BufRead, W: Write> {
+    p: &'a mut Prompter<R, W>,
+    raw: &'a RawArgs,
+    args: Vec<String>,
+    summary: Vec<Param>,
+}
+
+impl<R: BufRead, W: Write> Interview<'_, R, W> {
+    fn push(&mut self, flag: &str, vals: Vec<String>) {
+        self.args.push(flag.to_string());
+        self.args.extend(vals);
+    }
+
+    fn note(&mut self, name: &'static str, value: String, source: &'static str) {
+        self.summary.push(Param { name, value, source });
+    }
+
+    /// The model id, from the command line or asked (then inserted as the positional argument).
+    fn model(&mut self) -> Result<String, PlanError> {
+        match self.raw.model_id.clone().or(self.raw.model_id_flag.clone()) {
+            Some(m) => {
+                self.note("model", m.clone(), "command line");
+                Ok(m)
+            }
+            None => {
+                let m: String = self.p.ask("Model (a catalog id such as Qwen/Qwen3-32B, or a path to a config.json)", None, |a| {
+                    model::resolve_model(a).map(|_| a.to_string()).map_err(|e| e.to_string())
+                })?;
+                self.args.insert(1, m.clone());
+                self.note("model", m.clone(), "user-provided");
+                Ok(m)
+            }
+        }
+    }
+
+    fn devices(&mut self) -> Result<(), PlanError> {
+        if !self.raw.device.is_empty() {
+            self.note("devices", self.raw.device.join(" "), "command line");
+            return Ok(());
+        }
         let names = crate::hardware::DeviceRegistry::builtin().names().iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let devs: Vec<String> =
-            p.ask("Device profile(s), space-separated (several = cross-hardware comparison)", Some("TEST_DEVICE"), |a| {
+            self.p.ask("Device profile(s), space-separated (several = cross-hardware comparison)", Some("TEST_DEVICE"), |a| {
                 let v: Vec<String> = a.split_whitespace().map(str::to_string).collect();
                 let reg = crate::hardware::DeviceRegistry::builtin();
                 for d in &v {
@@ -178,85 +221,104 @@ pub fn complete_args<R: BufRead, W: Write>(
                 }
                 Ok(v)
             })?;
-        summary.push(Param { name: "devices", value: devs.join(" "), source: "user-provided" });
-        push(&mut args, "--device", devs);
-    } else {
-        summary.push(Param { name: "devices", value: raw.device.join(" "), source: "command line" });
-    }
-    let mode = if raw.enable_optimize_prefill_decode_ratio {
-        ModeAnswer::Ratio
-    } else if raw.disagg {
-        ModeAnswer::Disaggregated
-    } else {
-        p.say("Deployment mode: 1) PD混部 / PD聚合 / 聚合部署 (aggregation: prefill and decode on the same instances)");
-        p.say("                 2) PD分离 (disaggregated prefill and decode)");
-        p.say("                 3) PD ratio / P/D配比 (plan the prefill/decode instance ratio)");
-        p.ask("Mode", Some("1"), parse_mode)?
-    };
-    // PD分离 is either phase capability evaluation or ratio planning.
-    let mode = if mode == ModeAnswer::Disaggregated && !raw.disagg {
-        p.say("PD分离: 1) evaluate the prefill and decode phases separately (--disagg)");
-        p.say("        2) give devices per P and D instance and compute the matched ratio");
-        let k = p.ask("Which", Some("1"), |a| match a {
-            "1" => Ok(ModeAnswer::Disaggregated),
-            "2" => Ok(ModeAnswer::Ratio),
-            _ => Err("answer 1 or 2".into()),
-        })?;
-        if k == ModeAnswer::Disaggregated {
-            args.push("--disagg".into());
-        }
-        k
-    } else {
-        mode
-    };
-    if mode == ModeAnswer::Ratio && !raw.enable_optimize_prefill_decode_ratio {
-        args.push("--enable-optimize-prefill-decode-ratio".into());
-    }
-    if mode == ModeAnswer::Ratio {
-        if raw.prefill_devices_per_instance.is_none() {
-            let v = p.ask("Devices per prefill instance", None, positive)?;
-            push(&mut args, "--prefill-devices-per-instance", vec![v.to_string()]);
-        }
-        if raw.decode_devices_per_instance.is_none() {
-            let v = p.ask("Devices per decode instance", None, positive)?;
-            push(&mut args, "--decode-devices-per-instance", vec![v.to_string()]);
-        }
-        if raw.num_devices.is_none() {
-            let v: Option<u32> = p.ask("Total devices to split into P and D instances (Enter to skip)", Some("skip"), |a| {
-                if a == "skip" {
-                    Ok(None)
-                } else {
-                    positive(a).map(Some)
-                }
-            })?;
-            if let Some(v) = v {
-                push(&mut args, "--num-devices", vec![v.to_string()]);
-            }
-        }
-    } else if raw.num_devices.is_none() {
-        let v = p.ask("Total number of devices (the same count applies to every device profile)", Some("8"), positive)?;
-        summary.push(Param { name: "num_devices", value: v.to_string(), source: "user-provided" });
-        push(&mut args, "--num-devices", vec![v.to_string()]);
-    }
-    if raw.input_length.is_none() && raw.length_distribution.is_none() {
-        let v: String = p.ask("Input (prompt) length in tokens, or a length-distribution YAML file", None, |a| {
-            if a.parse::<u64>().is_ok_and(|v| v > 0) || std::path::Path::new(a).is_file() {
-                Ok(a.to_string())
-            } else {
-                Err(format!("`{a}` is neither a positive number of tokens nor an existing file"))
-            }
-        })?;
-        summary.push(Param { name: "input_length", value: v.clone(), source: "user-provided" });
-        push(&mut args, "--input-length", vec![v]);
-    }
-    if raw.output_length.is_none() {
-        let v = p.ask("Output length in tokens", None, positive)?;
-        summary.push(Param { name: "output_length", value: v.to_string(), source: "user-provided" });
-        push(&mut args, "--output-length", vec![v.to_string()]);
+        self.note("devices", devs.join(" "), "user-provided");
+        self.push("--device", devs);
+        Ok(())
     }
 
-    // ---- SLO ----
-    if raw.ttft_limits.is_none() && raw.tpot_limits.is_none() {
+    /// The deployment mode; PD分离 is either phase capability evaluation or ratio planning.
+    fn mode(&mut self) -> Result<ModeAnswer, PlanError> {
+        let (raw, p) = (self.raw, &mut *self.p);
+        let mode = if raw.enable_optimize_prefill_decode_ratio {
+            ModeAnswer::Ratio
+        } else if raw.disagg {
+            ModeAnswer::Disaggregated
+        } else {
+            p.say("Deployment mode: 1) PD混部 / PD聚合 / 聚合部署 (aggregation: prefill and decode on the same instances)");
+            p.say("                 2) PD分离 (disaggregated prefill and decode)");
+            p.say("                 3) PD ratio / P/D配比 (plan the prefill/decode instance ratio)");
+            p.ask("Mode", Some("1"), parse_mode)?
+        };
+        let mode = if mode == ModeAnswer::Disaggregated && !raw.disagg {
+            p.say("PD分离: 1) evaluate the prefill and decode phases separately (--disagg)");
+            p.say("        2) give devices per P and D instance and compute the matched ratio");
+            let k = p.ask("Which", Some("1"), |a| match a {
+                "1" => Ok(ModeAnswer::Disaggregated),
+                "2" => Ok(ModeAnswer::Ratio),
+                _ => Err("answer 1 or 2".into()),
+            })?;
+            if k == ModeAnswer::Disaggregated {
+                self.args.push("--disagg".into());
+            }
+            k
+        } else {
+            mode
+        };
+        if mode == ModeAnswer::Ratio && !raw.enable_optimize_prefill_decode_ratio {
+            self.args.push("--enable-optimize-prefill-decode-ratio".into());
+        }
+        Ok(mode)
+    }
+
+    /// Ratio planning: devices per P and D instance and an optional total; otherwise the total.
+    fn device_counts(&mut self, mode: &ModeAnswer) -> Result<(), PlanError> {
+        let raw = self.raw;
+        if *mode == ModeAnswer::Ratio {
+            if raw.prefill_devices_per_instance.is_none() {
+                let v = self.p.ask("Devices per prefill instance", None, positive)?;
+                self.push("--prefill-devices-per-instance", vec![v.to_string()]);
+            }
+            if raw.decode_devices_per_instance.is_none() {
+                let v = self.p.ask("Devices per decode instance", None, positive)?;
+                self.push("--decode-devices-per-instance", vec![v.to_string()]);
+            }
+            if raw.num_devices.is_none() {
+                let v: Option<u32> = self.p.ask("Total devices to split into P and D instances (Enter to skip)", Some("skip"), |a| {
+                    if a == "skip" {
+                        Ok(None)
+                    } else {
+                        positive(a).map(Some)
+                    }
+                })?;
+                if let Some(v) = v {
+                    self.push("--num-devices", vec![v.to_string()]);
+                }
+            }
+        } else if raw.num_devices.is_none() {
+            let v = self.p.ask("Total number of devices (the same count applies to every device profile)", Some("8"), positive)?;
+            self.note("num_devices", v.to_string(), "user-provided");
+            self.push("--num-devices", vec![v.to_string()]);
+        }
+        Ok(())
+    }
+
+    /// Input (or a length distribution) and output lengths.
+    fn lengths(&mut self) -> Result<(), PlanError> {
+        if self.raw.input_length.is_none() && self.raw.length_distribution.is_none() {
+            let v: String = self.p.ask("Input (prompt) length in tokens, or a length-distribution YAML file", None, |a| {
+                if a.parse::<u64>().is_ok_and(|v| v > 0) || std::path::Path::new(a).is_file() {
+                    Ok(a.to_string())
+                } else {
+                    Err(format!("`{a}` is neither a positive number of tokens nor an existing file"))
+                }
+            })?;
+            self.note("input_length", v.clone(), "user-provided");
+            self.push("--input-length", vec![v]);
+        }
+        if self.raw.output_length.is_none() {
+            let v = self.p.ask("Output length in tokens", None, positive)?;
+            self.note("output_length", v.to_string(), "user-provided");
+            self.push("--output-length", vec![v.to_string()]);
+        }
+        Ok(())
+    }
+
+    /// Which latency limits apply (by mode), then their values.
+    fn slo(&mut self, mode: &ModeAnswer) -> Result<(), PlanError> {
+        if self.raw.ttft_limits.is_some() || self.raw.tpot_limits.is_some() {
+            return Ok(());
+        }
+        let p = &mut *self.p;
         let (want_ttft, want_tpot) = match mode {
             ModeAnswer::Disaggregated => {
                 let k = p.ask("Run which phases: 1) prefill only (TTFT), 2) decode only (TPOT), 3) both", Some("3"), |a| match a {
@@ -279,66 +341,85 @@ pub fn complete_args<R: BufRead, W: Write>(
             })?,
         };
         if want_ttft {
-            let v = p.ask("TTFT limit in ms", None, limit)?;
-            summary.push(Param { name: "ttft_limit_ms", value: v.to_string(), source: "user-provided" });
-            push(&mut args, "--ttft-limits", vec![v.to_string()]);
+            let v = self.p.ask("TTFT limit in ms", None, limit)?;
+            self.note("ttft_limit_ms", v.to_string(), "user-provided");
+            self.push("--ttft-limits", vec![v.to_string()]);
         }
         if want_tpot {
-            let v = p.ask("TPOT limit in ms", None, limit)?;
-            summary.push(Param { name: "tpot_limit_ms", value: v.to_string(), source: "user-provided" });
-            push(&mut args, "--tpot-limits", vec![v.to_string()]);
+            let v = self.p.ask("TPOT limit in ms", None, limit)?;
+            self.note("tpot_limit_ms", v.to_string(), "user-provided");
+            self.push("--tpot-limits", vec![v.to_string()]);
         }
+        Ok(())
     }
 
-    // ---- search space for MoE ----
-    if arch.is_moe() && raw.ep_sizes.is_none() && raw.moe_dp_sizes.is_none() && raw.tp_sizes.is_none() {
-        let all = p.ask("MoE model: search 1) TP only (recommended for a first run) or 2) TP, EP and MoE-DP", Some("1"), |a| match a {
-            "1" => Ok(false),
-            "2" => Ok(true),
-            _ => Err("answer 1 or 2".into()),
-        })?;
+    /// For a MoE model with no search flags: TP only, or TP, EP and MoE-DP.
+    fn moe_search_space(&mut self, arch: &model::ModelArch) -> Result<(), PlanError> {
+        let raw = self.raw;
+        let asked = arch.is_moe() && raw.ep_sizes.is_none() && raw.moe_dp_sizes.is_none() && raw.tp_sizes.is_none();
+        if !asked {
+            return Ok(());
+        }
+        let all =
+            self.p.ask("MoE model: search 1) TP only (recommended for a first run) or 2) TP, EP and MoE-DP", Some("1"), |a| match a {
+                "1" => Ok(false),
+                "2" => Ok(true),
+                _ => Err("answer 1 or 2".into()),
+            })?;
         if all {
             for f in ["--tp-sizes", "--ep-sizes", "--moe-dp-sizes"] {
-                args.push(f.into());
+                self.args.push(f.into());
             }
-            summary.push(Param { name: "search", value: "TP x EP x MoE-DP (powers of two)".into(), source: "user-provided" });
+            self.note("search", "TP x EP x MoE-DP (powers of two)".into(), "user-provided");
         } else {
-            summary.push(Param { name: "search", value: "TP only (powers of two)".into(), source: "explicit heuristic: narrow first run" });
+            self.note("search", "TP only (powers of two)".into(), "explicit heuristic: narrow first run");
         }
+        Ok(())
     }
 
-    // ---- prefix cache, MTP, images ----
-    if raw.prefix_cache_hit_rate.is_none() && p.yes_no("Is prefix caching enabled?", false)? {
-        let v: f64 = p.ask("Prefix cache hit rate in [0, 1)", None, |a| match a.parse::<f64>() {
-            Ok(v) if (0.0..1.0).contains(&v) => Ok(v),
-            _ => Err(format!("`{a}` is not in the valid range [0, 1)")),
-        })?;
-        summary.push(Param { name: "prefix_cache_hit_rate", value: v.to_string(), source: "user-provided" });
-        push(&mut args, "--prefix-cache-hit-rate", vec![v.to_string()]);
+    fn prefix_cache(&mut self) -> Result<(), PlanError> {
+        if self.raw.prefix_cache_hit_rate.is_none() && self.p.yes_no("Is prefix caching enabled?", false)? {
+            let v: f64 = self.p.ask("Prefix cache hit rate in [0, 1)", None, |a| match a.parse::<f64>() {
+                Ok(v) if (0.0..1.0).contains(&v) => Ok(v),
+                _ => Err(format!("`{a}` is not in the valid range [0, 1)")),
+            })?;
+            self.note("prefix_cache_hit_rate", v.to_string(), "user-provided");
+            self.push("--prefix-cache-hit-rate", vec![v.to_string()]);
+        }
+        Ok(())
     }
-    if raw.num_mtp_tokens.is_none() && arch.mtp.is_some() && p.yes_no(&format!("{} ships MTP layers. Is MTP enabled?", arch.id), false)? {
-        let k = p.ask("Draft tokens per step (1-5)", Some("1"), |a| match a.parse::<u32>() {
+
+    /// MTP draft tokens and acceptance rates, offered when the model ships MTP layers.
+    fn mtp(&mut self, arch: &model::ModelArch) -> Result<(), PlanError> {
+        let offered = self.raw.num_mtp_tokens.is_none() && arch.mtp.is_some();
+        if !offered || !self.p.yes_no(&format!("{} ships MTP layers. Is MTP enabled?", arch.id), false)? {
+            return Ok(());
+        }
+        let k = self.p.ask("Draft tokens per step (1-5)", Some("1"), |a| match a.parse::<u32>() {
             Ok(v) if (1..=5).contains(&v) => Ok(v),
             _ => Err("answer a number from 1 to 5".into()),
         })?;
-        push(&mut args, "--num-mtp-tokens", vec![k.to_string()]);
-        let rates: Vec<String> = p.ask("Acceptance rate of each draft position", Some("0.9 0.6 0.4 0.2"), |a| {
+        self.push("--num-mtp-tokens", vec![k.to_string()]);
+        let rates: Vec<String> = self.p.ask("Acceptance rate of each draft position", Some("0.9 0.6 0.4 0.2"), |a| {
             let v: Result<Vec<f64>, _> = a.split_whitespace().map(str::parse::<f64>).collect();
             match v {
                 Ok(v) if !v.is_empty() && v.iter().all(|r| (0.0..=1.0).contains(r)) => Ok(v.iter().map(|r| r.to_string()).collect()),
                 _ => Err("give rates in [0, 1], space-separated".into()),
             }
         })?;
-        summary.push(Param {
-            name: "mtp",
-            value: format!("{k} drafts, acceptance {}", rates.join(" ")),
-            source: "user-provided (default rates are a heuristic)",
-        });
-        push(&mut args, "--mtp-acceptance-rates", rates);
+        self.note("mtp", format!("{k} drafts, acceptance {}", rates.join(" ")), "user-provided (default rates are a heuristic)");
+        self.push("--mtp-acceptance-rates", rates);
+        Ok(())
     }
-    if arch.vision.is_some() && raw.image_height.is_none() && raw.image_width.is_none() {
+
+    /// For a vision model: an image size, or text-only requests.
+    fn image_size(&mut self, arch: &model::ModelArch) -> Result<(), PlanError> {
+        let asked = arch.vision.is_some() && self.raw.image_height.is_none() && self.raw.image_width.is_none();
+        if !asked {
+            return Ok(());
+        }
         let hw: Option<(u32, u32)> =
-            p.ask("Vision model: image size as HEIGHTxWIDTH pixels (Enter for text-only requests)", Some("none"), |a| {
+            self.p.ask("Vision model: image size as HEIGHTxWIDTH pixels (Enter for text-only requests)", Some("none"), |a| {
                 if a == "none" {
                     return Ok(None);
                 }
@@ -346,35 +427,42 @@ pub fn complete_args<R: BufRead, W: Write>(
                 Ok(Some((positive(h.trim())?, positive(w.trim())?)))
             })?;
         if let Some((h, w)) = hw {
-            push(&mut args, "--image-height", vec![h.to_string()]);
-            push(&mut args, "--image-width", vec![w.to_string()]);
+            self.push("--image-height", vec![h.to_string()]);
+            self.push("--image-width", vec![w.to_string()]);
         }
+        Ok(())
     }
 
-    // ---- quantization: offered, not applied silently ----
-    if raw.quantize_linear_action.is_none() && raw.quantize_attention_action.is_none() {
-        if p.yes_no("Use the recommended quantization (linear W8A8_DYNAMIC, attention/KV DISABLED)?", true)? {
-            push(&mut args, "--quantize-linear-action", vec!["W8A8_DYNAMIC".into()]);
-            push(&mut args, "--quantize-attention-action", vec!["DISABLED".into()]);
-            summary.push(Param { name: "quantization", value: "W8A8_DYNAMIC / DISABLED".into(), source: "recommended default, confirmed" });
+    /// The recommended quantization is offered; declining asks for each action.
+    fn quantization(&mut self) -> Result<(), PlanError> {
+        if self.raw.quantize_linear_action.is_some() || self.raw.quantize_attention_action.is_some() {
+            return Ok(());
+        }
+        if self.p.yes_no("Use the recommended quantization (linear W8A8_DYNAMIC, attention/KV DISABLED)?", true)? {
+            self.push("--quantize-linear-action", vec!["W8A8_DYNAMIC".into()]);
+            self.push("--quantize-attention-action", vec!["DISABLED".into()]);
+            self.note("quantization", "W8A8_DYNAMIC / DISABLED".into(), "recommended default, confirmed");
         } else {
             use crate::quant::{KvQuant, LinearQuant, NamedEnum};
-            let lin = p.ask(&format!("Linear quantization ({})", LinearQuant::choices()), None, LinearQuant::parse_named)?;
-            let kv = p.ask(&format!("Attention/KV quantization ({})", KvQuant::choices()), None, KvQuant::parse_named)?;
-            push(&mut args, "--quantize-linear-action", vec![lin.to_string()]);
-            push(&mut args, "--quantize-attention-action", vec![kv.to_string()]);
+            let lin = self.p.ask(&format!("Linear quantization ({})", LinearQuant::choices()), None, LinearQuant::parse_named)?;
+            let kv = self.p.ask(&format!("Attention/KV quantization ({})", KvQuant::choices()), None, KvQuant::parse_named)?;
+            self.push("--quantize-linear-action", vec![lin.to_string()]);
+            self.push("--quantize-attention-action", vec![kv.to_string()]);
             if lin == LinearQuant::Mxfp4 {
-                let g = p.ask("MXFP4 group size", Some("32"), positive)?;
-                push(&mut args, "--mxfp4-group-size", vec![g.to_string()]);
+                let g = self.p.ask("MXFP4 group size", Some("32"), positive)?;
+                self.push("--mxfp4-group-size", vec![g.to_string()]);
             }
-            summary.push(Param { name: "quantization", value: format!("{lin} / {kv}"), source: "user-provided" });
+            self.note("quantization", format!("{lin} / {kv}"), "user-provided");
         }
+        Ok(())
     }
-    if !raw.compile && p.yes_no("Price the compiled operator graph (--compile, recommended)?", true)? {
-        args.push("--compile".into());
+
+    fn compile(&mut self) -> Result<(), PlanError> {
+        if !self.raw.compile && self.p.yes_no("Price the compiled operator graph (--compile, recommended)?", true)? {
+            self.args.push("--compile".into());
+        }
+        Ok(())
     }
-    let lines = summary.iter().map(|s| format!("  {:<22} {:<40} ({})", s.name, s.value, s.source)).collect();
-    Ok((args, lines))
 }
 
 /// A short summary of a finished run, as the planning workflow asks for.

@@ -175,26 +175,14 @@ pub fn agg_chunked(o: &dyn ForwardOracle, c: u64, chunks: &[(u64, u64)], out: u6
     if full.mem.is_oom() {
         return oom(res, Oom::Decode);
     }
-    let k_chunks = chunks.len();
-    let remaining_after_first = out.saturating_sub(1);
-    let mut pending: VecDeque<(u64, usize)> = VecDeque::from([(c, 0usize)]);
-    let mut ready: VecDeque<(u64, u64, f64)> = VecDeque::new();
-    let (mut t, mut ttft_sum, mut tpot_sum, mut e2e_sum) = (0.0f64, 0.0, 0.0, 0.0);
-    let (mut pw, mut dw) = (0.0, 0.0);
+    let mut replay = ChunkedReplay::new(c, chunks, out);
     // Every step serves at least one request, so this bound is never reached by a valid plan.
-    let max_steps = (c as usize + 1) * (k_chunks + out as usize + 1) + 16;
+    let max_steps = (c as usize + 1) * (chunks.len() + out as usize + 1) + 16;
     for _ in 0..max_steps {
-        if pending.is_empty() && ready.is_empty() {
+        if replay.is_drained() {
             break;
         }
-        let front_idx = pending.front().map(|g| g.1);
-        let front: u64 = match front_idx {
-            Some(i) => pending.iter().take_while(|g| g.1 == i).map(|g| g.0).sum(),
-            None => 0,
-        };
-        let chunk_len = front_idx.map_or(global_budget, |i| chunks[i].0);
-        let ready_count: u64 = ready.iter().map(|g| g.0).sum();
-        let (p, d) = decode_first_split(global_budget, slack, ready_count, front, chunk_len);
+        let (front_idx, p, d) = replay.next_split(global_budget, slack);
         if p == 0 && d == 0 {
             // A chunk larger than the inflated budget can never be scheduled.
             res.stop = Some(Oom::Prefill);
@@ -203,76 +191,165 @@ pub fn agg_chunked(o: &dyn ForwardOracle, c: u64, chunks: &[(u64, u64)], out: u6
         let mut lat_p = 0.0;
         let mut lat_d = 0.0;
         if p > 0 {
-            let (q, s) = chunks[front_idx.unwrap()];
-            let f = o.prefill(p, q, s);
-            res.mem = tighter(res.mem, f.mem);
-            if f.mem.is_oom() {
-                res.ttft_ms = t;
-                return oom(res, Oom::Prefill);
+            match replay.price_prefill(o, &mut res, chunks[front_idx.unwrap()], p) {
+                Ok(ms) => lat_p = ms,
+                Err(why) => return oom(res, why),
             }
-            lat_p = f.ms;
-            res.breakdown_prefill.add_scaled(&f.breakdown, f.ms);
-            pw += f.ms;
         }
         if d > 0 {
-            let f = o.decode(d);
-            res.mem = tighter(res.mem, f.mem);
-            if f.mem.is_oom() {
-                return oom(res, Oom::Decode);
+            match replay.price_decode(o, &mut res, d) {
+                Ok(ms) => lat_d = ms,
+                Err(why) => return oom(res, why),
             }
-            lat_d = o.fold(f.ms);
-            res.breakdown_decode.add_scaled(&f.breakdown, f.ms);
-            dw += f.ms;
         }
-        t += lat_p.max(lat_d);
+        replay.t += lat_p.max(lat_d);
         // Prefill groups advance first; newly finished prefills join the back of the decode queue.
+        replay.advance_prefill(p);
+        replay.advance_decode(d);
+    }
+    replay.finish(res, c, out)
+}
+
+/// The state of the chunked-prefill replay: request groups and the running sums the means
+/// are taken from.
+struct ChunkedReplay<'a> {
+    chunks: &'a [(u64, u64)],
+    remaining_after_first: u64,
+    /// Groups waiting for a prefill chunk: (requests, index of their next chunk).
+    pending: VecDeque<(u64, usize)>,
+    /// Groups decoding: (requests, tokens left, time of their first token).
+    ready: VecDeque<(u64, u64, f64)>,
+    /// The replay clock (ms).
+    t: f64,
+    ttft_sum: f64,
+    tpot_sum: f64,
+    e2e_sum: f64,
+    /// Prefill and decode forward time, the weights of the breakdowns.
+    pw: f64,
+    dw: f64,
+}
+
+impl<'a> ChunkedReplay<'a> {
+    fn new(c: u64, chunks: &'a [(u64, u64)], out: u64) -> Self {
+        ChunkedReplay {
+            chunks,
+            remaining_after_first: out.saturating_sub(1),
+            pending: VecDeque::from([(c, 0usize)]),
+            ready: VecDeque::new(),
+            t: 0.0,
+            ttft_sum: 0.0,
+            tpot_sum: 0.0,
+            e2e_sum: 0.0,
+            pw: 0.0,
+            dw: 0.0,
+        }
+    }
+
+    fn is_drained(&self) -> bool {
+        self.pending.is_empty() && self.ready.is_empty()
+    }
+
+    /// The next step's decode-first split: (chunk index of the front prefill groups, prefill
+    /// requests, decode requests). Only the groups at the front's chunk index prefill together.
+    fn next_split(&self, global_budget: u64, slack: f64) -> (Option<usize>, u64, u64) {
+        let front_idx = self.pending.front().map(|g| g.1);
+        let front: u64 = match front_idx {
+            Some(i) => self.pending.iter().take_while(|g| g.1 == i).map(|g| g.0).sum(),
+            None => 0,
+        };
+        let chunk_len = front_idx.map_or(global_budget, |i| self.chunks[i].0);
+        let ready_count: u64 = self.ready.iter().map(|g| g.0).sum();
+        let (p, d) = decode_first_split(global_budget, slack, ready_count, front, chunk_len);
+        (front_idx, p, d)
+    }
+
+    /// The step's prefill forward of `p` requests on chunk (new tokens, context): its latency,
+    /// or why the replay stops (out of memory; the outcome keeps the time reached).
+    fn price_prefill(&mut self, o: &dyn ForwardOracle, res: &mut AggOutcome, (q, s): (u64, u64), p: u64) -> Result<f64, Oom> {
+        let f = o.prefill(p, q, s);
+        res.mem = tighter(res.mem, f.mem);
+        if f.mem.is_oom() {
+            res.ttft_ms = self.t;
+            return Err(Oom::Prefill);
+        }
+        res.breakdown_prefill.add_scaled(&f.breakdown, f.ms);
+        self.pw += f.ms;
+        Ok(f.ms)
+    }
+
+    /// The step's decode forward of `d` requests: its folded latency, or why the replay stops.
+    fn price_decode(&mut self, o: &dyn ForwardOracle, res: &mut AggOutcome, d: u64) -> Result<f64, Oom> {
+        let f = o.decode(d);
+        res.mem = tighter(res.mem, f.mem);
+        if f.mem.is_oom() {
+            return Err(Oom::Decode);
+        }
+        let lat = o.fold(f.ms);
+        res.breakdown_decode.add_scaled(&f.breakdown, f.ms);
+        self.dw += f.ms;
+        Ok(lat)
+    }
+
+    /// Move `p` prefilled requests on to their next chunk, or into decode after the last one.
+    fn advance_prefill(&mut self, p: u64) {
+        let k_chunks = self.chunks.len();
+        let t = self.t;
         let mut take = p;
         while take > 0 {
-            let (n, idx) = pending.pop_front().expect("p ≤ front count");
+            let (n, idx) = self.pending.pop_front().expect("p ≤ front count");
             let m = n.min(take);
             take -= m;
             if n > m {
-                pending.push_front((n - m, idx));
+                self.pending.push_front((n - m, idx));
             }
             if idx + 1 < k_chunks {
-                pending.push_back((m, idx + 1));
+                self.pending.push_back((m, idx + 1));
             } else {
-                ttft_sum += m as f64 * t;
-                if remaining_after_first > 0 {
-                    ready.push_back((m, remaining_after_first, t));
+                self.ttft_sum += m as f64 * t;
+                if self.remaining_after_first > 0 {
+                    self.ready.push_back((m, self.remaining_after_first, t));
                 } else {
-                    e2e_sum += m as f64 * t;
+                    self.e2e_sum += m as f64 * t;
                 }
             }
         }
+    }
+
+    /// Give `d` decoding requests one token each; those on their last token finish.
+    fn advance_decode(&mut self, d: u64) {
+        let t = self.t;
         let mut take = d;
         while take > 0 {
-            let (n, left, first) = ready.pop_front().expect("d ≤ ready count");
+            let (n, left, first) = self.ready.pop_front().expect("d ≤ ready count");
             let m = n.min(take);
             take -= m;
             if n > m {
-                ready.push_front((n - m, left, first));
+                self.ready.push_front((n - m, left, first));
             }
             if left == 1 {
-                tpot_sum += m as f64 * (t - first) / remaining_after_first as f64;
-                e2e_sum += m as f64 * t;
+                self.tpot_sum += m as f64 * (t - first) / self.remaining_after_first as f64;
+                self.e2e_sum += m as f64 * t;
             } else {
-                ready.push_back((m, left - 1, first));
+                self.ready.push_back((m, left - 1, first));
             }
         }
     }
-    if pw > 0.0 {
-        res.breakdown_prefill = scale(res.breakdown_prefill, 1.0 / pw);
+
+    /// Means over the `c` requests and the time-weighted breakdowns.
+    fn finish(&self, mut res: AggOutcome, c: u64, out: u64) -> AggOutcome {
+        if self.pw > 0.0 {
+            res.breakdown_prefill = scale(res.breakdown_prefill, 1.0 / self.pw);
+        }
+        if self.dw > 0.0 {
+            res.breakdown_decode = scale(res.breakdown_decode, 1.0 / self.dw);
+        }
+        let cf = c as f64;
+        res.ttft_ms = self.ttft_sum / cf;
+        res.tpot_inter_token_ms = self.tpot_sum / cf;
+        res.tpot_amortized_ms = self.e2e_sum / cf / out as f64;
+        res.throughput = 1000.0 * out as f64 * cf / self.t;
+        res
     }
-    if dw > 0.0 {
-        res.breakdown_decode = scale(res.breakdown_decode, 1.0 / dw);
-    }
-    let cf = c as f64;
-    res.ttft_ms = ttft_sum / cf;
-    res.tpot_inter_token_ms = tpot_sum / cf;
-    res.tpot_amortized_ms = e2e_sum / cf / out as f64;
-    res.throughput = 1000.0 * out as f64 * cf / t;
-    res
 }
 
 /// Pack a composition's requests (in bin order) greedily into chunks of `budget` tokens; a

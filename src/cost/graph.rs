@@ -505,57 +505,16 @@ impl<'a> Builder<'a> {
         let quant_in = if self.compile { q.act_quant() } else { ActQuant::None };
         self.norm("input_norm", count, TOK, h, true, quant_in);
         let tok = unit(TOK, 1.0);
-        if self.compile {
-            self.gemm("qkv_proj", count, TOK, h, q_width + kv_width, Some(q), bias);
-        } else {
-            for (name, qname, n) in [
-                ("q_proj", "q_input_quant", q_width),
-                ("k_proj", "k_input_quant", kv_width / 2.0),
-                ("v_proj", "v_input_quant", kv_width / 2.0),
-            ] {
-                self.act_quant(qname, count, tok, h, q);
-                self.gemm(name, count, TOK, h, n, Some(q), bias);
-            }
-        }
+        self.qkv_proj(count, q, q_width, kv_width, bias);
         if qk_norm {
-            let elems = (hq + hkv) * hd;
-            self.weights += count * self.copies * 2.0 * hd * 2.0;
-            let op = if self.compile {
-                self.vector_op("qk_norm", count, tok, elems, 5.0, 4.0, false, 2.0)
-            } else {
-                self.vector_op("qk_norm", count, tok, elems, 4.0, 36.0, true, 14.0)
-            };
-            self.ops.push(op);
+            self.qk_norm(count, (hq + hkv) * hd, hd);
         }
         self.rope(count, (hq + hkv) * hd * rot, hd * rot);
         let kvq = if self.opts.quant.kv.bytes() < 2.0 { 1.0 } else { 0.0 };
         let op = self.vector_op("reshape_and_cache", count, tok, kv_width, kvq, 2.0 + kvb, false, 1.0);
         self.ops.push(op);
-        // Attention: 4·pairs·heads·dim matrix FLOPs (QKᵀ and PV), 4·pairs·heads vector FLOPs
-        // (softmax), Q/O traffic per token and KV read per context token. No causal halving,
-        // as in the original.
-        let mma_r = self.mma_rate(Dtype::Bf16);
-        let deq = self.opts.quant.kv.dequant_flops_per_pair_head();
+        self.gqa_core(count, hq, hd, kv_width, kvb, window);
         let dcp = self.par.dcp.max(1) as f64;
-        let mut mma = [0.0; f::N];
-        let mut gp = [0.0; f::N];
-        let mut mem = [0.0; f::N];
-        mma[f::P_PAIRS] = 4.0 * hq * hd / mma_r;
-        mma[f::D_PAIRS] = 4.0 * hq * hd / mma_r / dcp;
-        gp[f::P_PAIRS] = (4.0 + deq) * hq / self.vec_bf16;
-        gp[f::D_PAIRS] = (4.0 + deq) * hq / self.vec_bf16 / dcp;
-        mem[TOK] = hq * hd * 2.0 * 2.0 / self.hbm;
-        mem[f::P_CTX] = kv_width * kvb / self.hbm;
-        mem[f::D_CTX] = kv_width * kvb / self.hbm / dcp;
-        self.causal(&mut mma, &mut gp);
-        self.ops.push(Op {
-            name: if window.is_some() { "sliding_attention" } else { "attention" },
-            count,
-            gate: TOK,
-            fixed_s: self.fixed_mma,
-            window: window.map(|w| w as f64),
-            kind: OpKind::Roofline { mma, gp, mem },
-        });
         if dcp > 1.0 {
             let g = self.dcp_group;
             self.collective("dcp_q_all_gather", count, g, Collective::AllGather, unit(f::D_TOKENS, hq * hd * 2.0));
@@ -581,6 +540,66 @@ impl<'a> Builder<'a> {
         self.act_quant("o_input_quant", count, tok, hq * hd, q);
         self.row_parallel("o_proj", "attn_all_reduce", count, tok, hq * hd, h, Some(q), bias);
         self.track_width(hq * hd * 3.0 + kv_width);
+    }
+
+    /// The Q, K and V projections: one fused GEMM with `--compile`, else three, each after
+    /// its own input quantization.
+    fn qkv_proj(&mut self, count: f64, q: LinearQuant, q_width: f64, kv_width: f64, bias: bool) {
+        let h = self.h;
+        let tok = unit(TOK, 1.0);
+        if self.compile {
+            self.gemm("qkv_proj", count, TOK, h, q_width + kv_width, Some(q), bias);
+        } else {
+            for (name, qname, n) in [
+                ("q_proj", "q_input_quant", q_width),
+                ("k_proj", "k_input_quant", kv_width / 2.0),
+                ("v_proj", "v_input_quant", kv_width / 2.0),
+            ] {
+                self.act_quant(qname, count, tok, h, q);
+                self.gemm(name, count, TOK, h, n, Some(q), bias);
+            }
+        }
+    }
+
+    /// Per-head RMSNorm of Q and K over `elems` per token, with its two `hd`-wide weights.
+    fn qk_norm(&mut self, count: f64, elems: f64, hd: f64) {
+        let tok = unit(TOK, 1.0);
+        self.weights += count * self.copies * 2.0 * hd * 2.0;
+        let op = if self.compile {
+            self.vector_op("qk_norm", count, tok, elems, 5.0, 4.0, false, 2.0)
+        } else {
+            self.vector_op("qk_norm", count, tok, elems, 4.0, 36.0, true, 14.0)
+        };
+        self.ops.push(op);
+    }
+
+    /// Attention proper over `hq` local heads of width `hd`, full or sliding.
+    /// Costs 4·pairs·heads·dim matrix FLOPs (QKᵀ and PV), 4·pairs·heads vector FLOPs
+    /// (softmax), Q/O traffic per token and KV read per context token. No causal halving,
+    /// as in the original.
+    fn gqa_core(&mut self, count: f64, hq: f64, hd: f64, kv_width: f64, kvb: f64, window: Option<u32>) {
+        let mma_r = self.mma_rate(Dtype::Bf16);
+        let deq = self.opts.quant.kv.dequant_flops_per_pair_head();
+        let dcp = self.par.dcp.max(1) as f64;
+        let mut mma = [0.0; f::N];
+        let mut gp = [0.0; f::N];
+        let mut mem = [0.0; f::N];
+        mma[f::P_PAIRS] = 4.0 * hq * hd / mma_r;
+        mma[f::D_PAIRS] = 4.0 * hq * hd / mma_r / dcp;
+        gp[f::P_PAIRS] = (4.0 + deq) * hq / self.vec_bf16;
+        gp[f::D_PAIRS] = (4.0 + deq) * hq / self.vec_bf16 / dcp;
+        mem[TOK] = hq * hd * 2.0 * 2.0 / self.hbm;
+        mem[f::P_CTX] = kv_width * kvb / self.hbm;
+        mem[f::D_CTX] = kv_width * kvb / self.hbm / dcp;
+        self.causal(&mut mma, &mut gp);
+        self.ops.push(Op {
+            name: if window.is_some() { "sliding_attention" } else { "attention" },
+            count,
+            gate: TOK,
+            fixed_s: self.fixed_mma,
+            window: window.map(|w| w as f64),
+            kind: OpKind::Roofline { mma, gp, mem },
+        });
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -737,51 +756,125 @@ impl<'a> Builder<'a> {
         self.track_width(qkvz + ch);
     }
 
+    /// A MoE block: router, routed experts (wrapped in the EP dispatch/combine and the MoE-TP
+    /// gather/scatter), the optional shared expert, then the TP ranks' token restore.
     fn moe(&mut self, count: f64, experts: f64, top_k: f64, inter: f64, shared: f64, bias: bool) {
         let h = self.h;
+        let s = self.moe_shape(experts, top_k, inter, bias);
+        self.gemm_c("router", count, s.sliced, h, experts, None, bias);
+        let op = self.vector_op("topk_softmax", count, s.sliced, experts, 5.0, 6.0, true, 1.0);
+        self.ops.push(op);
+        let mut routed = self.moe_dispatch_ops(count, &s);
+        routed.extend(self.expert_ops(count, &s));
+        routed.extend(self.moe_combine_ops(count, &s));
+        // Permuted rows and expert intermediates per sliced token.
+        self.track_width((top_k * (h + 2.0 * s.i_l) * s.moe_tp) / s.tp + 2.0 * h);
+        let shared_ops = self.shared_expert_ops(count, shared, s.sliced);
+        self.schedule_moe(count, routed, shared_ops, s.ep);
+        self.restore_tokens(count);
+    }
+
+    /// The per-rank sizes of one MoE block under this candidate's TP, EP and MoE-TP.
+    fn moe_shape(&self, experts: f64, top_k: f64, inter: f64, bias: bool) -> MoeShape {
         let par = self.par;
         let (tp, ep, moe_tp) = (self.tp, par.ep.max(1) as f64, par.moe_tp.max(1) as f64);
         let q = self.expert_q;
         let g = self.opts.quant.mxfp4_group_size;
-        let ab = if q.is_quantized() { q.activation_bytes(g) } else { 2.0 };
-        let wb = if q.is_quantized() { q.weight_bytes(g) } else { 2.0 };
-        // Tokens are sliced across the TP ranks before routing (padded to a multiple of TP).
-        let sliced = unit(TOK, 1.0 / tp);
-        self.gemm_c("router", count, sliced, h, experts, None, bias);
-        let op = self.vector_op("topk_softmax", count, sliced, experts, 5.0, 6.0, true, 1.0);
-        self.ops.push(op);
+        MoeShape {
+            experts,
+            top_k,
+            bias,
+            tp,
+            ep,
+            moe_tp,
+            q,
+            ab: if q.is_quantized() { q.activation_bytes(g) } else { 2.0 },
+            wb: if q.is_quantized() { q.weight_bytes(g) } else { 2.0 },
+            // Tokens are sliced across the TP ranks before routing (padded to a multiple of TP).
+            sliced: unit(TOK, 1.0 / tp),
+            per_rank_rows: if ep > 1.0 { top_k } else { 1.0 },
+            i_l: inter / moe_tp,
+            local: (experts / ep).max(1.0),
+        }
+    }
+
+    /// Before the experts: permute and all-to-all the routed rows over EP, all-gather over MoE-TP.
+    fn moe_dispatch_ops(&self, count: f64, s: &MoeShape) -> Vec<Op> {
+        let h = self.h;
         let mut routed: Vec<Op> = Vec::new();
-        if ep > 1.0 {
-            routed.push(self.vector_op("permute_tokens", count, sliced, top_k * h, 0.0, 2.0 * ab, false, 1.0));
+        if s.ep > 1.0 {
+            routed.push(self.vector_op("permute_tokens", count, s.sliced, s.top_k * h, 0.0, 2.0 * s.ab, false, 1.0));
             routed.extend(self.collective_op(
                 "moe_dispatch_all_to_all",
                 count,
                 self.ep_group,
                 Collective::AllToAll,
-                scaled(&sliced, top_k * h * ab * (ep - 1.0) / ep),
+                scaled(&s.sliced, s.top_k * h * s.ab * (s.ep - 1.0) / s.ep),
             ));
         }
-        let per_rank_rows = if ep > 1.0 { top_k } else { 1.0 };
-        if moe_tp > 1.0 {
+        if s.moe_tp > 1.0 {
             routed.extend(self.collective_op(
                 "moe_tp_all_gather",
                 count,
                 self.moe_tp_group,
                 Collective::AllGather,
-                scaled(&sliced, per_rank_rows * h * ab),
+                scaled(&s.sliced, s.per_rank_rows * h * s.ab),
             ));
         }
-        let i_l = inter / moe_tp;
-        let local = (experts / ep).max(1.0);
+        routed
+    }
+
+    /// The grouped expert GEMMs and activation (gate_up, act, down), and the expert and router
+    /// weights they hold.
+    fn expert_ops(&mut self, count: f64, s: &MoeShape) -> Vec<Op> {
+        let h = self.h;
+        let eager = !self.compile;
+        let [mut gate_up, act, down] = self.expert_costs(s);
+        if eager {
+            // Two separate GEMMs each move half the gate_up traffic; keep totals right.
+            gate_up.mma_per_pair /= 2.0;
+            gate_up.gp_per_pair /= 2.0;
+            gate_up.mem_per_pair /= 2.0;
+            gate_up.mem_per_expert /= 2.0;
+            gate_up.gp_per_expert /= 2.0;
+        }
+        let (fixed_mma, fixed_gp) = (self.fixed_mma, self.fixed_gp);
+        let (gu_name, act_name, down_name) = if self.compile {
+            ("grouped_gate_up", "grouped_swiglu", "grouped_down")
+        } else {
+            ("expert_gate_up", "expert_act", "expert_down")
+        };
+        let eager_kernels = if eager { 2.0 } else { 1.0 };
+        let ops = vec![
+            Op { name: gu_name, count: count * eager_kernels, gate: TOK, fixed_s: fixed_mma, window: None, kind: OpKind::Experts(gate_up) },
+            Op {
+                name: act_name,
+                count,
+                gate: TOK,
+                fixed_s: fixed_gp * if eager { 3.0 } else { 1.0 },
+                window: None,
+                kind: OpKind::Experts(act),
+            },
+            Op { name: down_name, count, gate: TOK, fixed_s: fixed_mma, window: None, kind: OpKind::Experts(down) },
+        ];
+        let i_l = s.i_l;
+        self.weights += count * self.copies * s.local * (3.0 * h * i_l * s.wb + if s.bias { (2.0 * i_l + h) * 2.0 } else { 0.0 });
+        self.weights += count * self.copies * h * s.experts * 2.0;
+        ops
+    }
+
+    /// Per-pair and per-expert costs of the fused gate_up GEMM, the activation and the down GEMM.
+    fn expert_costs(&mut self, s: &MoeShape) -> [ExpertCost; 3] {
+        let (h, q, i_l, ab, wb) = (self.h, s.q, s.i_l, s.ab, s.wb);
         let mma_r = self.mma_rate(if q.is_quantized() { q.gemm_dtype() } else { Dtype::Bf16 });
         let deq = q.dequant_flops_per_weight();
         let eager = !self.compile;
         let mk = |mma: f64, gp: f64, mem_pair: f64, w_bytes: f64, deq_w: f64| ExpertCost {
-            tp,
-            group_ranks: ep * moe_tp,
-            top_k,
-            experts,
-            local_experts: local,
+            tp: s.tp,
+            group_ranks: s.ep * s.moe_tp,
+            top_k: s.top_k,
+            experts: s.experts,
+            local_experts: s.local,
             mma_per_pair: mma,
             gp_per_pair: gp,
             mem_per_pair: mem_pair,
@@ -789,7 +882,7 @@ impl<'a> Builder<'a> {
             gp_per_expert: deq_w,
             fixed_per_expert: eager,
         };
-        let bias_gp = if bias { 1.0 } else { 0.0 };
+        let bias_gp = if s.bias { 1.0 } else { 0.0 };
         let hbm = self.hbm;
         let gate_up = mk(
             2.0 * h * 2.0 * i_l / mma_r,
@@ -814,75 +907,56 @@ impl<'a> Builder<'a> {
             i_l * h * wb / hbm,
             deq * i_l * h / self.vec_fp32,
         );
-        let fixed_mma = self.fixed_mma;
-        let fixed_gp = self.fixed_gp;
-        let (gu_name, act_name, down_name) = if self.compile {
-            ("grouped_gate_up", "grouped_swiglu", "grouped_down")
-        } else {
-            ("expert_gate_up", "expert_act", "expert_down")
-        };
-        let eager_kernels = if eager { 2.0 } else { 1.0 };
-        routed.push(Op {
-            name: gu_name,
-            count: count * eager_kernels,
-            gate: TOK,
-            fixed_s: fixed_mma,
-            window: None,
-            kind: OpKind::Experts(gate_up),
-        });
-        routed.push(Op {
-            name: act_name,
-            count,
-            gate: TOK,
-            fixed_s: fixed_gp * if eager { 3.0 } else { 1.0 },
-            window: None,
-            kind: OpKind::Experts(act),
-        });
-        routed.push(Op { name: down_name, count, gate: TOK, fixed_s: fixed_mma, window: None, kind: OpKind::Experts(down) });
-        if eager {
-            // Two separate GEMMs each move half the gate_up traffic; keep totals right.
-            if let Some(Op { kind: OpKind::Experts(e), .. }) = routed.iter_mut().rev().nth(2) {
-                e.mma_per_pair /= 2.0;
-                e.gp_per_pair /= 2.0;
-                e.mem_per_pair /= 2.0;
-                e.mem_per_expert /= 2.0;
-                e.gp_per_expert /= 2.0;
-            }
-        }
-        self.weights += count * self.copies * local * (3.0 * h * i_l * wb + if bias { (2.0 * i_l + h) * 2.0 } else { 0.0 });
-        self.weights += count * self.copies * h * experts * 2.0;
-        if moe_tp > 1.0 {
+        [gate_up, act, down]
+    }
+
+    /// After the experts: reduce-scatter over MoE-TP, all-to-all back over EP and unpermute.
+    fn moe_combine_ops(&self, count: f64, s: &MoeShape) -> Vec<Op> {
+        let h = self.h;
+        let mut routed: Vec<Op> = Vec::new();
+        if s.moe_tp > 1.0 {
             routed.extend(self.collective_op(
                 "moe_tp_reduce_scatter",
                 count,
                 self.moe_tp_group,
                 Collective::ReduceScatter,
-                scaled(&sliced, per_rank_rows * moe_tp * h * 2.0),
+                scaled(&s.sliced, s.per_rank_rows * s.moe_tp * h * 2.0),
             ));
         }
-        if ep > 1.0 {
+        if s.ep > 1.0 {
+            let top_k = s.top_k;
             routed.extend(self.collective_op(
                 "moe_combine_all_to_all",
                 count,
                 self.ep_group,
                 Collective::AllToAll,
-                scaled(&sliced, top_k * h * 2.0 * (ep - 1.0) / ep),
+                scaled(&s.sliced, top_k * h * 2.0 * (s.ep - 1.0) / s.ep),
             ));
-            routed.push(self.vector_op("unpermute_weighted_sum", count, sliced, top_k * h, 2.0, 2.0 + 2.0 / top_k, false, 1.0));
+            routed.push(self.vector_op("unpermute_weighted_sum", count, s.sliced, top_k * h, 2.0, 2.0 + 2.0 / top_k, false, 1.0));
         }
-        // Permuted rows and expert intermediates per sliced token.
-        self.track_width((top_k * (h + 2.0 * i_l) * moe_tp) / tp + 2.0 * h);
-        let mut shared_ops = Vec::new();
+        routed
+    }
+
+    /// The shared expert's dense MLP (TP-split or on the sliced tokens), laid out apart so it
+    /// can be scheduled beside the routed experts.
+    fn shared_expert_ops(&mut self, count: f64, shared: f64, sliced: Coef) -> Vec<Op> {
         if shared > 0.0 {
             let qs = self.non_expert_q;
             let before = self.ops.len();
             if self.opts.shared_expert_tp {
-                self.dense_mlp(count, unit(TOK, 1.0), shared / tp, false, qs, true);
+                self.dense_mlp(count, unit(TOK, 1.0), shared / self.tp, false, qs, true);
             } else {
                 self.dense_mlp(count, sliced, shared, false, qs, false);
             }
-            shared_ops = self.ops.split_off(before);
+            self.ops.split_off(before)
+        } else {
+            Vec::new()
         }
+    }
+
+    /// Append the routed and shared expert ops: fused with their communication, on two streams,
+    /// or one after the other, as `--compile` allows.
+    fn schedule_moe(&mut self, count: f64, routed: Vec<Op>, mut shared_ops: Vec<Op>, ep: f64) {
         if self.compile && self.opts.compile.dispatch_ffn_combine && ep > 1.0 {
             // One fused dispatch → FFN → combine kernel: communication hides under compute.
             let (comm, compute): (Vec<Op>, Vec<Op>) = routed.into_iter().partition(|o| matches!(o.kind, OpKind::Collective { .. }));
@@ -910,7 +984,6 @@ impl<'a> Builder<'a> {
             self.ops.extend(routed);
         }
         self.ops.extend(shared_ops);
-        self.restore_tokens(count);
     }
 
     /// After MoE, TP ranks gather their token slices back into full hidden states.
@@ -966,4 +1039,26 @@ impl<'a> Builder<'a> {
         self.gemm_c("vision_merger_fc2", mergers, mtok, merged, v.out_hidden_size as f64, None, true);
         self.track_width(iv / tp + hv);
     }
+}
+
+/// One MoE block's sizes on this rank, shared by the steps that lay it out.
+struct MoeShape {
+    experts: f64,
+    top_k: f64,
+    bias: bool,
+    tp: f64,
+    ep: f64,
+    moe_tp: f64,
+    /// The experts' quantization, with its activation and weight bytes per element.
+    q: LinearQuant,
+    ab: f64,
+    wb: f64,
+    /// One TP rank's slice of the tokens.
+    sliced: Coef,
+    /// Rows a rank exchanges per sliced token over MoE-TP: top_k once EP has dispatched them.
+    per_rank_rows: f64,
+    /// Expert intermediate width per MoE-TP rank.
+    i_l: f64,
+    /// Experts held by this rank.
+    local: f64,
 }

@@ -164,51 +164,60 @@ fn phase_table(p: &PhaseResult, top: Option<usize>) -> String {
     let varlen = rows.iter().any(|r| !r.composition.is_empty());
     let mut s = phase_title(p.phase, rows.len(), varlen);
     s.push('\n');
-    if varlen {
-        let lat: &[&str] = match p.phase {
-            Phase::Aggregated => &["TTFT (ms)", "TPOT (ms)"],
-            Phase::Prefill => &["TTFT (ms)"],
-            Phase::Decode => &["TPOT (ms)"],
-        };
-        let mut h = vec!["Top", "num_devices", "num_input_tokens", "request_ratio", "samples", "concurrency"];
-        h.extend(lat);
-        h.extend(["Throughput (token/s)", "parallel", "batch_size"]);
-        let mut t = new_table(&h);
-        for (i, r) in rows.iter().enumerate() {
+    let t = if varlen { composition_table(p.phase, &rows) } else { best_rows_table(p.phase, &rows) };
+    s += &centered(t);
+    s.push('\n');
+    s
+}
+
+/// Rows over a length composition: each row, then one line per input length it was sized for.
+fn composition_table(phase: Phase, rows: &[&Row]) -> Table {
+    let lat: &[&str] = match phase {
+        Phase::Aggregated => &["TTFT (ms)", "TPOT (ms)"],
+        Phase::Prefill => &["TTFT (ms)"],
+        Phase::Decode => &["TPOT (ms)"],
+    };
+    let mut h = vec!["Top", "num_devices", "num_input_tokens", "request_ratio", "samples", "concurrency"];
+    h.extend(lat);
+    h.extend(["Throughput (token/s)", "parallel", "batch_size"]);
+    let mut t = new_table(&h);
+    for (i, r) in rows.iter().enumerate() {
+        let mut cells = vec![
+            (i + 1).to_string(),
+            r.num_devices.to_string(),
+            "all".into(),
+            "1.000".into(),
+            r.batch_size.to_string(),
+            r.concurrency.to_string(),
+        ];
+        match phase {
+            Phase::Aggregated => cells.extend([f2(r.ttft_ms), f2(r.tpot_ms)]),
+            Phase::Prefill => cells.push(f2(r.ttft_ms)),
+            Phase::Decode => cells.push(f2(r.tpot_ms)),
+        }
+        cells.extend([format!("{:.2}", r.throughput), r.parallel.clone(), r.batch_size.to_string()]);
+        t.add_row(cells);
+        for c in &r.composition {
             let mut cells = vec![
-                (i + 1).to_string(),
+                "-".to_string(),
                 r.num_devices.to_string(),
-                "all".into(),
-                "1.000".into(),
-                r.batch_size.to_string(),
+                c.num_input_tokens.to_string(),
+                format!("{:.3}", c.request_ratio),
+                c.samples.to_string(),
                 r.concurrency.to_string(),
             ];
-            match p.phase {
-                Phase::Aggregated => cells.extend([f2(r.ttft_ms), f2(r.tpot_ms)]),
-                Phase::Prefill => cells.push(f2(r.ttft_ms)),
-                Phase::Decode => cells.push(f2(r.tpot_ms)),
-            }
-            cells.extend([format!("{:.2}", r.throughput), r.parallel.clone(), r.batch_size.to_string()]);
+            cells.extend(lat.iter().map(|_| "-".to_string()));
+            cells.extend(["-".into(), r.parallel.clone(), r.batch_size.to_string()]);
             t.add_row(cells);
-            for c in &r.composition {
-                let mut cells = vec![
-                    "-".to_string(),
-                    r.num_devices.to_string(),
-                    c.num_input_tokens.to_string(),
-                    format!("{:.3}", c.request_ratio),
-                    c.samples.to_string(),
-                    r.concurrency.to_string(),
-                ];
-                cells.extend(lat.iter().map(|_| "-".to_string()));
-                cells.extend(["-".into(), r.parallel.clone(), r.batch_size.to_string()]);
-                t.add_row(cells);
-            }
         }
-        s += &centered(t);
-        s.push('\n');
-        return s;
     }
-    let latency: &[&str] = match p.phase {
+    t
+}
+
+/// Rows at one input length: throughput, the phase's latencies (with p99 columns when any row
+/// was simulated) and the memory split.
+fn best_rows_table(phase: Phase, rows: &[&Row]) -> Table {
+    let latency: &[&str] = match phase {
         Phase::Aggregated => &["TTFT (ms)", "TPOT (ms)"],
         Phase::Prefill => &["QPS (req/s)", "TTFT (ms)"],
         Phase::Decode => &["QPS (req/s)", "TPOT (ms)"],
@@ -217,7 +226,7 @@ fn phase_table(p: &PhaseResult, top: Option<usize>) -> String {
     let mut h = vec!["Top", "Throughput (token/s)"];
     h.extend(latency);
     if simulated {
-        match p.phase {
+        match phase {
             Phase::Aggregated => h.extend(["TTFT p99 (ms)", "TPOT p99 (ms)"]),
             Phase::Prefill => h.push("TTFT p99 (ms)"),
             Phase::Decode => h.push("TPOT p99 (ms)"),
@@ -227,20 +236,14 @@ fn phase_table(p: &PhaseResult, top: Option<usize>) -> String {
     let mut t = new_table(&h);
     for (i, r) in rows.iter().enumerate() {
         let mut cells = vec![(i + 1).to_string(), format!("{:.2}", r.throughput)];
-        match p.phase {
+        match phase {
             Phase::Aggregated => cells.extend([f2(r.ttft_ms), f2(r.tpot_ms)]),
             Phase::Prefill => cells.extend([f2(r.qps), f2(r.ttft_ms)]),
             Phase::Decode => cells.extend([f2(r.qps), f2(r.tpot_ms)]),
         }
         if simulated {
-            let (ttft99, tpot99) = match &r.sim {
-                Some(sm) => {
-                    let tpot = if tpot_is_amortized(r) { sm.latency.tpot_amortized.p99 } else { sm.latency.tpot_inter_token.p99 };
-                    (format!("{:.2}", sm.latency.ttft.p99), format!("{tpot:.2}"))
-                }
-                None => ("-".to_string(), "-".to_string()),
-            };
-            match p.phase {
+            let (ttft99, tpot99) = p99_cells(r);
+            match phase {
                 Phase::Aggregated => cells.extend([ttft99, tpot99]),
                 Phase::Prefill => cells.push(ttft99),
                 Phase::Decode => cells.push(tpot99),
@@ -258,9 +261,18 @@ fn phase_table(p: &PhaseResult, top: Option<usize>) -> String {
         ]);
         t.add_row(cells);
     }
-    s += &centered(t);
-    s.push('\n');
-    s
+    t
+}
+
+/// A row's simulated TTFT and TPOT p99 (TPOT by the row's definition), or dashes.
+fn p99_cells(r: &Row) -> (String, String) {
+    match &r.sim {
+        Some(sm) => {
+            let tpot = if tpot_is_amortized(r) { sm.latency.tpot_amortized.p99 } else { sm.latency.tpot_inter_token.p99 };
+            (format!("{:.2}", sm.latency.ttft.p99), format!("{tpot:.2}"))
+        }
+        None => ("-".to_string(), "-".to_string()),
+    }
 }
 
 fn tpot_is_amortized(r: &Row) -> bool {
@@ -600,117 +612,137 @@ fn verification_block(plan: &Plan, row: &crate::outcome::PdRow, v: &crate::outco
     );
     match (&v.simulated, &v.simulation_error) {
         (None, e) => {
-            let _ = writeln!(s, "The simulation could not run: {}", e.as_ref().map_or_else(|| "unknown error".to_string(), |e| e.to_string()));
+            let _ =
+                writeln!(s, "The simulation could not run: {}", e.as_ref().map_or_else(|| "unknown error".to_string(), |e| e.to_string()));
         }
         (Some(sim), _) => {
-            let mut t = new_table(&["metric", "planned", "simulated mean", "p50", "p90", "p99"]);
-            for (name, planned, st) in [("TTFT (ms)", v.planned_ttft_ms, &sim.ttft), ("TPOT (ms)", v.planned_tpot_ms, &sim.tpot)] {
-                t.add_row(vec![
-                    name.to_string(),
-                    format!("{planned:.2}"),
-                    format!("{:.2}", st.mean),
-                    format!("{:.2}", st.p50),
-                    format!("{:.2}", st.p90),
-                    format!("{:.2}", st.p99),
-                ]);
-            }
-            t.add_row(vec![
-                "delivered req/s".to_string(),
-                format!("{:.3}", v.planned_qps),
-                format!("{:.3}", sim.request_rate),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-            ]);
-            s += &t.to_string();
-            s.push('\n');
-            let stat = crate::quant::NamedEnum::name(plan.sim.slo_percentile);
-            let _ = writeln!(
-                s,
-                "Verdict: the simulated system {} the SLO ({stat} TTFT {:.2} ms vs limit {}, {stat} TPOT {:.2} ms vs limit {}); {:.1} % of requests met both limits; {:.1} output tokens/s.",
-                if sim.slo_met { "MEETS" } else { "does NOT meet" },
-                sim.ttft.pick(plan.sim.slo_percentile),
-                py_float(plan.slo.ttft_ms),
-                sim.tpot.pick(plan.sim.slo_percentile),
-                py_float(plan.slo.tpot_ms),
-                sim.goodput * 100.0,
-                sim.output_throughput
-            );
-            let (side, load) = if v.decode_utilization >= v.prefill_utilization {
-                ("decode", v.decode_utilization)
-            } else {
-                ("prefill", v.prefill_utilization)
-            };
-            if !sim.steady {
-                let _ = writeln!(
-                    s,
-                    "Caution: {} requests are too few to reach a steady state at this rate (a request lives about as long as the arrivals last); the delivered rate includes the drain. Raise --num-requests.",
-                    v.requests
-                );
-            }
-            if load >= SATURATED {
-                let _ = writeln!(
-                    s,
-                    "Caution: the {side} side runs at {:.0} % of its planned capacity, where queues never settle; this verdict holds for {} requests and can change with --num-requests.",
-                    load * 100.0,
-                    v.requests
-                );
-            }
-            match v.sustainable_rate {
-                Some(r) if !sim.slo_met => {
-                    let _ = writeln!(
-                        s,
-                        "Sustainable rate: the split holds the SLO up to about {:.3} req/s ({:.0} % of the planned {:.3}); plan for that, or add headroom.",
-                        r,
-                        r / v.arrival_rate * 100.0,
-                        v.arrival_rate
-                    );
-                }
-                None if !sim.slo_met => {
-                    let _ = writeln!(s, "Sustainable rate: none found down to 1/32 of the planned rate — the layouts themselves miss the SLO in the combined system.");
-                }
-                _ => {}
-            }
+            s += &planned_vs_simulated(v, sim);
+            s += &verification_verdict(plan, v, sim);
         }
     }
     if !v.splits.is_empty() {
-        let _ = writeln!(s, "Instance splits within {} devices, each simulated at its balanced rate:", total.unwrap_or(0));
-        let mut t = new_table(&["P instances", "D instances", "arrival (req/s)", "delivered (req/s)", "within SLO (req/s)", "SLO met"]);
-        for e in &v.splits {
-            t.add_row(vec![
-                e.prefill_instances.to_string(),
-                e.decode_instances.to_string(),
-                format!("{:.3}", e.arrival_rate),
-                format!("{:.3}", e.delivered_qps),
-                format!("{:.3}", e.good_qps),
-                match &e.error {
-                    Some(err) => format!("error: {err}"),
-                    None => format!("{}{}", if e.slo_met { "yes" } else { "no" }, if e.steady { "" } else { " (run too short)" }),
-                },
-            ]);
+        s += &splits_block(v, total);
+    }
+    s
+}
+
+/// The planned TTFT, TPOT and request rate beside the simulated distribution.
+fn planned_vs_simulated(v: &crate::outcome::PdVerification, sim: &crate::outcome::PdSimulated) -> String {
+    let mut t = new_table(&["metric", "planned", "simulated mean", "p50", "p90", "p99"]);
+    for (name, planned, st) in [("TTFT (ms)", v.planned_ttft_ms, &sim.ttft), ("TPOT (ms)", v.planned_tpot_ms, &sim.tpot)] {
+        t.add_row(vec![
+            name.to_string(),
+            format!("{planned:.2}"),
+            format!("{:.2}", st.mean),
+            format!("{:.2}", st.p50),
+            format!("{:.2}", st.p90),
+            format!("{:.2}", st.p99),
+        ]);
+    }
+    t.add_row(vec![
+        "delivered req/s".to_string(),
+        format!("{:.3}", v.planned_qps),
+        format!("{:.3}", sim.request_rate),
+        "-".into(),
+        "-".into(),
+        "-".into(),
+    ]);
+    let mut s = t.to_string();
+    s.push('\n');
+    s
+}
+
+/// Whether the simulated system meets the SLO, the cautions on how far that holds (run too
+/// short, a side near saturation), and the sustainable rate when it does not.
+fn verification_verdict(plan: &Plan, v: &crate::outcome::PdVerification, sim: &crate::outcome::PdSimulated) -> String {
+    let mut s = String::new();
+    let stat = crate::quant::NamedEnum::name(plan.sim.slo_percentile);
+    let _ = writeln!(
+        s,
+        "Verdict: the simulated system {} the SLO ({stat} TTFT {:.2} ms vs limit {}, {stat} TPOT {:.2} ms vs limit {}); {:.1} % of requests met both limits; {:.1} output tokens/s.",
+        if sim.slo_met { "MEETS" } else { "does NOT meet" },
+        sim.ttft.pick(plan.sim.slo_percentile),
+        py_float(plan.slo.ttft_ms),
+        sim.tpot.pick(plan.sim.slo_percentile),
+        py_float(plan.slo.tpot_ms),
+        sim.goodput * 100.0,
+        sim.output_throughput
+    );
+    let (side, load) =
+        if v.decode_utilization >= v.prefill_utilization { ("decode", v.decode_utilization) } else { ("prefill", v.prefill_utilization) };
+    if !sim.steady {
+        let _ = writeln!(
+            s,
+            "Caution: {} requests are too few to reach a steady state at this rate (a request lives about as long as the arrivals last); the delivered rate includes the drain. Raise --num-requests.",
+            v.requests
+        );
+    }
+    if load >= SATURATED {
+        let _ = writeln!(
+            s,
+            "Caution: the {side} side runs at {:.0} % of its planned capacity, where queues never settle; this verdict holds for {} requests and can change with --num-requests.",
+            load * 100.0,
+            v.requests
+        );
+    }
+    match v.sustainable_rate {
+        Some(r) if !sim.slo_met => {
+            let _ = writeln!(
+                s,
+                "Sustainable rate: the split holds the SLO up to about {:.3} req/s ({:.0} % of the planned {:.3}); plan for that, or add headroom.",
+                r,
+                r / v.arrival_rate * 100.0,
+                v.arrival_rate
+            );
         }
-        s += &centered(t);
-        s.push('\n');
-        let best = &v.splits[0];
-        let planned = v.splits.iter().find(|e| e.prefill_instances == v.prefill_instances && e.decode_instances == v.decode_instances);
-        match planned {
-            Some(p) if p.prefill_instances == best.prefill_instances && p.decode_instances == best.decode_instances => {
-                let _ = writeln!(s, "The arithmetic split is also the best by simulation.");
-            }
-            Some(p) => {
-                let _ = writeln!(
-                    s,
-                    "The split {} P : {} D beats the arithmetic split {} P : {} D by simulation ({:.3} vs {:.3} requests/s within the SLO).",
-                    best.prefill_instances, best.decode_instances, p.prefill_instances, p.decode_instances, best.good_qps, p.good_qps
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    s,
-                    "Best split by simulation: {} P : {} D ({:.3} requests/s within the SLO).",
-                    best.prefill_instances, best.decode_instances, best.good_qps
-                );
-            }
+        None if !sim.slo_met => {
+            let _ = writeln!(s, "Sustainable rate: none found down to 1/32 of the planned rate — the layouts themselves miss the SLO in the combined system.");
+        }
+        _ => {}
+    }
+    s
+}
+
+/// Every instance split within the device budget, simulated, and how the arithmetic split
+/// compares with the best of them.
+fn splits_block(v: &crate::outcome::PdVerification, total: Option<u32>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "Instance splits within {} devices, each simulated at its balanced rate:", total.unwrap_or(0));
+    let mut t = new_table(&["P instances", "D instances", "arrival (req/s)", "delivered (req/s)", "within SLO (req/s)", "SLO met"]);
+    for e in &v.splits {
+        t.add_row(vec![
+            e.prefill_instances.to_string(),
+            e.decode_instances.to_string(),
+            format!("{:.3}", e.arrival_rate),
+            format!("{:.3}", e.delivered_qps),
+            format!("{:.3}", e.good_qps),
+            match &e.error {
+                Some(err) => format!("error: {err}"),
+                None => format!("{}{}", if e.slo_met { "yes" } else { "no" }, if e.steady { "" } else { " (run too short)" }),
+            },
+        ]);
+    }
+    s += &centered(t);
+    s.push('\n');
+    let best = &v.splits[0];
+    let planned = v.splits.iter().find(|e| e.prefill_instances == v.prefill_instances && e.decode_instances == v.decode_instances);
+    match planned {
+        Some(p) if p.prefill_instances == best.prefill_instances && p.decode_instances == best.decode_instances => {
+            let _ = writeln!(s, "The arithmetic split is also the best by simulation.");
+        }
+        Some(p) => {
+            let _ = writeln!(
+                s,
+                "The split {} P : {} D beats the arithmetic split {} P : {} D by simulation ({:.3} vs {:.3} requests/s within the SLO).",
+                best.prefill_instances, best.decode_instances, p.prefill_instances, p.decode_instances, best.good_qps, p.good_qps
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "Best split by simulation: {} P : {} D ({:.3} requests/s within the SLO).",
+                best.prefill_instances, best.decode_instances, best.good_qps
+            );
         }
     }
     s

@@ -155,7 +155,7 @@ fn graph() -> Graph {
 }
 
 fn top(src_rel: &Path) -> String {
-    let s = src_rel.iter().nth(0).map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let s = src_rel.iter().next().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     s.trim_end_matches(".rs").to_string()
 }
 
@@ -176,7 +176,9 @@ fn modules_only_look_down() {
             }
             match rank(&to) {
                 Some(rt) if rt < rf => {}
-                _ => bad.push(format!("{} imports {}", file.strip_prefix(&src).unwrap().display(), t.strip_prefix(&src).unwrap().display())),
+                _ => {
+                    bad.push(format!("{} imports {}", file.strip_prefix(&src).unwrap().display(), t.strip_prefix(&src).unwrap().display()))
+                }
             }
         }
     }
