@@ -1,5 +1,5 @@
 //! Prints the cost model's step time for the original tool's single-forward regression
-//! anchors (reference §7), for docs/validation.md.
+//! anchors (the original tool's documented numeric facts), for docs/validation.md.
 //!
 //! `cargo run --release --example anchors`
 

@@ -1,5 +1,5 @@
 //! Quantization actions → bytes per weight / activation / KV element and the dtype a GEMM is
-//! priced at (reference §3.2).
+//! priced at (the original tool's quantization conventions).
 
 use crate::hardware::Dtype;
 use serde::{Deserialize, Serialize};

@@ -1,10 +1,11 @@
-//! The original tool's closed-form serving formulas (reference §5), on top of the same cost
-//! model the simulator uses.
+//! The original msmodeling tool's closed-form serving formulas, on top of the same cost model
+//! the simulator uses.
 //!
 //! Each formula is a pure function over a [`ForwardOracle`] — "how long does a forward of this
 //! shape take, and what memory does it leave" — so the conformance facts of the original can
-//! be checked with scripted latencies, and the real engine ([`engine::AnalyticEngine`]) just
-//! supplies an oracle backed by the roofline model.
+//! be checked with scripted latencies, and the search's analytic engine
+//! (`search::engine::analytic`) supplies an oracle backed by the roofline model. Nothing here
+//! knows the command line: a formula that runs out of memory says so with [`Oom`].
 
 pub mod pd;
 

@@ -1,4 +1,4 @@
-//! Conformance with the original's unit-level numeric facts (reference §5, §7), using scripted
+//! Conformance with the original's unit-level numeric facts (the formulas and unit facts its documentation and tests state), using scripted
 //! forward latencies.
 
 use super::*;

@@ -1,4 +1,4 @@
-//! Per-operator conformance with the original's published numbers (reference §3.1).
+//! Per-operator conformance with the original's published numbers (its operator table for Qwen3-32B).
 
 use super::graph::build_both;
 use super::*;
@@ -58,7 +58,7 @@ fn memory_model_weights_and_kv_per_token() {
     let dev = reg.get("TEST_DEVICE").unwrap();
     let model = catalog::find("Qwen/Qwen3-32B").unwrap();
     let (_, mem) = build_both(&model, dev, &ParallelConfig::dense(1, 1), &opts(LinearQuant::Disabled, true));
-    // bf16 KV: 64 layers × 2 × 8 heads × 128 × 2 bytes = 262,144 B per token (reference §4).
+    // bf16 KV: 64 layers × 2 × 8 heads × 128 × 2 bytes = 262,144 B per token (the original's memory accounting).
     assert_eq!(mem.kv_bytes_per_token, 262_144.0);
     let (_, mem8) = build_both(&model, dev, &ParallelConfig::dense(8, 8), &opts(LinearQuant::W8A8Dynamic, true));
     assert_eq!(mem8.kv_bytes_per_token, 32_768.0);

@@ -401,7 +401,7 @@ mod tests {
     #[test]
     fn qwen3_32b_parameter_count_matches_reference() {
         let m = parse_config(QWEN3_32B, "Qwen/Qwen3-32B").unwrap();
-        // 487,587,840 linear parameters per layer (reference §3.1).
+        // 487,587,840 linear parameters per layer (the original tool's published per-layer count).
         let g = &m.layers[0];
         assert_eq!(g.attention.params(5120) + g.mlp.params(5120).0, 487_587_840);
         assert_eq!(m.num_layers(), 64);

@@ -1,6 +1,6 @@
 //! Rendering only: the [`Report`] value that `search` built becomes text, JSON, CSV, terminal
 //! and SVG charts, or a Chrome trace. Each output format is an [`Exporter`]; [`exporters`] picks
-//! the ones the plan asks for, and [`write`] puts each [`Artifact`] where it belongs. Nothing
+//! the ones the plan asks for, and [`write()`] puts each [`Artifact`] where it belongs. Nothing
 //! here decides a result: ranking and feasibility come from `search`, the data from `outcome`.
 
 pub mod chart;

@@ -196,7 +196,7 @@ mod tests {
     fn builtin_distribution_facts() {
         let d = LengthDistribution::builtin();
         assert_eq!(d.bins.len(), 35);
-        // Weighted mean of midpoints 4230.82 ⇒ effective length 4230 (reference §8).
+        // Weighted mean of midpoints 4230.82 ⇒ effective length 4230 (the built-in distribution's documented figure).
         assert_eq!(d.effective_length(0.0), 4230);
         let c8 = d.compose(8, 0.0);
         let got: Vec<(u64, u64)> = c8.rows.iter().map(|(r, n)| (r.num_input_tokens, *n)).collect();

@@ -20,7 +20,7 @@ const VERIFY_LIFETIMES: f64 = 4.0;
 /// Most requests a default verification run simulates.
 const MAX_VERIFY_REQUESTS: u64 = 20_000;
 
-/// Requests to simulate at `rate`: `--num-requests`, or enough for [`VERIFY_LIFETIMES`]
+/// Requests to simulate at `rate`: `--num-requests`, or enough for `VERIFY_LIFETIMES`
 /// planned lifetimes (TTFT + output × TPOT) of arrivals, at least [`DEFAULT_VERIFY_REQUESTS`].
 pub fn verify_requests(plan: &Plan, row: &PdRow, rate: f64) -> u64 {
     if let Some(n) = plan.sim.num_requests {
