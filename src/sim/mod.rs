@@ -14,6 +14,7 @@ pub mod kv;
 pub mod metrics;
 pub mod pd;
 pub mod queue;
+pub mod scheduler;
 
 pub use engine::SimEngine;
 pub use instance::{Instance, Role};
