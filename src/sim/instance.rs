@@ -1,7 +1,8 @@
 //! One serving instance (a DP replica, or a prefill / decode instance in P/D): its waiting
 //! queue, running sequences, KV block pool, and the mechanics of a step — what a scheduler
-//! may schedule (decodes, prefill chunks, admissions, preemptions) and what completing a step
-//! does (tokens, first tokens, finishes).
+//! may schedule (decodes, prefill chunks, admissions, preemptions: the [`StepBuilder`]) and
+//! what completing a step does (tokens, first tokens, finishes). Which of those a step does is
+//! the instance's [`Scheduler`]'s decision.
 //!
 //! Decoding sequences without speculation advance in lockstep (one token per step each), so
 //! they are kept in aggregate: Σ context, counts by context modulo the block size (which
@@ -11,6 +12,7 @@
 
 use super::kv::KvBlockPool;
 use super::queue::Nanos;
+use super::scheduler::{Scheduler, SchedulerKind};
 use super::{DecodeMode, InstanceConfig, RequestState};
 use crate::cost::{BatchShape, PhaseLoad};
 use rand::Rng;
@@ -102,9 +104,13 @@ pub struct Instance {
     residue: Vec<u64>,
     finish_heap: BinaryHeap<Reverse<(u64, u64, u32, u32)>>,
     dec_members: Vec<u32>,
+    /// The step policy; `None` only while it plans a step (it is lent out of the instance
+    /// so that it can drive the instance's [`StepBuilder`]).
+    scheduler: Option<Box<dyn Scheduler>>,
     // The step in flight.
     pub busy: bool,
     chunks: Vec<Chunk>,
+    step_chunk_tokens: u64,
     step_decodes: u64,
     step_dec_ctx: u64,
     pub shape: BatchShape,
@@ -116,7 +122,12 @@ pub struct Instance {
 }
 
 impl Instance {
+    /// An instance scheduling with [`SchedulerKind::default`].
     pub fn new(id: u32, role: Role, cfg: &InstanceConfig) -> Self {
+        Self::with_scheduler(id, role, cfg, SchedulerKind::default().build())
+    }
+
+    pub fn with_scheduler(id: u32, role: Role, cfg: &InstanceConfig, scheduler: Box<dyn Scheduler>) -> Self {
         let lockstep = matches!(cfg.decode, DecodeMode::Plain);
         Instance {
             id,
@@ -135,8 +146,10 @@ impl Instance {
             residue: vec![0; cfg.block_size as usize],
             finish_heap: BinaryHeap::new(),
             dec_members: Vec::new(),
+            scheduler: Some(scheduler),
             busy: false,
             chunks: Vec::new(),
+            step_chunk_tokens: 0,
             step_decodes: 0,
             step_dec_ctx: 0,
             shape: BatchShape::default(),
@@ -263,13 +276,24 @@ impl Instance {
         self.running.remove(&(admit, slot));
     }
 
-    /// Preempt (recompute) the newest running sequence other than those in `protect`;
-    /// it goes back to the front of the waiting queue. Returns whether one was preempted.
-    fn preempt_newest(&mut self, reqs: &mut [RequestState], protect: Option<u32>) -> bool {
-        let victim = self.running.iter().rev().map(|&(_, s)| s).find(|&s| Some(s) != protect);
-        let Some(slot) = victim else { return false };
+    /// Preempt (recompute) the newest running sequence; it goes back to the front of the
+    /// waiting queue, and whatever it had in the step being planned leaves the step. Returns
+    /// whether one was preempted.
+    fn preempt_newest(&mut self, reqs: &mut [RequestState]) -> bool {
+        let Some(&(_, slot)) = self.running.iter().next_back() else { return false };
         let phase = self.seqs[slot as usize].phase;
         if phase == Phase::Decode {
+            if self.step_decodes > 0 {
+                // Its decode is in the step: take it out, with the block its next token took
+                // if its context filled its last block (lockstep members' blocks are counted
+                // from their context, which does not include that token yet).
+                let ctx = self.seq_ctx(&self.seqs[slot as usize]);
+                self.step_decodes -= 1;
+                self.step_dec_ctx -= ctx;
+                if self.lockstep && ctx % self.kv.block_size == 0 {
+                    self.kv.release(1);
+                }
+            }
             if self.lockstep {
                 // Lockstep members' output counts live in aggregate; settle this one's.
                 let s = &self.seqs[slot as usize];
@@ -279,6 +303,10 @@ impl Instance {
         } else if let Some(p) = self.prefilling.iter().position(|&x| x == slot) {
             self.prefilling.remove(p);
             self.load = self.load.saturating_sub(self.seqs[slot as usize].prompt_left);
+            if let Some(c) = self.chunks.iter().position(|c| c.slot == slot) {
+                // Its chunk's blocks are among its private blocks, released below.
+                self.step_chunk_tokens -= self.chunks.remove(c).tokens;
+            }
         }
         self.release(slot);
         let req = self.seqs[slot as usize].req;
@@ -291,222 +319,27 @@ impl Instance {
         true
     }
 
-    /// Plan the next step with `sched`. Returns false when there is nothing to run.
+    /// Plan the next step: the scheduler fills it through a [`StepBuilder`]. Returns false when
+    /// there is nothing to run.
     pub fn plan(&mut self, cfg: &InstanceConfig, reqs: &mut [RequestState], now: Nanos) -> bool {
         self.chunks.clear();
         self.shape = BatchShape::default();
+        self.step_chunk_tokens = 0;
         self.step_decodes = 0;
         self.step_dec_ctx = 0;
-        let mut guard = 0;
-        // Decode instances load transferred KV first: those requests decode in this step.
-        if self.role == Role::Decode {
-            self.admit_transferred(cfg, reqs, now);
-        }
-        loop {
-            guard += 1;
-            self.schedule_decodes(cfg, reqs);
-            if self.role != Role::Decode {
-                self.schedule_prefills(cfg, reqs, now);
-            }
-            if !self.chunks.is_empty() || self.step_decodes > 0 {
-                break;
-            }
-            // Nothing fits: free KV by preempting the newest running sequence and retry.
-            if self.running.is_empty() || guard > 1_000_000 || !self.preempt_newest(reqs, None) {
-                return false;
-            }
+        let mut scheduler = self.scheduler.take().expect("an instance plans one step at a time");
+        scheduler.schedule(cfg, &mut StepBuilder { inst: self, reqs, cfg, now });
+        self.scheduler = Some(scheduler);
+        if self.step_is_empty() {
+            return false;
         }
         self.fill_shape(cfg);
         self.busy = true;
         true
     }
 
-    /// Decode-first: every decoding sequence gets its step, preempting the newest running
-    /// sequences (recompute) while the KV pool cannot hold the new tokens.
-    fn schedule_decodes(&mut self, cfg: &InstanceConfig, reqs: &mut [RequestState]) {
-        let q = cfg.decode.query_tokens();
-        loop {
-            if self.dec_count == 0 {
-                return;
-            }
-            let need = if self.lockstep {
-                // Members whose context fills its last block need one more.
-                let bs = self.kv.block_size;
-                let r = ((bs - self.dec_steps % bs) % bs) as usize;
-                self.residue[r]
-            } else {
-                let mut n = 0;
-                for &slot in &self.dec_members {
-                    let s = &self.seqs[slot as usize];
-                    let want = self.kv.blocks_for(s.ctx + q).saturating_sub(s.shared_blocks);
-                    n += want.saturating_sub(s.private_blocks);
-                }
-                n
-            };
-            if self.kv.try_allocate(need) {
-                if !self.lockstep {
-                    for i in 0..self.dec_members.len() {
-                        let slot = self.dec_members[i];
-                        let want = {
-                            let s = &self.seqs[slot as usize];
-                            self.kv.blocks_for(s.ctx + q).saturating_sub(s.shared_blocks)
-                        };
-                        let s = &mut self.seqs[slot as usize];
-                        s.private_blocks = s.private_blocks.max(want);
-                    }
-                }
-                self.step_decodes = self.dec_count;
-                self.step_dec_ctx = self.dec_ctx_sum;
-                return;
-            }
-            if !self.preempt_newest(reqs, None) {
-                return;
-            }
-        }
-    }
-
-    /// Prefill chunks, FCFS, into what the decodes left of the slack-inflated budget: running
-    /// prefills first, then admissions while the running cap and the KV pool allow. A chunk
-    /// is `min(budget, prompt left)` tokens (the whole prompt without chunked prefill) and is
-    /// scheduled whole or not at all.
-    fn schedule_prefills(&mut self, cfg: &InstanceConfig, reqs: &mut [RequestState], now: Nanos) {
-        let q = cfg.decode.query_tokens();
-        let total = (cfg.budget as f64 * (1.0 + cfg.slack)).floor() as u64;
-        let mut room = total.saturating_sub(self.step_decodes * q);
-        // Running prefills, oldest first.
-        for i in 0..self.prefilling.len() {
-            let slot = self.prefilling[i];
-            let (left, ctx, held, shared) = {
-                let s = &self.seqs[slot as usize];
-                (s.prompt_left, s.ctx, s.private_blocks, s.shared_blocks)
-            };
-            let chunk = if cfg.chunked_prefill { left.min(cfg.budget) } else { left };
-            if chunk > room && !self.step_is_empty() {
-                return;
-            }
-            let need = self.kv.blocks_for(ctx + chunk).saturating_sub(shared).saturating_sub(held);
-            if !self.kv.try_allocate(need) {
-                return;
-            }
-            self.seqs[slot as usize].private_blocks += need;
-            self.chunks.push(Chunk { slot, tokens: chunk });
-            room = room.saturating_sub(chunk);
-        }
-        // Admissions.
-        let cap = cfg.running_cap();
-        while let Some(&req) = self.waiting.front() {
-            if self.running.len() as u64 >= cap {
-                return;
-            }
-            let r = &reqs[req as usize];
-            let prompt = r.prompt_tokens();
-            let cached = ((r.input as f64) * cfg.prefix_hit_rate).floor() as u64;
-            let shared = match r.prefix_group {
-                Some(g) if r.prefix_len > 0 => self.kv.acquire_prefix(g),
-                _ => 0,
-            };
-            let shared_tokens = (shared * self.kv.block_size).min(prompt.saturating_sub(1));
-            let start = cached.max(shared_tokens).min(prompt.saturating_sub(1));
-            let left = prompt - start;
-            let chunk = if cfg.chunked_prefill { left.min(cfg.budget) } else { left };
-            let undo = |kv: &mut KvBlockPool| {
-                if shared > 0 {
-                    if let Some(g) = r.prefix_group {
-                        kv.release_prefix(g);
-                    }
-                }
-            };
-            // A whole prompt longer than the budget (a recompute without chunked prefill) may
-            // only run alone.
-            if chunk > room && !self.step_is_empty() {
-                undo(&mut self.kv);
-                return;
-            }
-            let need = self.kv.blocks_for(start + chunk).saturating_sub(shared);
-            if !self.kv.try_allocate(need) {
-                undo(&mut self.kv);
-                return;
-            }
-            let publish_at = match (r.prefix_group, shared) {
-                (Some(_), 0) if r.prefix_len >= self.kv.block_size => r.prefix_len,
-                _ => 0,
-            };
-            let seq = Seq {
-                req,
-                admit_seq: self.next_admit,
-                epoch: 0,
-                phase: Phase::Prefill,
-                prompt_left: left,
-                ctx: start,
-                out_left: r.output - r.generated,
-                base_step: 0,
-                private_blocks: need,
-                shared_blocks: shared,
-                group: r.prefix_group.filter(|_| shared > 0 || publish_at > 0),
-                publish_at,
-                first_chunk: true,
-            };
-            self.next_admit += 1;
-            self.waiting.pop_front();
-            self.load = self.load.saturating_sub(prompt) + left;
-            let rs = &mut reqs[req as usize];
-            if rs.scheduled.is_none() {
-                rs.scheduled = Some(now);
-            }
-            let slot = self.alloc_slot(seq);
-            let admit = self.seqs[slot as usize].admit_seq;
-            self.running.insert((admit, slot));
-            self.prefilling.push_back(slot);
-            self.chunks.push(Chunk { slot, tokens: chunk });
-            room = room.saturating_sub(chunk);
-        }
-    }
-
     fn step_is_empty(&self) -> bool {
         self.chunks.is_empty() && self.step_decodes == 0
-    }
-
-    /// Decode instance: admit transferred requests while the cap and the pool allow; they
-    /// start decoding at the next step.
-    fn admit_transferred(&mut self, cfg: &InstanceConfig, reqs: &mut [RequestState], now: Nanos) {
-        let cap = cfg.running_cap();
-        while let Some(&req) = self.waiting.front() {
-            if self.running.len() as u64 >= cap {
-                return;
-            }
-            let r = &reqs[req as usize];
-            let ctx = r.input + r.generated;
-            let need = self.kv.blocks_for(ctx);
-            if !self.kv.try_allocate(need) {
-                return;
-            }
-            let seq = Seq {
-                req,
-                admit_seq: self.next_admit,
-                epoch: 0,
-                phase: Phase::Prefill,
-                prompt_left: 0,
-                ctx,
-                out_left: r.output - r.generated,
-                base_step: 0,
-                private_blocks: need,
-                shared_blocks: 0,
-                group: None,
-                publish_at: 0,
-                first_chunk: false,
-            };
-            self.next_admit += 1;
-            self.waiting.pop_front();
-            self.load = self.load.saturating_sub(1);
-            let rs = &mut reqs[req as usize];
-            if rs.decode_admitted.is_none() {
-                rs.decode_admitted = Some(now);
-            }
-            let slot = self.alloc_slot(seq);
-            let admit = self.seqs[slot as usize].admit_seq;
-            self.running.insert((admit, slot));
-            self.join_decode(slot);
-        }
     }
 
     fn fill_shape(&mut self, cfg: &InstanceConfig) {
@@ -650,6 +483,283 @@ impl Instance {
     /// Fill a step's shape for the decode set only (tests and benchmarks).
     pub fn step_shape(&self) -> &BatchShape {
         &self.shape
+    }
+
+    /// The planned step: the requests decoding (ascending) and each prefill chunk as
+    /// (request, tokens), in scheduling order.
+    #[cfg(test)]
+    pub(crate) fn planned(&self) -> (Vec<u32>, Vec<(u32, u64)>) {
+        let mut decodes: Vec<u32> = if self.step_decodes > 0 {
+            self.running.iter().map(|&(_, slot)| &self.seqs[slot as usize]).filter(|s| s.phase == Phase::Decode).map(|s| s.req).collect()
+        } else {
+            Vec::new()
+        };
+        decodes.sort_unstable();
+        (decodes, self.chunks.iter().map(|c| (self.seqs[c.slot as usize].req, c.tokens)).collect())
+    }
+}
+
+/// The step being planned, as a [`Scheduler`] sees it: what runs, waits and is already in the
+/// step, and the actions a policy may take. Every action does its own KV accounting and fails
+/// without side effects when the pool cannot hold it.
+pub struct StepBuilder<'a> {
+    inst: &'a mut Instance,
+    reqs: &'a mut [RequestState],
+    cfg: &'a InstanceConfig,
+    now: Nanos,
+}
+
+/// The head of the waiting queue on its way in: its cached prefix is referenced (which also
+/// marks the prefix recently used), so the prompt left to compute is known. Hand it to
+/// [`StepBuilder::admit`] or [`StepBuilder::cancel_admission`].
+#[must_use]
+#[derive(Debug)]
+pub struct Admission {
+    req: u32,
+    prompt: u64,
+    /// Prompt tokens already in the KV cache (token-level hits or the shared prefix).
+    start: u64,
+    shared: u64,
+}
+
+impl Admission {
+    pub fn request(&self) -> u32 {
+        self.req
+    }
+
+    /// Prompt tokens left to compute.
+    pub fn left(&self) -> u64 {
+        self.prompt - self.start
+    }
+}
+
+impl StepBuilder<'_> {
+    pub fn role(&self) -> Role {
+        self.inst.role
+    }
+
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    /// Running sequences (decoding or prefilling).
+    pub fn running(&self) -> u64 {
+        self.inst.running.len() as u64
+    }
+
+    pub fn waiting(&self) -> u64 {
+        self.inst.waiting.len() as u64
+    }
+
+    pub fn decoding(&self) -> u64 {
+        self.inst.dec_count
+    }
+
+    /// Nothing scheduled yet.
+    pub fn is_empty(&self) -> bool {
+        self.inst.step_is_empty()
+    }
+
+    /// Tokens in the step so far: decode queries and prefill chunks.
+    pub fn tokens(&self) -> u64 {
+        self.inst.step_decodes * self.cfg.decode.query_tokens() + self.inst.step_chunk_tokens
+    }
+
+    /// Schedule the next step of every decoding sequence, allocating the KV blocks their new
+    /// tokens need. Returns false, changing nothing, when the pool cannot hold them; true when
+    /// they are scheduled (or none decode, or they already are).
+    pub fn try_decodes(&mut self) -> bool {
+        let inst = &mut *self.inst;
+        if inst.dec_count == 0 || inst.step_decodes > 0 {
+            return true;
+        }
+        let q = self.cfg.decode.query_tokens();
+        let need = if inst.lockstep {
+            // Members whose context fills its last block need one more.
+            let bs = inst.kv.block_size;
+            let r = ((bs - inst.dec_steps % bs) % bs) as usize;
+            inst.residue[r]
+        } else {
+            let mut n = 0;
+            for &slot in &inst.dec_members {
+                let s = &inst.seqs[slot as usize];
+                let want = inst.kv.blocks_for(s.ctx + q).saturating_sub(s.shared_blocks);
+                n += want.saturating_sub(s.private_blocks);
+            }
+            n
+        };
+        if !inst.kv.try_allocate(need) {
+            return false;
+        }
+        if !inst.lockstep {
+            for i in 0..inst.dec_members.len() {
+                let slot = inst.dec_members[i];
+                let want = {
+                    let s = &inst.seqs[slot as usize];
+                    inst.kv.blocks_for(s.ctx + q).saturating_sub(s.shared_blocks)
+                };
+                let s = &mut inst.seqs[slot as usize];
+                s.private_blocks = s.private_blocks.max(want);
+            }
+        }
+        inst.step_decodes = inst.dec_count;
+        inst.step_dec_ctx = inst.dec_ctx_sum;
+        true
+    }
+
+    /// Sequences with prompt left to compute, in admission order (admissions in this step
+    /// join the end). Index them with [`StepBuilder::prefill_left`] and
+    /// [`StepBuilder::try_chunk`].
+    pub fn partial_prefills(&self) -> usize {
+        self.inst.prefilling.len()
+    }
+
+    /// Prompt tokens left to compute for the `i`-th prefilling sequence.
+    pub fn prefill_left(&self, i: usize) -> u64 {
+        self.inst.seqs[self.inst.prefilling[i] as usize].prompt_left
+    }
+
+    /// Schedule the next `tokens` of the `i`-th prefilling sequence's prompt (one chunk per
+    /// sequence and step). Returns false, changing nothing, when the pool cannot hold them.
+    pub fn try_chunk(&mut self, i: usize, tokens: u64) -> bool {
+        let inst = &mut *self.inst;
+        let slot = inst.prefilling[i];
+        debug_assert!(inst.chunks.iter().all(|c| c.slot != slot), "one chunk per sequence and step");
+        let (left, ctx, held, shared) = {
+            let s = &inst.seqs[slot as usize];
+            (s.prompt_left, s.ctx, s.private_blocks, s.shared_blocks)
+        };
+        debug_assert!(tokens > 0 && tokens <= left, "a chunk of {tokens} tokens of {left} left");
+        let need = inst.kv.blocks_for(ctx + tokens).saturating_sub(shared).saturating_sub(held);
+        if !inst.kv.try_allocate(need) {
+            return false;
+        }
+        inst.seqs[slot as usize].private_blocks += need;
+        inst.chunks.push(Chunk { slot, tokens });
+        inst.step_chunk_tokens += tokens;
+        true
+    }
+
+    /// Open the admission of the head of the waiting queue (`None` when nobody waits).
+    pub fn open_admission(&mut self) -> Option<Admission> {
+        let inst = &mut *self.inst;
+        let &req = inst.waiting.front()?;
+        let r = &self.reqs[req as usize];
+        let prompt = r.prompt_tokens();
+        let cached = ((r.input as f64) * self.cfg.prefix_hit_rate).floor() as u64;
+        let shared = match r.prefix_group {
+            Some(g) if r.prefix_len > 0 => inst.kv.acquire_prefix(g),
+            _ => 0,
+        };
+        let shared_tokens = (shared * inst.kv.block_size).min(prompt.saturating_sub(1));
+        let start = cached.max(shared_tokens).min(prompt.saturating_sub(1));
+        Some(Admission { req, prompt, start, shared })
+    }
+
+    /// Leave the head of the queue waiting: drop the prefix reference its admission took.
+    pub fn cancel_admission(&mut self, a: Admission) {
+        if a.shared > 0 {
+            if let Some(g) = self.reqs[a.req as usize].prefix_group {
+                self.inst.kv.release_prefix(g);
+            }
+        }
+    }
+
+    /// Admit the head of the queue with a first chunk of `tokens` prompt tokens. Returns
+    /// false when the pool cannot hold them (the admission is then cancelled).
+    pub fn admit(&mut self, a: Admission, tokens: u64) -> bool {
+        debug_assert_eq!(self.inst.waiting.front(), Some(&a.req), "an admission is for the head of the queue");
+        debug_assert!(tokens > 0 && tokens <= a.left(), "a chunk of {tokens} tokens of {} left", a.left());
+        let inst = &mut *self.inst;
+        let need = inst.kv.blocks_for(a.start + tokens).saturating_sub(a.shared);
+        if !inst.kv.try_allocate(need) {
+            self.cancel_admission(a);
+            return false;
+        }
+        let r = &self.reqs[a.req as usize];
+        let publish_at = match (r.prefix_group, a.shared) {
+            (Some(_), 0) if r.prefix_len >= inst.kv.block_size => r.prefix_len,
+            _ => 0,
+        };
+        let left = a.left();
+        let seq = Seq {
+            req: a.req,
+            admit_seq: inst.next_admit,
+            epoch: 0,
+            phase: Phase::Prefill,
+            prompt_left: left,
+            ctx: a.start,
+            out_left: r.output - r.generated,
+            base_step: 0,
+            private_blocks: need,
+            shared_blocks: a.shared,
+            group: r.prefix_group.filter(|_| a.shared > 0 || publish_at > 0),
+            publish_at,
+            first_chunk: true,
+        };
+        inst.next_admit += 1;
+        inst.waiting.pop_front();
+        inst.load = inst.load.saturating_sub(a.prompt) + left;
+        let rs = &mut self.reqs[a.req as usize];
+        if rs.scheduled.is_none() {
+            rs.scheduled = Some(self.now);
+        }
+        let slot = inst.alloc_slot(seq);
+        let admit = inst.seqs[slot as usize].admit_seq;
+        inst.running.insert((admit, slot));
+        inst.prefilling.push_back(slot);
+        inst.chunks.push(Chunk { slot, tokens });
+        inst.step_chunk_tokens += tokens;
+        true
+    }
+
+    /// Decode instance: admit the head of the queue, a request whose prompt's KV arrived, into
+    /// the decode set; it decodes from this step on. Call it before [`StepBuilder::try_decodes`].
+    /// Returns false when nobody waits or the pool cannot hold its KV.
+    pub fn admit_transferred(&mut self) -> bool {
+        let inst = &mut *self.inst;
+        debug_assert!(inst.step_decodes == 0, "transferred requests join before the decodes are scheduled");
+        let Some(&req) = inst.waiting.front() else { return false };
+        let r = &self.reqs[req as usize];
+        let ctx = r.input + r.generated;
+        let need = inst.kv.blocks_for(ctx);
+        if !inst.kv.try_allocate(need) {
+            return false;
+        }
+        let seq = Seq {
+            req,
+            admit_seq: inst.next_admit,
+            epoch: 0,
+            phase: Phase::Prefill,
+            prompt_left: 0,
+            ctx,
+            out_left: r.output - r.generated,
+            base_step: 0,
+            private_blocks: need,
+            shared_blocks: 0,
+            group: None,
+            publish_at: 0,
+            first_chunk: false,
+        };
+        inst.next_admit += 1;
+        inst.waiting.pop_front();
+        inst.load = inst.load.saturating_sub(1);
+        let rs = &mut self.reqs[req as usize];
+        if rs.decode_admitted.is_none() {
+            rs.decode_admitted = Some(self.now);
+        }
+        let slot = inst.alloc_slot(seq);
+        let admit = inst.seqs[slot as usize].admit_seq;
+        inst.running.insert((admit, slot));
+        inst.join_decode(slot);
+        true
+    }
+
+    /// Preempt (recompute) the most recently admitted running sequence: it returns to the
+    /// front of the waiting queue, and whatever it had in this step leaves the step. Returns
+    /// false when nothing runs.
+    pub fn preempt_newest(&mut self) -> bool {
+        self.inst.preempt_newest(self.reqs)
     }
 }
 

@@ -14,6 +14,7 @@ pub mod instance;
 pub mod kv;
 pub mod metrics;
 pub mod queue;
+pub mod scheduler;
 
 pub use instance::{Instance, Role};
 pub use metrics::{BinStat, LatencyStats, Percentile, Recorder, SimReport, Stat};
@@ -320,46 +321,154 @@ fn route(instances: &[Instance], ids: &[u32], routing: Routing, rr: &mut usize) 
 /// (a prefill-only study) it leaves the system there.
 pub fn simulate_system(
     sys: &System,
-    mut factory: RequestFactory,
+    factory: RequestFactory,
     on_step: &mut dyn FnMut(StepRecord),
 ) -> Result<(SimReport, Vec<RequestState>), SimError> {
-    let run = &sys.run;
-    let closed = matches!(factory.process(), ArrivalProcess::Closed);
-    let burst = matches!(factory.process(), ArrivalProcess::Burst);
-    let open = !closed && !burst;
-    // Arrival indices whose arrival times bound the open-loop measurement window.
-    let open_total = factory.trace_len().map_or(run.num_requests, |l| l.min(run.num_requests));
-    let edge = (open_total as f64 * OPEN_EDGE_SHARE).floor() as u64;
-    let open_marks = (edge, open_total.saturating_sub(1 + edge));
-    let mut instances: Vec<Instance> = Vec::new();
-    let mut group_of: Vec<usize> = Vec::new();
-    for (g, grp) in sys.groups.iter().enumerate() {
-        if grp.cfg.kv_blocks == 0 {
-            return Err(SimError::NoKvCapacity);
-        }
-        for _ in 0..grp.count {
-            let id = instances.len() as u32;
-            instances.push(Instance::new(id, grp.role, &grp.cfg));
-            group_of.push(g);
-        }
-    }
-    let ids_with = |pred: &dyn Fn(Role) -> bool| -> Vec<u32> { instances.iter().filter(|i| pred(i.role)).map(|i| i.id).collect() };
-    let entry: Vec<u32> = ids_with(&|r| r != Role::Decode);
-    let decoders: Vec<u32> = ids_with(&|r| r == Role::Decode);
-    let decode_only = entry.is_empty();
-    let prefill_only = !decoders.is_empty() || instances.iter().all(|i| i.role == Role::Prefill);
-    let prefill_only = prefill_only && decoders.is_empty();
-    let image_tokens = sys.groups.iter().map(|g| g.cfg.image_tokens).max().unwrap_or(0);
-    let mut reqs: Vec<RequestState> = Vec::new();
-    let mut queue = EventQueue::new();
-    let mut mtp_rng = rng(run.seed, Stream::MtpAcceptance);
-    let mut out = StepOutcome::default();
-    let mut itl = Recorder::default();
-    let mut now: Nanos = 0;
-    let (mut rr_entry, mut rr_decode) = (0usize, 0usize);
+    let mut sim = Simulation::new(sys, factory, on_step)?;
+    sim.start()?;
+    sim.run()?;
+    Ok(sim.report())
+}
 
-    let check_fits = |r: &RequestState| -> Result<(), SimError> {
-        for g in &sys.groups {
+/// Run-wide step statistics for the report.
+#[derive(Default)]
+struct StepStats {
+    steps: u64,
+    batch_sum: u64,
+    token_sum: u64,
+    step_time_sum: f64,
+    /// ∫ KV utilization dt, summed over instances (ns).
+    kv_integral: f64,
+    kv_peak: f64,
+    breakdown: Breakdown,
+    breakdown_weight: f64,
+}
+
+/// One run of [`simulate_system`]: the instances, the request records and the event queue
+/// (the mechanics), the arrival side (issued, in flight), and the measurement state (the
+/// closed loop's window, the open loop's series, the step statistics). Its methods are the
+/// run's steps: set-up, event handling, routing and KV transfer, the measurement window's
+/// bookkeeping, planning, and the report.
+struct Simulation<'s, 'a> {
+    sys: &'s System<'a>,
+    factory: RequestFactory,
+    on_step: &'s mut dyn FnMut(StepRecord),
+    closed: bool,
+    burst: bool,
+    open: bool,
+    /// Arrival indices whose arrival times bound the open-loop measurement window.
+    open_marks: (u64, u64),
+    instances: Vec<Instance>,
+    group_of: Vec<usize>,
+    /// Instances requests enter (mixed or prefill), and decode instances.
+    entry: Vec<u32>,
+    decoders: Vec<u32>,
+    decode_only: bool,
+    prefill_only: bool,
+    image_tokens: u64,
+    reqs: Vec<RequestState>,
+    queue: EventQueue,
+    mtp_rng: rand_chacha::ChaCha8Rng,
+    out: StepOutcome,
+    itl: Recorder,
+    now: Nanos,
+    rr_entry: usize,
+    rr_decode: usize,
+    in_flight: u64,
+    issued: u64,
+    pending_open: Option<NewRequest>,
+    win: Window,
+    completed: u64,
+    tokens_out: u64,
+    prefilled_input: u64,
+    stats: StepStats,
+    stop: bool,
+    /// Instances touched by the events of the current instant, to plan once it is over.
+    dirty: Vec<u32>,
+    window_marks: (Option<Mark>, Option<Mark>),
+    /// Open loop: cumulative (time, output tokens, prefilled tokens) after every step, to read
+    /// the rates of a window chosen once the run is over.
+    series: Vec<Mark>,
+    /// (Σ TTFT, Σ TPOT, count) of requests finishing in the window.
+    watch: (f64, f64, u64),
+    abandoned: bool,
+}
+
+impl<'s, 'a> Simulation<'s, 'a> {
+    fn new(sys: &'s System<'a>, factory: RequestFactory, on_step: &'s mut dyn FnMut(StepRecord)) -> Result<Self, SimError> {
+        let run = &sys.run;
+        let closed = matches!(factory.process(), ArrivalProcess::Closed);
+        let burst = matches!(factory.process(), ArrivalProcess::Burst);
+        let open_total = factory.trace_len().map_or(run.num_requests, |l| l.min(run.num_requests));
+        let edge = (open_total as f64 * OPEN_EDGE_SHARE).floor() as u64;
+        let mut instances: Vec<Instance> = Vec::new();
+        let mut group_of: Vec<usize> = Vec::new();
+        for (g, grp) in sys.groups.iter().enumerate() {
+            if grp.cfg.kv_blocks == 0 {
+                return Err(SimError::NoKvCapacity);
+            }
+            for _ in 0..grp.count {
+                let id = instances.len() as u32;
+                instances.push(Instance::new(id, grp.role, &grp.cfg));
+                group_of.push(g);
+            }
+        }
+        let ids_with = |pred: &dyn Fn(Role) -> bool| -> Vec<u32> { instances.iter().filter(|i| pred(i.role)).map(|i| i.id).collect() };
+        let entry: Vec<u32> = ids_with(&|r| r != Role::Decode);
+        let decoders: Vec<u32> = ids_with(&|r| r == Role::Decode);
+        let prefill_only = !decoders.is_empty() || instances.iter().all(|i| i.role == Role::Prefill);
+        let dirty = Vec::with_capacity(instances.len());
+        Ok(Simulation {
+            sys,
+            closed,
+            burst,
+            open: !closed && !burst,
+            open_marks: (edge, open_total.saturating_sub(1 + edge)),
+            decode_only: entry.is_empty(),
+            prefill_only: prefill_only && decoders.is_empty(),
+            image_tokens: sys.groups.iter().map(|g| g.cfg.image_tokens).max().unwrap_or(0),
+            instances,
+            group_of,
+            entry,
+            decoders,
+            reqs: Vec::new(),
+            queue: EventQueue::new(),
+            mtp_rng: rng(run.seed, Stream::MtpAcceptance),
+            out: StepOutcome::default(),
+            itl: Recorder::default(),
+            now: 0,
+            rr_entry: 0,
+            rr_decode: 0,
+            in_flight: 0,
+            issued: 0,
+            pending_open: None,
+            win: Window {
+                warm_completions: if closed { run.concurrency } else { 0 },
+                window: run.concurrency.max(MIN_WINDOW),
+                start: None,
+                prev_throughput: None,
+                end: None,
+                converged: !closed,
+                doublings: 0,
+            },
+            completed: 0,
+            tokens_out: 0,
+            prefilled_input: 0,
+            stats: StepStats::default(),
+            stop: false,
+            dirty,
+            window_marks: (None, None),
+            series: Vec::new(),
+            watch: (0.0, 0.0, 0),
+            abandoned: false,
+            factory,
+            on_step,
+        })
+    }
+
+    /// A request must fit every group's KV cache (and budget, without chunked prefill).
+    fn check_fits(&self, r: &RequestState) -> Result<(), SimError> {
+        for g in &self.sys.groups {
             let c = &g.cfg;
             let tokens = match g.role {
                 Role::Prefill => r.input + 1,
@@ -374,379 +483,444 @@ pub fn simulate_system(
             }
         }
         Ok(())
-    };
-    let admit_request = |n: NewRequest, reqs: &mut Vec<RequestState>, queue: &mut EventQueue| -> Result<(), SimError> {
-        let mut r = RequestState::from_new(&n, image_tokens);
-        check_fits(&r)?;
-        if decode_only {
+    }
+
+    /// Record a new request and schedule its arrival; it counts as issued and in flight.
+    fn issue(&mut self, n: NewRequest) -> Result<(), SimError> {
+        let mut r = RequestState::from_new(&n, self.image_tokens);
+        self.check_fits(&r)?;
+        if self.decode_only {
             // The prompt was prefilled elsewhere: the first token exists on arrival.
             r.first_token = Some(n.arrival_ns);
             r.generated = 1;
         }
-        let id = reqs.len() as u32;
-        queue.push(n.arrival_ns, Event::Arrival { request: id });
-        reqs.push(r);
+        let id = self.reqs.len() as u32;
+        self.queue.push(n.arrival_ns, Event::Arrival { request: id });
+        self.reqs.push(r);
+        self.issued += 1;
+        self.in_flight += 1;
         Ok(())
-    };
-    let mut in_flight: u64 = 0;
-    let mut issued: u64 = 0;
-    let mut pending_open: Option<NewRequest> = None;
-    if closed || burst {
-        for _ in 0..run.concurrency {
-            admit_request(factory.make(0), &mut reqs, &mut queue)?;
-            issued += 1;
-            in_flight += 1;
-        }
-    } else {
-        pending_open = factory.next_open();
     }
-    let mut win = Window {
-        warm_completions: if closed { run.concurrency } else { 0 },
-        window: run.concurrency.max(MIN_WINDOW),
-        start: None,
-        prev_throughput: None,
-        end: None,
-        converged: !closed,
-        doublings: 0,
-    };
-    let mut completed: u64 = 0;
-    let mut tokens_out: u64 = 0;
-    let mut prefilled_input: u64 = 0;
-    let mut steps: u64 = 0;
-    let mut batch_sum: u64 = 0;
-    let mut token_sum: u64 = 0;
-    let mut step_time_sum: f64 = 0.0;
-    let mut kv_integral: f64 = 0.0;
-    let mut kv_peak: f64 = 0.0;
-    let mut breakdown = Breakdown::default();
-    let mut breakdown_weight = 0.0;
-    let mut stop = false;
-    let mut dirty: Vec<u32> = Vec::with_capacity(instances.len());
-    let mut window_marks: (Option<Mark>, Option<Mark>) = (None, None);
-    // Open loop: cumulative (time, output tokens, prefilled tokens) after every step, to read
-    // the rates of a window chosen once the run is over.
-    let mut series: Vec<Mark> = Vec::new();
-    // (Σ TTFT, Σ TPOT, count) of requests finishing in the window; whether the run was abandoned.
-    let mut watch = (0.0f64, 0.0f64, 0u64);
-    let mut abandoned = false;
 
-    // Open loop: release arrivals respecting the client-side concurrency cap.
-    let release_open = |pending: &mut Option<NewRequest>,
-                        factory: &mut RequestFactory,
-                        reqs: &mut Vec<RequestState>,
-                        queue: &mut EventQueue,
-                        issued: &mut u64,
-                        in_flight: &mut u64,
-                        now: Nanos|
-     -> Result<(), SimError> {
-        while let Some(n) = *pending {
-            if *issued >= run.num_requests {
-                *pending = None;
+    /// Open loop: release arrivals respecting the client-side concurrency cap.
+    fn release_open(&mut self) -> Result<(), SimError> {
+        let run = &self.sys.run;
+        while let Some(n) = self.pending_open {
+            if self.issued >= run.num_requests {
+                self.pending_open = None;
                 break;
             }
-            if run.max_concurrency.is_some_and(|m| *in_flight >= m) {
+            if run.max_concurrency.is_some_and(|m| self.in_flight >= m) {
                 break;
             }
             let mut n = n;
-            n.arrival_ns = n.arrival_ns.max(now);
-            admit_request(n, reqs, queue)?;
-            *issued += 1;
-            *in_flight += 1;
-            *pending = factory.next_open();
+            n.arrival_ns = n.arrival_ns.max(self.now);
+            self.issue(n)?;
+            self.pending_open = self.factory.next_open();
         }
         Ok(())
-    };
-    if !closed && !burst {
-        release_open(&mut pending_open, &mut factory, &mut reqs, &mut queue, &mut issued, &mut in_flight, 0)?;
     }
 
-    while let Some((t, ev)) = queue.pop() {
-        debug_assert!(t >= now, "time went backwards: {t} < {now}");
-        let dt = (t - now) as f64;
-        for inst in &instances {
-            kv_integral += dt * inst.kv.used() as f64 / inst.kv.capacity as f64;
+    /// The first requests: the closed loop's or burst's concurrency at t = 0, or the open
+    /// loop's first arrivals.
+    fn start(&mut self) -> Result<(), SimError> {
+        if self.closed || self.burst {
+            for _ in 0..self.sys.run.concurrency {
+                let n = self.factory.make(0);
+                self.issue(n)?;
+            }
+        } else {
+            self.pending_open = self.factory.next_open();
+            self.release_open()?;
         }
-        now = t;
-        let mut done_now: u64 = 0;
-        let touched = match ev {
-            Event::Arrival { request } => {
-                let r = &mut reqs[request as usize];
-                if decode_only {
-                    let target = route(&instances, &decoders, sys.routing, &mut rr_decode);
-                    r.instance = target;
-                    instances[target as usize].reserve();
-                    instances[target as usize].enqueue_transferred(request);
-                    target
-                } else {
-                    let target = route(&instances, &entry, sys.routing, &mut rr_entry);
-                    r.instance = target;
-                    instances[target as usize].enqueue(request, &reqs);
-                    target
-                }
+        Ok(())
+    }
+
+    /// The event loop: apply each event, account completions, and plan the touched idle
+    /// instances once every event of an instant has been applied.
+    fn run(&mut self) -> Result<(), SimError> {
+        while let Some((t, ev)) = self.queue.pop() {
+            debug_assert!(t >= self.now, "time went backwards: {t} < {}", self.now);
+            let dt = (t - self.now) as f64;
+            for inst in &self.instances {
+                self.stats.kv_integral += dt * inst.kv.used() as f64 / inst.kv.capacity as f64;
             }
-            Event::StepDone { instance } => {
-                let g = group_of[instance as usize];
-                let inst = &mut instances[instance as usize];
-                let step_ms = inst.step_ms;
-                inst.complete(&sys.groups[g].cfg, &mut reqs, now, &mut mtp_rng, &mut out);
-                itl.record_n(step_ms, out.decode_seqs);
-                tokens_out += out.tokens;
-                for &r in &out.first_tokens {
-                    prefilled_input += reqs[r as usize].input;
-                }
-                if open {
-                    series.push((now, tokens_out, prefilled_input));
-                }
-                done_now += out.finished.len() as u64;
-                for &r in &out.handed_off {
-                    if let (Some(x), false) = (&sys.transfer, decoders.is_empty()) {
-                        let target = route(&instances, &decoders, sys.routing, &mut rr_decode);
-                        instances[target as usize].reserve();
-                        let at = now + x.duration_ns(reqs[r as usize].input);
-                        queue.push(at, Event::KvTransferDone { request: r, instance: target });
-                    } else {
-                        // Prefill-only study: the request leaves after its first token.
-                        reqs[r as usize].finish = Some(now);
-                        done_now += 1;
-                    }
-                }
-                instance
+            self.now = t;
+            let (touched, done_now) = self.apply(ev);
+            if done_now > 0 && self.closed && self.win.start.is_some() {
+                self.watch_latencies();
             }
-            Event::KvTransferDone { request, instance } => {
-                reqs[request as usize].instance = instance;
-                instances[instance as usize].enqueue_transferred(request);
-                instance
+            if done_now > 0 && !self.stop {
+                self.account_completions(done_now)?;
             }
-        };
-        if done_now > 0 && closed && win.start.is_some() {
-            // Latency of requests finishing inside the window, to abandon hopeless probes.
-            for &r in out.finished.iter().chain(if decoders.is_empty() { out.handed_off.iter() } else { [].iter() }) {
-                let rq = &reqs[r as usize];
-                if let (Some(first), Some(fin)) = (rq.first_token, rq.finish) {
-                    watch.0 += (first - rq.arrival) as f64 / 1e6;
-                    if rq.output > 1 && !prefill_only {
-                        watch.1 += (fin - first) as f64 / 1e6 / (rq.output - 1) as f64;
-                    }
-                    watch.2 += 1;
-                }
+            if self.stop {
+                break;
             }
-            if watch.2 >= ABANDON_MIN_REQUESTS
-                && (watch.0 / watch.2 as f64 > ABANDON_FACTOR * run.ttft_limit_ms
-                    || watch.1 / watch.2 as f64 > ABANDON_FACTOR * run.tpot_limit_ms)
-            {
-                abandoned = true;
-                stop = true;
-                window_marks.1 = Some((now, tokens_out, prefilled_input));
+            if !self.dirty.contains(&touched) {
+                self.dirty.push(touched);
             }
-        }
-        if done_now > 0 && !stop {
-            completed += done_now;
-            in_flight -= done_now;
-            if closed && !stop {
-                // Closed loop: a finished request is replaced at once.
-                for _ in 0..done_now {
-                    admit_request(factory.make(now), &mut reqs, &mut queue)?;
-                    issued += 1;
-                    in_flight += 1;
-                }
-            }
-            if closed {
-                let before = win.start;
-                stop = closed_loop_stop(&mut win, completed, now, tokens_out);
-                if before.is_none() && win.start.is_some() {
-                    window_marks.0 = Some((now, tokens_out, prefilled_input));
-                }
-                if stop {
-                    window_marks.1 = Some((now, tokens_out, prefilled_input));
-                }
-            } else if !burst {
-                release_open(&mut pending_open, &mut factory, &mut reqs, &mut queue, &mut issued, &mut in_flight, now)?;
-            }
-        }
-        if stop {
-            break;
-        }
-        if !dirty.contains(&touched) {
-            dirty.push(touched);
-        }
-        // Idle instances plan only once every event of this instant has been applied, so a
-        // burst of simultaneous arrivals (or replacements) is seen as one.
-        if queue.peek_time() == Some(now) {
-            continue;
-        }
-        dirty.sort_unstable();
-        for touched in dirty.drain(..) {
-            let g = group_of[touched as usize];
-            let grp = &sys.groups[g];
-            let inst = &mut instances[touched as usize];
-            if inst.busy || !inst.has_work() {
+            // Idle instances plan only once every event of this instant has been applied, so a
+            // burst of simultaneous arrivals (or replacements) is seen as one.
+            if self.queue.peek_time() == Some(self.now) {
                 continue;
             }
-            if inst.plan(&grp.cfg, &mut reqs, now) {
-                let secs = grp.cost.step_seconds(&inst.shape);
-                let ns = ((secs * 1e9).round() as u64).max(1);
-                inst.step_ms = ns as f64 / 1e6;
-                steps += 1;
-                batch_sum += inst.shape.prefill.seqs + inst.shape.decode.seqs;
-                token_sum += inst.shape.tokens();
-                step_time_sum += inst.step_ms;
-                kv_peak = kv_peak.max(inst.kv.used() as f64 / inst.kv.capacity as f64);
-                if steps % BREAKDOWN_EVERY == 1 {
-                    let st = grp.cost.step(&inst.shape);
-                    breakdown.add_scaled(&st.breakdown, 1.0);
-                    breakdown_weight += st.seconds;
+            self.dirty.sort_unstable();
+            let mut dirty = std::mem::take(&mut self.dirty);
+            for touched in dirty.drain(..) {
+                self.plan(touched)?;
+            }
+            self.dirty = dirty;
+        }
+        Ok(())
+    }
+
+    /// Apply one event; returns the instance it touched and the requests it completed.
+    fn apply(&mut self, ev: Event) -> (u32, u64) {
+        match ev {
+            Event::Arrival { request } => (self.arrive(request), 0),
+            Event::StepDone { instance } => (instance, self.step_done(instance)),
+            Event::KvTransferDone { request, instance } => {
+                self.reqs[request as usize].instance = instance;
+                self.instances[instance as usize].enqueue_transferred(request);
+                (instance, 0)
+            }
+        }
+    }
+
+    /// Route an arriving request: to a decode instance in a decode-only system (its KV is
+    /// taken as transferred), else to an entry instance.
+    fn arrive(&mut self, request: u32) -> u32 {
+        if self.decode_only {
+            let target = route(&self.instances, &self.decoders, self.sys.routing, &mut self.rr_decode);
+            self.reqs[request as usize].instance = target;
+            self.instances[target as usize].reserve();
+            self.instances[target as usize].enqueue_transferred(request);
+            target
+        } else {
+            let target = route(&self.instances, &self.entry, self.sys.routing, &mut self.rr_entry);
+            self.reqs[request as usize].instance = target;
+            self.instances[target as usize].enqueue(request, &self.reqs);
+            target
+        }
+    }
+
+    /// Complete an instance's step; hand requests finishing their prefill off over the KV
+    /// link (or out of a prefill-only system). Returns the requests that left the system.
+    fn step_done(&mut self, instance: u32) -> u64 {
+        let g = self.group_of[instance as usize];
+        let inst = &mut self.instances[instance as usize];
+        let step_ms = inst.step_ms;
+        inst.complete(&self.sys.groups[g].cfg, &mut self.reqs, self.now, &mut self.mtp_rng, &mut self.out);
+        self.itl.record_n(step_ms, self.out.decode_seqs);
+        self.tokens_out += self.out.tokens;
+        for &r in &self.out.first_tokens {
+            self.prefilled_input += self.reqs[r as usize].input;
+        }
+        if self.open {
+            self.series.push((self.now, self.tokens_out, self.prefilled_input));
+        }
+        let mut done_now = self.out.finished.len() as u64;
+        for i in 0..self.out.handed_off.len() {
+            let r = self.out.handed_off[i];
+            if let (Some(x), false) = (&self.sys.transfer, self.decoders.is_empty()) {
+                let target = route(&self.instances, &self.decoders, self.sys.routing, &mut self.rr_decode);
+                self.instances[target as usize].reserve();
+                let at = self.now + x.duration_ns(self.reqs[r as usize].input);
+                self.queue.push(at, Event::KvTransferDone { request: r, instance: target });
+            } else {
+                // Prefill-only study: the request leaves after its first token.
+                self.reqs[r as usize].finish = Some(self.now);
+                done_now += 1;
+            }
+        }
+        done_now
+    }
+
+    /// Closed loop: latency of requests finishing inside the window, to abandon hopeless
+    /// probes.
+    fn watch_latencies(&mut self) {
+        let run = &self.sys.run;
+        let handed = if self.decoders.is_empty() { self.out.handed_off.iter() } else { [].iter() };
+        for &r in self.out.finished.iter().chain(handed) {
+            let rq = &self.reqs[r as usize];
+            if let (Some(first), Some(fin)) = (rq.first_token, rq.finish) {
+                self.watch.0 += (first - rq.arrival) as f64 / 1e6;
+                if rq.output > 1 && !self.prefill_only {
+                    self.watch.1 += (fin - first) as f64 / 1e6 / (rq.output - 1) as f64;
                 }
-                on_step(StepRecord {
-                    instance: touched,
-                    start: now,
-                    end: now + ns,
-                    prefill_seqs: inst.shape.prefill.seqs,
-                    prefill_tokens: inst.shape.prefill.tokens,
-                    decode_seqs: inst.shape.decode.seqs,
-                    decode_tokens: inst.shape.decode.tokens,
-                });
-                queue.push(now + ns, Event::StepDone { instance: touched });
-                if steps > run.max_steps {
-                    return Err(SimError::StepLimit { steps: run.max_steps });
-                }
-            } else if inst.running_count() == 0 {
+                self.watch.2 += 1;
+            }
+        }
+        let w = self.watch;
+        if w.2 >= ABANDON_MIN_REQUESTS
+            && (w.0 / w.2 as f64 > ABANDON_FACTOR * run.ttft_limit_ms || w.1 / w.2 as f64 > ABANDON_FACTOR * run.tpot_limit_ms)
+        {
+            self.abandoned = true;
+            self.stop = true;
+            self.window_marks.1 = Some(self.mark());
+        }
+    }
+
+    fn mark(&self) -> Mark {
+        (self.now, self.tokens_out, self.prefilled_input)
+    }
+
+    /// Requests left the system: the closed loop replaces them at once and checks its
+    /// stopping rule; the open loop releases arrivals the client cap held back.
+    fn account_completions(&mut self, done_now: u64) -> Result<(), SimError> {
+        self.completed += done_now;
+        self.in_flight -= done_now;
+        if self.closed {
+            for _ in 0..done_now {
+                let n = self.factory.make(self.now);
+                self.issue(n)?;
+            }
+            let before = self.win.start;
+            self.stop = closed_loop_stop(&mut self.win, self.completed, self.now, self.tokens_out);
+            if before.is_none() && self.win.start.is_some() {
+                self.window_marks.0 = Some(self.mark());
+            }
+            if self.stop {
+                self.window_marks.1 = Some(self.mark());
+            }
+        } else if !self.burst {
+            self.release_open()?;
+        }
+        Ok(())
+    }
+
+    /// Plan an idle instance's next step and schedule its end.
+    fn plan(&mut self, touched: u32) -> Result<(), SimError> {
+        let grp = &self.sys.groups[self.group_of[touched as usize]];
+        let inst = &mut self.instances[touched as usize];
+        if inst.busy || !inst.has_work() {
+            return Ok(());
+        }
+        if !inst.plan(&grp.cfg, &mut self.reqs, self.now) {
+            if inst.running_count() == 0 {
                 // Nothing runs and the head of the queue cannot be admitted even alone.
                 return Err(SimError::Stalled { instance: touched, waiting: inst.waiting_count() });
             }
+            return Ok(());
         }
+        let now = self.now;
+        let secs = grp.cost.step_seconds(&inst.shape);
+        let ns = ((secs * 1e9).round() as u64).max(1);
+        inst.step_ms = ns as f64 / 1e6;
+        let st = &mut self.stats;
+        st.steps += 1;
+        st.batch_sum += inst.shape.prefill.seqs + inst.shape.decode.seqs;
+        st.token_sum += inst.shape.tokens();
+        st.step_time_sum += inst.step_ms;
+        st.kv_peak = st.kv_peak.max(inst.kv.used() as f64 / inst.kv.capacity as f64);
+        if st.steps % BREAKDOWN_EVERY == 1 {
+            let c = grp.cost.step(&inst.shape);
+            st.breakdown.add_scaled(&c.breakdown, 1.0);
+            st.breakdown_weight += c.seconds;
+        }
+        (self.on_step)(StepRecord {
+            instance: touched,
+            start: now,
+            end: now + ns,
+            prefill_seqs: inst.shape.prefill.seqs,
+            prefill_tokens: inst.shape.prefill.tokens,
+            decode_seqs: inst.shape.decode.seqs,
+            decode_tokens: inst.shape.decode.tokens,
+        });
+        self.queue.push(now + ns, Event::StepDone { instance: touched });
+        if st.steps > self.sys.run.max_steps {
+            return Err(SimError::StepLimit { steps: self.sys.run.max_steps });
+        }
+        Ok(())
     }
-    let _ = prefill_only;
 
-    // The measurement window. Closed loop: between the stopping rule's marks, requests that
-    // finish inside it. Burst: the whole run. Open loop: latencies of the requests arriving
-    // between the edges (by arrival order); rates from one mean lifetime after the first of
-    // them arrived (the system has filled) to the arrival of the last (arrivals still run).
-    let measured_range = open_marks.0..=open_marks.1;
-    let in_range = |idx: usize| open_marks.1 >= open_marks.0 && measured_range.contains(&(idx as u64));
-    let open_window = if open && open_marks.1 >= open_marks.0 && (open_marks.1 as usize) < reqs.len() {
-        let (t_a, t_b) = (reqs[open_marks.0 as usize].arrival, reqs[open_marks.1 as usize].arrival);
-        let lives: Vec<u64> =
-            reqs.iter().enumerate().filter(|(i, _)| in_range(*i)).filter_map(|(_, r)| r.finish.map(|f| f - r.arrival)).collect();
+    /// Whether arrival index `idx` lies between the open loop's edges.
+    fn in_open_range(&self, idx: usize) -> bool {
+        let (a, b) = self.open_marks;
+        b >= a && (a..=b).contains(&(idx as u64))
+    }
+
+    /// Open loop: rates are read from one mean lifetime after the first measured request
+    /// arrived (the system has filled) to the arrival of the last (arrivals still run), if
+    /// that steady part is long enough.
+    fn open_window(&self) -> Option<(Nanos, Nanos)> {
+        let (a, b) = self.open_marks;
+        if !(self.open && b >= a && (b as usize) < self.reqs.len()) {
+            return None;
+        }
+        let (t_a, t_b) = (self.reqs[a as usize].arrival, self.reqs[b as usize].arrival);
+        let lives: Vec<u64> = self
+            .reqs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.in_open_range(*i))
+            .filter_map(|(_, r)| r.finish.map(|f| f - r.arrival))
+            .collect();
         let life = if lives.is_empty() { u64::MAX } else { lives.iter().sum::<u64>() / lives.len() as u64 };
         let t0 = t_a.saturating_add(life);
         (t0 < t_b && (t_b - t0) as f64 >= OPEN_MIN_STEADY_SHARE * (t_b - t_a) as f64).then_some((t0, t_b))
-    } else {
-        None
-    };
-    let at = |t: Nanos| -> Mark {
-        let i = series.partition_point(|m| m.0 <= t);
+    }
+
+    /// The open loop's cumulative counts at `t`.
+    fn series_at(&self, t: Nanos) -> Mark {
+        let i = self.series.partition_point(|m| m.0 <= t);
         if i == 0 {
             (t, 0, 0)
         } else {
-            (t, series[i - 1].1, series[i - 1].2)
+            (t, self.series[i - 1].1, self.series[i - 1].2)
         }
-    };
-    let steady = open_window.is_some();
-    let (t0, tok0, in0, t1, tok1, in1) = if closed {
-        let (t0, k0, i0) = window_marks.0.unwrap_or((0, 0, 0));
-        let (t1, k1, i1) = window_marks.1.unwrap_or((now, tokens_out, prefilled_input));
-        (t0, k0, i0, t1, k1, i1)
-    } else if let Some((a, b)) = open_window {
-        let ((t0, k0, i0), (t1, k1, i1)) = (at(a), at(b));
-        (t0, k0, i0, t1, k1, i1)
-    } else {
-        (reqs.iter().map(|r| r.arrival).min().unwrap_or(0), 0, 0, now, tokens_out, prefilled_input)
-    };
-    let window_s = (t1.saturating_sub(t0)) as f64 / 1e9;
-    let mut rec = [Recorder::default(), Recorder::default(), Recorder::default(), Recorder::default(), Recorder::default()];
-    let (mut measured, mut good, mut finished_in_window, mut measured_out) = (0u64, 0u64, 0u64, 0u64);
-    let mut per_bin: Vec<(u64, Recorder, Recorder)> = run.bins.iter().map(|_| (0, Recorder::default(), Recorder::default())).collect();
-    for (idx, r) in reqs.iter().enumerate() {
-        let Some(fin) = r.finish else { continue };
-        if fin > t0 && fin <= t1 {
-            finished_in_window += 1;
-        }
-        let counted = if closed {
-            // The initial wave (all issued at t = 0) prefilled together; with variable output
-            // lengths some of it outlives the warm-up, and its TTFT is not steady state.
-            fin > t0 && fin <= t1 && idx as u64 >= run.concurrency
-        } else if open && open_marks.1 >= open_marks.0 {
-            in_range(idx)
+    }
+
+    /// The measurement window's ends. Closed loop: the stopping rule's marks. Burst: the whole
+    /// run. Open loop: the steady window, or the whole run when there is none.
+    fn window(&self, open_window: Option<(Nanos, Nanos)>) -> (Mark, Mark) {
+        if self.closed {
+            (self.window_marks.0.unwrap_or((0, 0, 0)), self.window_marks.1.unwrap_or(self.mark()))
+        } else if let Some((a, b)) = open_window {
+            (self.series_at(a), self.series_at(b))
         } else {
-            true
+            ((self.reqs.iter().map(|r| r.arrival).min().unwrap_or(0), 0, 0), self.mark())
+        }
+    }
+
+    /// Latencies of the measured requests. Closed loop: those finishing inside the window.
+    /// Burst: all. Open loop: those arriving between the edges (by arrival order).
+    fn measure(&self, t0: Nanos, t1: Nanos) -> Measured {
+        let run = &self.sys.run;
+        let mut m = Measured {
+            rec: Default::default(),
+            measured: 0,
+            good: 0,
+            finished_in_window: 0,
+            out_tokens: 0,
+            per_bin: run.bins.iter().map(|_| (0, Recorder::default(), Recorder::default())).collect(),
         };
-        if !counted {
-            continue;
+        for (idx, r) in self.reqs.iter().enumerate() {
+            let Some(fin) = r.finish else { continue };
+            if fin > t0 && fin <= t1 {
+                m.finished_in_window += 1;
+            }
+            let counted = if self.closed {
+                // The initial wave (all issued at t = 0) prefilled together; with variable
+                // output lengths some of it outlives the warm-up, and its TTFT is not steady
+                // state.
+                fin > t0 && fin <= t1 && idx as u64 >= run.concurrency
+            } else if self.open && self.open_marks.1 >= self.open_marks.0 {
+                self.in_open_range(idx)
+            } else {
+                true
+            };
+            if !counted {
+                continue;
+            }
+            let first = r.first_token.unwrap_or(fin);
+            let ttft = (first - r.arrival) as f64 / 1e6;
+            let e2e = (fin - r.arrival) as f64 / 1e6;
+            let out_tokens = if self.prefill_only { 1 } else { r.output };
+            let inter = if out_tokens > 1 { (fin - first) as f64 / 1e6 / (out_tokens - 1) as f64 } else { 0.0 };
+            let amort = e2e / out_tokens as f64;
+            m.rec[0].record(ttft);
+            m.rec[1].record(inter);
+            m.rec[2].record(amort);
+            m.rec[3].record(e2e);
+            m.rec[4].record((r.scheduled.or(r.decode_admitted).unwrap_or(first) - r.arrival) as f64 / 1e6);
+            m.measured += 1;
+            m.out_tokens += out_tokens;
+            if ttft <= run.ttft_limit_ms && inter <= run.tpot_limit_ms {
+                m.good += 1;
+            }
+            let prompt = r.input - self.image_tokens;
+            if let Some(i) = run.bins.iter().position(|&(lo, hi)| prompt >= lo && prompt < hi) {
+                m.per_bin[i].0 += 1;
+                m.per_bin[i].1.record(ttft);
+                m.per_bin[i].2.record(inter);
+            }
         }
-        let first = r.first_token.unwrap_or(fin);
-        let ttft = (first - r.arrival) as f64 / 1e6;
-        let e2e = (fin - r.arrival) as f64 / 1e6;
-        let out_tokens = if prefill_only { 1 } else { r.output };
-        let inter = if out_tokens > 1 { (fin - first) as f64 / 1e6 / (out_tokens - 1) as f64 } else { 0.0 };
-        let amort = e2e / out_tokens as f64;
-        rec[0].record(ttft);
-        rec[1].record(inter);
-        rec[2].record(amort);
-        rec[3].record(e2e);
-        rec[4].record((r.scheduled.or(r.decode_admitted).unwrap_or(first) - r.arrival) as f64 / 1e6);
-        measured += 1;
-        measured_out += out_tokens;
-        if ttft <= run.ttft_limit_ms && inter <= run.tpot_limit_ms {
-            good += 1;
-        }
-        let prompt = r.input - image_tokens;
-        if let Some(i) = run.bins.iter().position(|&(lo, hi)| prompt >= lo && prompt < hi) {
-            per_bin[i].0 += 1;
-            per_bin[i].1.record(ttft);
-            per_bin[i].2.record(inter);
-        }
+        m
     }
-    let window_tokens = tok1.saturating_sub(tok0);
-    let window_input = in1.saturating_sub(in0);
-    let per_s = |x: u64| if window_s > 0.0 { x as f64 / window_s } else { 0.0 };
-    let mut bd = Breakdown::default();
-    if breakdown_weight > 0.0 {
-        bd.add_scaled(&breakdown, 1.0 / breakdown_weight);
+
+    /// The report over the measurement window, and every request's record.
+    fn report(self) -> (SimReport, Vec<RequestState>) {
+        let open_window = self.open_window();
+        let steady = open_window.is_some();
+        let ((t0, tok0, in0), (t1, tok1, in1)) = self.window(open_window);
+        let window_s = (t1.saturating_sub(t0)) as f64 / 1e9;
+        let m = self.measure(t0, t1);
+        let window_tokens = tok1.saturating_sub(tok0);
+        let window_input = in1.saturating_sub(in0);
+        let per_s = |x: u64| if window_s > 0.0 { x as f64 / window_s } else { 0.0 };
+        let st = &self.stats;
+        let mut bd = Breakdown::default();
+        if st.breakdown_weight > 0.0 {
+            bd.add_scaled(&st.breakdown, 1.0 / st.breakdown_weight);
+        }
+        let mean = |x: f64| if st.steps > 0 { x / st.steps as f64 } else { 0.0 };
+        let report = SimReport {
+            latency: LatencyStats {
+                ttft: m.rec[0].stat(),
+                tpot_inter_token: m.rec[1].stat(),
+                tpot_amortized: m.rec[2].stat(),
+                itl: self.itl.stat(),
+                e2e: m.rec[3].stat(),
+                queueing: m.rec[4].stat(),
+            },
+            output_throughput: per_s(window_tokens),
+            input_throughput: per_s(window_input),
+            total_throughput: per_s(window_tokens + window_input),
+            // Open loop: requests often outlive the window, so the delivered rate is read off
+            // the token rate (a saturated system delivers fewer tokens than arrive).
+            request_rate: if steady && m.out_tokens > 0 {
+                per_s(window_tokens) * m.measured as f64 / m.out_tokens as f64
+            } else {
+                per_s(m.finished_in_window)
+            },
+            goodput: if m.measured > 0 { m.good as f64 / m.measured as f64 } else { 0.0 },
+            kv_utilization: if self.now > 0 { st.kv_integral / (self.now as f64 * self.instances.len() as f64) } else { 0.0 },
+            kv_peak_utilization: st.kv_peak,
+            mean_batch_size: mean(st.batch_sum as f64),
+            mean_step_tokens: mean(st.token_sum as f64),
+            mean_step_ms: mean(st.step_time_sum),
+            breakdown: bd,
+            steps: st.steps,
+            completed: self.completed,
+            measured: m.measured,
+            preemptions: self.instances.iter().map(|i| i.preemptions).sum(),
+            window_s,
+            makespan_s: self.now as f64 / 1e9,
+            converged: if self.open { steady } else { self.win.converged && !self.abandoned },
+            abandoned: self.abandoned,
+            kv_capacity_blocks: self.instances.iter().map(|i| i.kv.capacity).max().unwrap_or(0),
+            bins: self
+                .sys
+                .run
+                .bins
+                .iter()
+                .zip(&m.per_bin)
+                .filter(|(_, b)| b.0 > 0)
+                .map(|(&(lo, hi), b)| BinStat {
+                    min_tokens: lo,
+                    max_tokens: hi,
+                    requests: b.0,
+                    ttft: b.1.stat(),
+                    tpot_inter_token: b.2.stat(),
+                })
+                .collect(),
+        };
+        (report, self.reqs)
     }
-    let report = SimReport {
-        latency: LatencyStats {
-            ttft: rec[0].stat(),
-            tpot_inter_token: rec[1].stat(),
-            tpot_amortized: rec[2].stat(),
-            itl: itl.stat(),
-            e2e: rec[3].stat(),
-            queueing: rec[4].stat(),
-        },
-        output_throughput: per_s(window_tokens),
-        input_throughput: per_s(window_input),
-        total_throughput: per_s(window_tokens + window_input),
-        // Open loop: requests often outlive the window, so the delivered rate is read off the
-        // token rate (a saturated system delivers fewer tokens than arrive).
-        request_rate: if steady && measured_out > 0 {
-            per_s(window_tokens) * measured as f64 / measured_out as f64
-        } else {
-            per_s(finished_in_window)
-        },
-        goodput: if measured > 0 { good as f64 / measured as f64 } else { 0.0 },
-        kv_utilization: if now > 0 { kv_integral / (now as f64 * instances.len() as f64) } else { 0.0 },
-        kv_peak_utilization: kv_peak,
-        mean_batch_size: if steps > 0 { batch_sum as f64 / steps as f64 } else { 0.0 },
-        mean_step_tokens: if steps > 0 { token_sum as f64 / steps as f64 } else { 0.0 },
-        mean_step_ms: if steps > 0 { step_time_sum / steps as f64 } else { 0.0 },
-        breakdown: bd,
-        steps,
-        completed,
-        measured,
-        preemptions: instances.iter().map(|i| i.preemptions).sum(),
-        window_s,
-        makespan_s: now as f64 / 1e9,
-        converged: if open { steady } else { win.converged && !abandoned },
-        abandoned,
-        kv_capacity_blocks: instances.iter().map(|i| i.kv.capacity).max().unwrap_or(0),
-        bins: run
-            .bins
-            .iter()
-            .zip(&per_bin)
-            .filter(|(_, b)| b.0 > 0)
-            .map(|(&(lo, hi), b)| BinStat { min_tokens: lo, max_tokens: hi, requests: b.0, ttft: b.1.stat(), tpot_inter_token: b.2.stat() })
-            .collect(),
-    };
-    Ok((report, reqs))
+}
+
+/// Latencies and counts of the measured requests.
+struct Measured {
+    /// TTFT, inter-token TPOT, amortized TPOT, end-to-end, queueing.
+    rec: [Recorder; 5],
+    measured: u64,
+    /// Measured requests within both latency limits.
+    good: u64,
+    finished_in_window: u64,
+    /// Output tokens of the measured requests.
+    out_tokens: u64,
+    per_bin: Vec<(u64, Recorder, Recorder)>,
 }
 
 /// Closed loop: after warm-up (the first C completions), measure throughput over a window of
