@@ -17,6 +17,7 @@ fn main() {
 fn config(decode: DecodeMode) -> SimConfig {
     SimConfig {
         instance: InstanceConfig {
+            scheduler: Default::default(),
             budget: 8192,
             slack: 0.15,
             max_num_seqs: 256,

@@ -12,7 +12,7 @@
 
 use super::kv::KvBlockPool;
 use super::queue::Nanos;
-use super::scheduler::{Scheduler, SchedulerKind};
+use super::scheduler::Scheduler;
 use super::{DecodeMode, InstanceConfig, RequestState};
 use crate::cost::{BatchShape, PhaseLoad};
 use rand::Rng;
@@ -122,9 +122,9 @@ pub struct Instance {
 }
 
 impl Instance {
-    /// An instance scheduling with [`SchedulerKind::default`].
+    /// An instance scheduling with the policy its configuration names.
     pub fn new(id: u32, role: Role, cfg: &InstanceConfig) -> Self {
-        Self::with_scheduler(id, role, cfg, SchedulerKind::default().build())
+        Self::with_scheduler(id, role, cfg, cfg.scheduler.build())
     }
 
     pub fn with_scheduler(id: u32, role: Role, cfg: &InstanceConfig, scheduler: Box<dyn Scheduler>) -> Self {

@@ -5,8 +5,10 @@
 //! [`SimError`], never a hang.
 //!
 //! Layout: [`queue`] (events), [`kv`] (paged KV pool, prefix cache), [`instance`] (one
-//! instance: admission, decode-first scheduling, preemption, step completion), [`metrics`]
-//! (latency recorders and the report). The simulator knows nothing of the command line or the
+//! instance's mechanics: queues, running sequences, KV accounting, the step builder, step
+//! completion), [`scheduler`] (the per-step policy behind the [`scheduler::Scheduler`] trait;
+//! today's decode-first policy is [`scheduler::DecodeFirst`]), [`metrics`] (latency recorders
+//! and the report). The simulator knows nothing of the command line or the
 //! search: it takes a [`SimConfig`] (or a P/D [`System`]) and a [`StepCostModel`], and returns
 //! a [`SimReport`] or a [`SimError`].
 
@@ -79,6 +81,9 @@ impl DecodeMode {
 /// How one instance schedules and what it holds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InstanceConfig {
+    /// The per-step policy (which requests decode, which prompts get how many tokens, whom to
+    /// preempt); the instance carries out its decisions.
+    pub scheduler: scheduler::SchedulerKind,
     /// Token budget per step (`--max-batched-tokens`).
     pub budget: u64,
     /// The budget is inflated by this share for prefill chunks after the decodes.

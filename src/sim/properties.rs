@@ -38,6 +38,7 @@ fn case() -> impl Strategy<Value = Case> {
                 Case {
                     cfg: SimConfig {
                         instance: InstanceConfig {
+                            scheduler: Default::default(),
                             budget,
                             slack,
                             max_num_seqs: conc,

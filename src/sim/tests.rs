@@ -7,6 +7,7 @@ use crate::workload::Lengths;
 fn cfg(budget: u64, concurrency: u64) -> SimConfig {
     SimConfig {
         instance: InstanceConfig {
+            scheduler: Default::default(),
             budget,
             slack: 0.15,
             max_num_seqs: concurrency,

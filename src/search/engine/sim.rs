@@ -60,6 +60,8 @@ pub fn instance_config(ctx: &CandidateCtx, budget: u64, max_num_seqs: u64) -> In
         _ => (0, 0, 0),
     };
     InstanceConfig {
+        // The original tool's policy; per-engine policies choose here.
+        scheduler: crate::sim::scheduler::SchedulerKind::DecodeFirst,
         budget,
         slack: plan.serving.token_budget_slack,
         max_num_seqs,

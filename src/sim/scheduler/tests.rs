@@ -9,6 +9,7 @@ use crate::workload::arrival::{rng, Stream};
 
 fn cfg(budget: u64, slack: f64, max_num_seqs: u64, block_size: u64) -> InstanceConfig {
     InstanceConfig {
+        scheduler: Default::default(),
         budget,
         slack,
         max_num_seqs,
