@@ -6,6 +6,7 @@
 
 pub mod args;
 pub mod plan;
+mod validate;
 
 pub use args::RawArgs;
 pub use plan::{
