@@ -10,6 +10,7 @@
 pub mod analytic;
 pub mod cli;
 pub mod cost;
+pub mod error;
 pub mod hardware;
 pub mod interactive;
 pub mod model;

@@ -17,8 +17,8 @@ fn main() -> ExitCode {
     match run(raw) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {}", e.message);
-            ExitCode::from(if e.usage { 2 } else { 1 })
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
         }
     }
 }
@@ -63,7 +63,7 @@ fn interactive(raw: RawArgs) -> Result<(), PlanError> {
     let stdin = std::io::stdin();
     let mut p = throughput_optimizer::interactive::Prompter::new(stdin.lock(), std::io::stdout());
     if let Some((plan, report)) = throughput_optimizer::interactive::run_session(&mut p, &raw, &argv)? {
-        let text = throughput_optimizer::report::render(&plan, &report).map_err(|m| PlanError { usage: false, message: m })?;
+        let text = throughput_optimizer::report::render(&plan, &report).map_err(PlanError::Output)?;
         // The summary closes with the disclaimer; do not print it twice.
         let text = text.trim_end().strip_suffix(throughput_optimizer::report::DISCLAIMER).unwrap_or(&text).trim_end();
         println!("{text}");
@@ -73,7 +73,6 @@ fn interactive(raw: RawArgs) -> Result<(), PlanError> {
 }
 
 fn run(raw: RawArgs) -> Result<(), PlanError> {
-    let runtime = |m: String| PlanError { usage: false, message: m };
     if raw.interactive {
         return interactive(raw);
     }
@@ -87,7 +86,7 @@ fn run(raw: RawArgs) -> Result<(), PlanError> {
             Ok(())
         }
         Command::ShowModel(m) => {
-            let text = throughput_optimizer::yaml::to_string(&*m).map_err(|e| runtime(e.to_string()))?;
+            let text = throughput_optimizer::yaml::to_string(&*m).map_err(|e| PlanError::Output(e.to_string()))?;
             print!("# {}\n{text}", m.summary());
             Ok(())
         }
@@ -101,11 +100,12 @@ fn run(raw: RawArgs) -> Result<(), PlanError> {
             let bar = Bar::new(plan.output.quiet);
             let report = throughput_optimizer::search::run_with_progress(&plan, &|d, t| bar.update(d, t));
             bar.finish();
-            let text = throughput_optimizer::report::render(&plan, &report).map_err(runtime)?;
+            let text = throughput_optimizer::report::render(&plan, &report).map_err(PlanError::Output)?;
             match &plan.output.file {
-                Some(path) => {
-                    std::fs::write(path, text).map_err(|e| runtime(format!("--output-file {}: cannot write: {e}", path.display())))?
-                }
+                Some(path) => std::fs::write(path, text).map_err(|e| PlanError::Io {
+                    what: format!("--output-file {}: cannot write", path.display()),
+                    message: e.to_string(),
+                })?,
                 None => {
                     let mut out = std::io::stdout().lock();
                     // A closed pipe (e.g. `| head`) is not an error worth reporting.
@@ -113,10 +113,10 @@ fn run(raw: RawArgs) -> Result<(), PlanError> {
                 }
             }
             if let Some(path) = &plan.output.plot_file {
-                throughput_optimizer::report::svg::write(&report, path).map_err(runtime)?;
+                throughput_optimizer::report::svg::write(&report, path).map_err(PlanError::Output)?;
             }
             if let Some(path) = &plan.output.chrome_trace {
-                throughput_optimizer::report::trace::write(&plan, &report, path).map_err(runtime)?;
+                throughput_optimizer::report::trace::write(&plan, &report, path).map_err(PlanError::Output)?;
             }
             if !plan.output.quiet {
                 eprintln!("All experiments completed in {:.2} seconds.", started.elapsed().as_secs_f64());

@@ -13,17 +13,8 @@ use crate::workload::Lengths;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// A rejected command line. `usage` errors exit with 2, runtime failures with 1.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{message}")]
-pub struct PlanError {
-    pub usage: bool,
-    pub message: String,
-}
-
-fn usage(message: impl Into<String>) -> PlanError {
-    PlanError { usage: true, message: message.into() }
-}
+/// A rejected command line (or a failed run): see [`crate::error::Error`].
+pub type PlanError = crate::error::Error;
 
 /// What the command line asks for.
 #[derive(Debug, Clone)]
@@ -295,6 +286,6 @@ pub(crate) fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
         seed: raw.seed.unwrap_or(0),
         warnings: warnings.into_vec(),
     };
-    crate::search::check_candidates(&plan).map_err(usage)?;
+    crate::search::check_candidates(&plan).map_err(PlanError::NoLayout)?;
     Ok(Command::Run(Box::new(plan)))
 }

@@ -1,8 +1,8 @@
 //! The model and the device profiles.
 
-use super::usage;
 use crate::cli::args::RawArgs;
 use crate::cli::plan::PlanError;
+use crate::error::Error;
 use crate::hardware::{DeviceProfile, DeviceRegistry};
 use crate::model::{self, ModelArch, ModelSource};
 use std::path::Path;
@@ -11,7 +11,7 @@ use std::path::Path;
 pub(crate) fn validate_registry(raw: &RawArgs) -> Result<DeviceRegistry, PlanError> {
     let mut registry = DeviceRegistry::builtin();
     for f in &raw.device_file {
-        registry.add_file(f).map_err(|e| usage(e.to_string()))?;
+        registry.add_file(f)?;
     }
     Ok(registry)
 }
@@ -23,20 +23,25 @@ fn model_id_ok(id: &str) -> bool {
 /// The model named positionally or by `--model-id`, resolved from the catalog or a config.
 pub(crate) fn validate_model(raw: &RawArgs) -> Result<(ModelArch, ModelSource), PlanError> {
     let id = match (&raw.model_id, &raw.model_id_flag) {
-        (Some(_), Some(_)) => return Err(usage("pass either a positional MODEL_ID or --model-id, not both")),
+        (Some(_), Some(_)) => return Err(Error::conflict("MODEL_ID", "--model-id", "pass either a positional MODEL_ID or --model-id, not both")),
         (None, None) => {
-            return Err(usage(
+            return Err(Error::missing(
+                "MODEL_ID",
                 "MODEL_ID is required: a catalog id such as Qwen/Qwen3-32B (see --list-models), a directory with a config.json, or a config.json path",
             ))
         }
         (Some(m), None) | (None, Some(m)) => m.clone(),
     };
     if !Path::new(&id).exists() && !model_id_ok(&id) {
-        return Err(usage(format!(
+        return Err(Error::rejected(
+            "MODEL_ID",
+            &id,
+            format!(
             "MODEL_ID `{id}`: a model id may only contain letters, digits, `_`, `/`, `.` and `-` (at most 256 characters), or be an existing path"
-        )));
+        ),
+        ));
     }
-    model::resolve_model(&id).map_err(|e| usage(e.to_string()))
+    Ok(model::resolve_model(&id)?)
 }
 
 /// The profiles of `--device` (TEST_DEVICE when none is given), each once.
@@ -44,7 +49,7 @@ pub(crate) fn validate_devices(raw: &RawArgs, registry: &DeviceRegistry) -> Resu
     let names: Vec<String> = if raw.device.is_empty() { vec!["TEST_DEVICE".to_string()] } else { raw.device.clone() };
     let mut devices: Vec<DeviceProfile> = Vec::new();
     for n in &names {
-        let p = registry.get(n).map_err(|e| usage(e.to_string()))?;
+        let p = registry.get(n)?;
         if !devices.iter().any(|d| d.name == p.name) {
             devices.push(p.clone());
         }

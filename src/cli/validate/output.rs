@@ -1,8 +1,9 @@
 //! Logging and output options.
 
-use super::{usage, Warnings};
+use super::Warnings;
 use crate::cli::args::RawArgs;
 use crate::cli::plan::{OutputFormat, OutputOptions, PlanError};
+use crate::error::Error;
 use crate::quant::NamedEnum;
 
 const MAX_JOBS: u32 = 1024;
@@ -17,7 +18,7 @@ pub(crate) fn validate_log_level(raw: &RawArgs) -> Result<bool, PlanError> {
             let l = l.to_lowercase();
             const LEVELS: [&str; 5] = ["debug", "info", "warning", "error", "critical"];
             if !LEVELS.contains(&l.as_str()) {
-                return Err(usage(format!("--log-level {l}: not one of {}", LEVELS.join(", "))));
+                return Err(Error::invalid("--log-level", &l, format!("not one of {}", LEVELS.join(", "))));
             }
             l
         }
@@ -34,11 +35,11 @@ pub(crate) fn validate_output(
 ) -> Result<(OutputOptions, usize), PlanError> {
     let format = match raw.output.as_deref() {
         None => OutputFormat::Table,
-        Some(f) => OutputFormat::parse_named(f).map_err(|e| usage(format!("--output: {e}")))?,
+        Some(f) => OutputFormat::parse_choice(f).map_err(|e| Error::choice("--output", e))?,
     };
     let jobs = raw.jobs.unwrap_or(8);
     if jobs > MAX_JOBS {
-        return Err(usage(format!("--jobs {jobs}: at most {MAX_JOBS}")));
+        return Err(Error::invalid("--jobs", jobs, format!("at most {MAX_JOBS}")));
     }
     let plot = if raw.plot {
         Some(true)
@@ -52,7 +53,7 @@ pub(crate) fn validate_output(
     }
     let plot_file = match &raw.plot_file {
         Some(p) if p.extension().is_none_or(|e| !e.eq_ignore_ascii_case("svg")) => {
-            return Err(usage(format!("--plot-file {}: charts are written as SVG; give a path ending in .svg", p.display())))
+            return Err(Error::invalid("--plot-file", p.display(), "charts are written as SVG; give a path ending in .svg"))
         }
         other => other.clone(),
     };

@@ -1,22 +1,23 @@
 //! Quantization actions and graph-compilation options.
 
-use super::{usage, Warnings};
+use super::Warnings;
 use crate::cli::args::RawArgs;
 use crate::cli::plan::PlanError;
 use crate::cost::CompileOptions;
+use crate::error::Error;
 use crate::quant::{KvQuant, LinearQuant, NamedEnum, QuantConfig};
 
 /// `--quantize-*-action` and `--mxfp4-group-size`.
 pub(crate) fn validate_quant(raw: &RawArgs, warnings: &mut Warnings) -> Result<QuantConfig, PlanError> {
     let parse_q = |flag: &str, v: &Option<String>| -> Result<Option<LinearQuant>, PlanError> {
-        v.as_deref().map(|s| LinearQuant::parse_named(s).map_err(|e| usage(format!("{flag}: {e}")))).transpose()
+        v.as_deref().map(|s| LinearQuant::parse_choice(s).map_err(|e| Error::choice(flag, e))).transpose()
     };
     let linear = parse_q("--quantize-linear-action", &raw.quantize_linear_action)?.unwrap_or(LinearQuant::W8A8Dynamic);
     let non_expert = parse_q("--quantize-non-expert-linear-action", &raw.quantize_non_expert_linear_action)?;
     let kv = raw
         .quantize_attention_action
         .as_deref()
-        .map(|s| KvQuant::parse_named(s).map_err(|e| usage(format!("--quantize-attention-action: {e}"))))
+        .map(|s| KvQuant::parse_choice(s).map_err(|e| Error::choice("--quantize-attention-action", e)))
         .transpose()?
         .unwrap_or(KvQuant::Disabled);
     let mxfp4_group_size = raw.mxfp4_group_size.unwrap_or(32);
@@ -39,7 +40,13 @@ pub(crate) fn validate_compile(raw: &RawArgs, warnings: &mut Warnings) -> Result
                 "enable_sequence_parallel" => compile.sequence_parallel = true,
                 "enable_matmul_allreduce" => compile.matmul_allreduce = true,
                 "enable_dispatch_ffn_combine" => compile.dispatch_ffn_combine = true,
-                _ => return Err(usage(format!("--compilation-config `{o}` is not one of {}", CHOICES.join(", ")))),
+                _ => {
+                    return Err(Error::rejected(
+                        "--compilation-config",
+                        o,
+                        format!("--compilation-config `{o}` is not one of {}", CHOICES.join(", ")),
+                    ))
+                }
             }
         }
         if !raw.compile {

@@ -1,8 +1,9 @@
 //! The search space: parallel sizes, batch range, token budgets.
 
-use super::{dedup, usage, Warnings};
+use super::{dedup, Warnings};
 use crate::cli::args::RawArgs;
 use crate::cli::plan::{Mode, PlanError, SearchSpace, SearchStrategy};
+use crate::error::Error;
 use crate::model::ModelArch;
 use crate::quant::NamedEnum;
 
@@ -31,9 +32,11 @@ pub(crate) fn validate_search(
     let mut check_sizes = |flag: &str, v: &Option<Vec<u32>>| -> Result<Option<Vec<u32>>, PlanError> {
         let Some(v) = v else { return Ok(None) };
         if let Some(bad) = v.iter().find(|&&x| x > limit) {
-            return Err(usage(format!(
-                "{flag} contains {bad}, which exceeds {limit_flag} ({limit}); use values ≤ {limit} or raise the device count"
-            )));
+            return Err(Error::rejected(
+                flag,
+                bad,
+                format!("{flag} contains {bad}, which exceeds {limit_flag} ({limit}); use values ≤ {limit} or raise the device count"),
+            ));
         }
         let d = dedup(v);
         if d.len() != v.len() {
@@ -57,7 +60,7 @@ pub(crate) fn validate_search(
     let (batch_min, batch_max) = batch_range(raw)?;
     let strategy = match raw.concurrency_search_strategy.as_deref() {
         None => SearchStrategy::Exponential,
-        Some(s) => SearchStrategy::parse_named(s).map_err(|e| usage(format!("--concurrency-search-strategy: {e}")))?,
+        Some(s) => SearchStrategy::parse_choice(s).map_err(|e| Error::choice("--concurrency-search-strategy", e))?,
     };
     let max_batched_tokens = budgets(raw, mode, warnings)?;
     let count = |v: &Option<Vec<u32>>| v.as_ref().map_or(1, |v| if v.is_empty() { pow2_count(limit) } else { v.len() });
@@ -88,15 +91,25 @@ fn batch_range(raw: &RawArgs) -> Result<(u32, Option<u32>), PlanError> {
         Some([max]) => (1, Some(*max)),
         Some([min, max]) => {
             if min > max {
-                return Err(usage(format!("--batch-range {min} {max}: MIN must not exceed MAX; use --batch-range {max} {min}")));
+                return Err(Error::invalid(
+                    "--batch-range",
+                    format!("{min} {max}"),
+                    format!("MIN must not exceed MAX; use --batch-range {max} {min}"),
+                ));
             }
             (*min, Some(*max))
         }
-        Some(v) => return Err(usage(format!("--batch-range takes MAX or MIN MAX (1 or 2 values), got {} values", v.len()))),
+        Some(v) => {
+            return Err(Error::rejected(
+                "--batch-range",
+                v.len(),
+                format!("--batch-range takes MAX or MIN MAX (1 or 2 values), got {} values", v.len()),
+            ))
+        }
     };
     if let Some(m) = batch_max {
         if m > MAX_BATCH {
-            return Err(usage(format!("--batch-range {m}: at most {MAX_BATCH} requests per replica")));
+            return Err(Error::invalid("--batch-range", m, format!("at most {MAX_BATCH} requests per replica")));
         }
     }
     Ok((batch_min, batch_max))
@@ -107,20 +120,25 @@ fn budgets(raw: &RawArgs, mode: &Mode, warnings: &mut Warnings) -> Result<Option
     let mut budgets = raw.max_batched_tokens.clone();
     if let Some(old) = &raw.max_prefill_tokens {
         if budgets.is_some() {
-            return Err(usage("give --max-batched-tokens only (--max-prefill-tokens is its deprecated name)"));
+            return Err(Error::conflict(
+                "--max-prefill-tokens",
+                "--max-batched-tokens",
+                "give --max-batched-tokens only (--max-prefill-tokens is its deprecated name)",
+            ));
         }
         warnings.push("WARNING: --max-prefill-tokens is deprecated; use --max-batched-tokens instead.");
         budgets = Some(old.clone());
     }
     if let Some(b) = &budgets {
         if let Some(bad) = b.iter().find(|&&x| x > MAX_BUDGET) {
-            return Err(usage(format!("--max-batched-tokens {bad}: at most {MAX_BUDGET} tokens")));
+            return Err(Error::invalid("--max-batched-tokens", bad, format!("at most {MAX_BUDGET} tokens")));
         }
         if b.len() > 1 && !matches!(mode, Mode::Aggregation) {
-            return Err(usage(format!(
-                "--max-batched-tokens {}: several budgets (the chunk-budget study) apply to aggregation mode; give one value with --disagg or P/D ratio planning",
-                b.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" ")
-            )));
+            return Err(Error::invalid(
+                "--max-batched-tokens",
+                b.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" "),
+                "several budgets (the chunk-budget study) apply to aggregation mode; give one value with --disagg or P/D ratio planning",
+            ));
         }
     }
     Ok(budgets.map(|b| dedup(&b).into_iter().map(u64::from).collect()))

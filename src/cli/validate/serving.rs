@@ -1,33 +1,34 @@
 //! MTP, block speculative decoding and the serving options.
 
-use super::{dedup, usage, Warnings};
+use super::{dedup, Warnings};
 use crate::cli::args::RawArgs;
 use crate::cli::plan::{EngineKind, Mode, PlanError, ServingOptions, Speculative, SpeculativeMethod, TpotDefinition};
 use crate::cost::EmbeddingTp;
+use crate::error::Error;
 use crate::hardware::DeviceProfile;
 use crate::model::{self, ModelArch};
-use crate::quant::NamedEnum;
+use crate::quant::{ChoiceError, NamedEnum};
 
 /// `--num-mtp-tokens` candidates and `--mtp-acceptance-rates`.
 pub(crate) fn validate_mtp(raw: &RawArgs, model: &ModelArch) -> Result<(Vec<u32>, Vec<f64>), PlanError> {
     let rates = raw.mtp_acceptance_rates.clone().unwrap_or_else(|| vec![0.9, 0.6, 0.4, 0.2]);
     for r in &rates {
         if !(0.0..=1.0).contains(r) {
-            return Err(usage(format!("--mtp-acceptance-rates: {r} is not in [0, 1]")));
+            return Err(Error::rejected("--mtp-acceptance-rates", r, format!("--mtp-acceptance-rates: {r} is not in [0, 1]")));
         }
     }
     let mtp = match &raw.num_mtp_tokens {
         None => vec![0],
         Some(v) => {
             if let Some(bad) = v.iter().find(|&&x| x > 9) {
-                return Err(usage(format!("--num-mtp-tokens {bad}: must be between 0 and 9")));
+                return Err(Error::invalid("--num-mtp-tokens", bad, "must be between 0 and 9"));
             }
             dedup(v)
         }
     };
     let over: Vec<u32> = mtp.iter().copied().filter(|&m| m as usize > rates.len() + 1).collect();
     if !over.is_empty() {
-        return Err(usage(format!(
+        return Err(Error::rejected("--num-mtp-tokens", format!("{over:?}"), format!(
             "--num-mtp-tokens: num_mtp_tokens candidates {over:?} exceed the supported mtp_acceptance_rate length ({} rates allow at most {}); give more --mtp-acceptance-rates",
             rates.len(),
             rates.len() + 1
@@ -35,11 +36,15 @@ pub(crate) fn validate_mtp(raw: &RawArgs, model: &ModelArch) -> Result<(Vec<u32>
     }
     if mtp.iter().any(|&m| m > 0) && model.mtp.is_none() {
         let with: Vec<String> = model::catalog::all().into_iter().filter(|m| m.mtp.is_some()).map(|m| m.id).collect();
-        return Err(usage(format!(
-            "--num-mtp-tokens: {} has no MTP (next-token prediction) layers; MTP needs a model that ships them, e.g. {}",
-            model.id,
-            with.join(", ")
-        )));
+        return Err(Error::rejected(
+            "--num-mtp-tokens",
+            &model.id,
+            format!(
+                "--num-mtp-tokens: {} has no MTP (next-token prediction) layers; MTP needs a model that ships them, e.g. {}",
+                model.id,
+                with.join(", ")
+            ),
+        ));
     }
     Ok((mtp, rates))
 }
@@ -53,26 +58,30 @@ pub(crate) fn validate_speculative(raw: &RawArgs, mtp: &[u32], warnings: &mut Wa
     let markov_given = raw.dspark_markov_rank.is_some() || raw.dspark_markov_head.is_some();
     let Some(m) = &raw.speculative_method else {
         if spec_flags_given {
-            return Err(usage(
+            return Err(Error::requires("--num-speculative-tokens", "--speculative-method",
                 "--num-speculative-tokens / --acceptance-length / --num-draft-layers / --draft-model-config-path need --speculative-method dflash|dspark",
             ));
         }
         if markov_given {
-            return Err(usage("--dspark-markov-rank / --dspark-markov-head need --speculative-method dspark"));
+            return Err(markov_needs_dspark());
         }
         return Ok(None);
     };
-    let method = SpeculativeMethod::parse_named(m).map_err(|e| usage(format!("--speculative-method: {e}")))?;
+    let method = SpeculativeMethod::parse_choice(m).map_err(|e| Error::choice("--speculative-method", e))?;
     if method == SpeculativeMethod::Dflash && markov_given {
-        return Err(usage("--dspark-markov-rank / --dspark-markov-head need --speculative-method dspark"));
+        return Err(markov_needs_dspark());
     }
     if mtp.iter().any(|&x| x > 0) {
         let name = if method == SpeculativeMethod::Dflash { "Dflash" } else { "DSpark" };
-        return Err(usage(format!("{name} and MTP are mutually exclusive: drop --num-mtp-tokens or --speculative-method")));
+        return Err(Error::conflict(
+            "--speculative-method",
+            "--num-mtp-tokens",
+            format!("{name} and MTP are mutually exclusive: drop --num-mtp-tokens or --speculative-method"),
+        ));
     }
     let n = match raw.num_speculative_tokens.unwrap_or(0) {
         0 => 7,
-        n if n > 63 => return Err(usage(format!("--num-speculative-tokens {n}: at most 63"))),
+        n if n > 63 => return Err(Error::invalid("--num-speculative-tokens", n, "at most 63")),
         n => n,
     };
     let block = n + 1;
@@ -87,7 +96,7 @@ pub(crate) fn validate_speculative(raw: &RawArgs, mtp: &[u32], warnings: &mut Wa
         Some(h) => {
             let h = h.to_lowercase();
             if !["vanilla", "gated", "rnn"].contains(&h.as_str()) {
-                return Err(usage(format!("--dspark-markov-head {h}: not one of vanilla, gated, rnn")));
+                return Err(Error::invalid("--dspark-markov-head", h, "not one of vanilla, gated, rnn"));
             }
             Some(h)
         }
@@ -116,20 +125,20 @@ pub(crate) fn validate_serving(
 ) -> Result<ServingOptions, PlanError> {
     let reserved = raw.reserved_memory_gb.unwrap_or(10.0);
     if reserved < 0.0 {
-        return Err(usage(format!("--reserved-memory-gb {reserved}: must be ≥ 0")));
+        return Err(Error::invalid("--reserved-memory-gb", reserved, "must be ≥ 0"));
     }
     for d in devices {
         if reserved >= d.memory_gib() {
-            return Err(usage(format!(
-                "--reserved-memory-gb {reserved} leaves nothing of {}'s {:.0} GiB; use a smaller reserve",
-                d.name,
-                d.memory_gib()
-            )));
+            return Err(Error::rejected(
+                "--reserved-memory-gb",
+                reserved,
+                format!("--reserved-memory-gb {reserved} leaves nothing of {}'s {:.0} GiB; use a smaller reserve", d.name, d.memory_gib()),
+            ));
         }
     }
     let serving_cost = raw.serving_cost.unwrap_or(0.0);
     if serving_cost < 0.0 {
-        return Err(usage(format!("--serving-cost {serving_cost}: must be ≥ 0 ms")));
+        return Err(Error::invalid("--serving-cost", serving_cost, "must be ≥ 0 ms"));
     }
     if serving_cost > 0.0 && matches!(mode, Mode::Aggregation) {
         warnings.push("--serving-cost applies to disaggregation and P/D ratio modes only; it is ignored in aggregation");
@@ -138,20 +147,21 @@ pub(crate) fn validate_serving(
         None => None,
         Some("col") => Some(EmbeddingTp::Col),
         Some("row") => Some(EmbeddingTp::Row),
-        Some(o) => return Err(usage(format!("--word-embedding-tp {o}: not one of col, row"))),
+        Some(o) => return Err(Error::invalid("--word-embedding-tp", o, "not one of col, row")),
     };
     let kv_block_size = raw.kv_block_size.unwrap_or(128);
     if kv_block_size > 65536 {
-        return Err(usage(format!("--kv-block-size {kv_block_size}: at most 65536 tokens")));
+        return Err(Error::invalid("--kv-block-size", kv_block_size, "at most 65536 tokens"));
     }
     let tpot_definition = match raw.tpot_definition.as_deref() {
         None if engine == EngineKind::Analytic => TpotDefinition::Amortized,
         None => TpotDefinition::InterToken,
-        Some(s) => crate::cli::plan::parse_tpot_definition(s).map_err(|e| usage(format!("--tpot-definition: {e}")))?,
+        Some(s) => crate::cli::plan::parse_tpot_definition(s)
+            .map_err(|_| Error::choice("--tpot-definition", ChoiceError::of::<TpotDefinition>(s)))?,
     };
     let token_budget_slack = raw.token_budget_slack.unwrap_or(0.15);
     if !(0.0..=1.0).contains(&token_budget_slack) {
-        return Err(usage(format!("--token-budget-slack {token_budget_slack}: must be between 0 and 1")));
+        return Err(Error::invalid("--token-budget-slack", token_budget_slack, "must be between 0 and 1"));
     }
     Ok(ServingOptions {
         reserved_memory_gb: reserved,
@@ -165,4 +175,12 @@ pub(crate) fn validate_serving(
         tpot_definition,
         causal_attention: raw.causal_attention,
     })
+}
+
+fn markov_needs_dspark() -> Error {
+    Error::requires(
+        "--dspark-markov-rank",
+        "--speculative-method dspark",
+        "--dspark-markov-rank / --dspark-markov-head need --speculative-method dspark",
+    )
 }

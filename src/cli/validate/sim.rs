@@ -1,8 +1,9 @@
 //! The engine, the simulator's options and the performance model.
 
-use super::{usage, Warnings};
+use super::Warnings;
 use crate::cli::args::RawArgs;
 use crate::cli::plan::{EngineKind, PlanError, SimOptions};
+use crate::error::Error;
 use crate::quant::NamedEnum;
 use crate::sim::Percentile;
 use crate::workload::arrival::{ArrivalProcess, SharedPrefix, Trace};
@@ -13,7 +14,7 @@ use std::path::Path;
 pub(crate) fn validate_engine(raw: &RawArgs) -> Result<EngineKind, PlanError> {
     match raw.engine.as_deref() {
         None => Ok(EngineKind::Sim),
-        Some(e) => EngineKind::parse_named(e).map_err(|m| usage(format!("--engine: {m}"))),
+        Some(e) => EngineKind::parse_choice(e).map_err(|m| Error::choice("--engine", m)),
     }
 }
 
@@ -42,7 +43,11 @@ fn sim_flags(raw: &RawArgs) -> Vec<&'static str> {
 pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, warnings: &mut Warnings) -> Result<SimOptions, PlanError> {
     let given = sim_flags(raw);
     if engine == EngineKind::Analytic && !given.is_empty() {
-        return Err(usage(format!("{} only apply to the simulator; drop them or use --engine sim (or compare)", given.join(", "))));
+        return Err(Error::conflict(
+            &given.join(", "),
+            "--engine analytic",
+            format!("{} only apply to the simulator; drop them or use --engine sim (or compare)", given.join(", ")),
+        ));
     }
     let arrival = arrival(raw)?;
     if raw.request_rate.is_some() && !matches!(arrival, ArrivalProcess::Poisson { .. } | ArrivalProcess::Gamma { .. }) {
@@ -56,19 +61,21 @@ pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, w
     }
     let slo_percentile = match raw.slo_percentile.as_deref() {
         None => Percentile::Mean,
-        Some(p) => Percentile::parse_named(p).map_err(|e| usage(format!("--slo-percentile: {e}")))?,
+        Some(p) => Percentile::parse_choice(p).map_err(|e| Error::choice("--slo-percentile", e))?,
     };
     let shared_prefix = match (raw.prefix_groups, raw.prefix_length) {
         (None, None) => None,
         (Some(g), Some(l)) => Some(SharedPrefix { groups: g, length: l as u64 }),
-        _ => return Err(usage("--prefix-groups and --prefix-length must be given together")),
+        _ => {
+            return Err(Error::requires("--prefix-groups", "--prefix-length", "--prefix-groups and --prefix-length must be given together"))
+        }
     };
     let chunked_prefill = !raw.no_chunked_prefill;
     let budgets = raw.max_batched_tokens.as_ref().or(raw.max_prefill_tokens.as_ref());
     if let (false, Some(b)) = (chunked_prefill, budgets) {
         let longest = input.max_effective(0.0);
         if let Some(&small) = b.iter().find(|&&x| (x as u64) < longest) {
-            return Err(usage(format!(
+            return Err(Error::conflict("--no-chunked-prefill", "--max-batched-tokens", format!(
                 "--no-chunked-prefill with --max-batched-tokens {small}: prompts of up to {longest} tokens cannot be scheduled whole; raise the budget or allow chunked prefill"
             )));
         }
@@ -83,7 +90,7 @@ pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, w
         shared_prefix,
         routing: match raw.pd_routing.as_deref() {
             None => crate::sim::Routing::LeastLoaded,
-            Some(r) => crate::sim::Routing::parse_named(r).map_err(|e| usage(format!("--pd-routing: {e}")))?,
+            Some(r) => crate::sim::Routing::parse_choice(r).map_err(|e| Error::choice("--pd-routing", e))?,
         },
     })
 }
@@ -92,15 +99,17 @@ pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, w
 fn arrival(raw: &RawArgs) -> Result<ArrivalProcess, PlanError> {
     let rate = |name: &str| -> Result<f64, PlanError> {
         match raw.request_rate {
-            None => Err(usage(format!("--arrival {name} needs --request-rate (requests per second)"))),
-            Some(r) if r <= 0.0 || r > 1e6 => Err(usage(format!("--request-rate {r}: must be a positive rate up to 1000000 req/s"))),
+            None => {
+                Err(Error::requires("--arrival", "--request-rate", format!("--arrival {name} needs --request-rate (requests per second)")))
+            }
+            Some(r) if r <= 0.0 || r > 1e6 => Err(Error::invalid("--request-rate", r, "must be a positive rate up to 1000000 req/s")),
             Some(r) => Ok(r),
         }
     };
     let Some(v) = raw.arrival.as_deref() else { return Ok(ArrivalProcess::Closed) };
     let kind = v[0].to_lowercase();
     if kind != "trace" && v.len() > 1 {
-        return Err(usage(format!("--arrival {}: only `trace` takes a FILE", v.join(" "))));
+        return Err(Error::invalid("--arrival", v.join(" "), "only `trace` takes a FILE"));
     }
     Ok(match kind.as_str() {
         "closed" => ArrivalProcess::Closed,
@@ -109,17 +118,26 @@ fn arrival(raw: &RawArgs) -> Result<ArrivalProcess, PlanError> {
         "gamma" => {
             let b = raw.burstiness.unwrap_or(1.0);
             if b <= 0.0 || b > 1000.0 {
-                return Err(usage(format!("--burstiness {b}: must be positive (1 = Poisson, below 1 = burstier), at most 1000")));
+                return Err(Error::invalid("--burstiness", b, "must be positive (1 = Poisson, below 1 = burstier), at most 1000"));
             }
             ArrivalProcess::Gamma { rate: rate("gamma")?, burstiness: b }
         }
         "trace" => {
             let Some(f) = v.get(1) else {
-                return Err(usage("--arrival trace needs a FILE (CSV or JSON Lines of arrival_s, input_tokens, output_tokens)"));
+                return Err(Error::missing(
+                    "--arrival",
+                    "--arrival trace needs a FILE (CSV or JSON Lines of arrival_s, input_tokens, output_tokens)",
+                ));
             };
-            ArrivalProcess::Trace(Trace::load(Path::new(f)).map_err(|e| usage(e.to_string()))?)
+            ArrivalProcess::Trace(Trace::load(Path::new(f))?)
         }
-        other => return Err(usage(format!("--arrival `{other}` is not one of closed, burst, poisson, gamma, trace FILE"))),
+        other => {
+            return Err(Error::rejected(
+                "--arrival",
+                other,
+                format!("--arrival `{other}` is not one of closed, burst, poisson, gamma, trace FILE"),
+            ))
+        }
     })
 }
 
@@ -129,10 +147,14 @@ pub(crate) fn validate_performance_model(raw: &RawArgs) -> Result<(), PlanError>
         None | Some("analytic") => Ok(()),
         Some("profiling") => {
             if raw.profiling_database_path.is_none() {
-                return Err(usage("--performance-model profiling requires --profiling-database-path DIR"));
+                return Err(Error::requires(
+                    "--performance-model",
+                    "--profiling-database-path",
+                    "--performance-model profiling requires --profiling-database-path DIR",
+                ));
             }
-            Err(usage("--performance-model profiling: measured operator databases are not supported by this build; use --performance-model analytic"))
+            Err(Error::rejected("--performance-model", "profiling", "--performance-model profiling: measured operator databases are not supported by this build; use --performance-model analytic"))
         }
-        Some(o) => Err(usage(format!("--performance-model {o}: not one of analytic, profiling"))),
+        Some(o) => Err(Error::invalid("--performance-model", o, "not one of analytic, profiling")),
     }
 }

@@ -1,8 +1,9 @@
 //! Prompt and output lengths, prefix caching, images and the latency limits.
 
-use super::{usage, Warnings};
+use super::Warnings;
 use crate::cli::args::RawArgs;
 use crate::cli::plan::{ImageSpec, PlanError, Slo, Workload};
+use crate::error::Error;
 use crate::model::ModelArch;
 use crate::workload::arrival::Trace;
 use crate::workload::{LengthDistribution, Lengths, MAX_LENGTH};
@@ -11,12 +12,12 @@ use std::path::Path;
 fn parse_length(flag: &str, raw: &str) -> Result<Option<u64>, PlanError> {
     let t = raw.trim();
     match t.parse::<i128>() {
-        Ok(v) if v <= 0 => Err(usage(format!("{flag} {raw}: must be a positive number of tokens (1 to {MAX_LENGTH})"))),
-        Ok(v) if v > MAX_LENGTH as i128 => Err(usage(format!("{flag} {raw}: too large; at most {MAX_LENGTH} tokens are modelled"))),
+        Ok(v) if v <= 0 => Err(Error::invalid(flag, raw, format!("must be a positive number of tokens (1 to {MAX_LENGTH})"))),
+        Ok(v) if v > MAX_LENGTH as i128 => Err(Error::invalid(flag, raw, format!("too large; at most {MAX_LENGTH} tokens are modelled"))),
         Ok(v) => Ok(Some(v as u64)),
         Err(_) => {
             if t.parse::<f64>().is_ok() {
-                return Err(usage(format!("{flag} {raw}: must be a whole number of tokens (1 to {MAX_LENGTH})")));
+                return Err(Error::invalid(flag, raw, format!("must be a whole number of tokens (1 to {MAX_LENGTH})")));
             }
             Ok(None)
         }
@@ -27,7 +28,11 @@ fn parse_length(flag: &str, raw: &str) -> Result<Option<u64>, PlanError> {
 pub(crate) fn validate_workload(raw: &RawArgs, model: &ModelArch, warnings: &mut Warnings) -> Result<Workload, PlanError> {
     let hit = raw.prefix_cache_hit_rate.unwrap_or(0.0);
     if !(0.0..1.0).contains(&hit) {
-        return Err(usage(format!("--prefix-cache-hit-rate {hit} is not in the valid range [0, 1)")));
+        return Err(Error::rejected(
+            "--prefix-cache-hit-rate",
+            hit,
+            format!("--prefix-cache-hit-rate {hit} is not in the valid range [0, 1)"),
+        ));
     }
     let trace_means = trace_means(raw, warnings)?;
     let input = input_lengths(raw, trace_means)?;
@@ -57,7 +62,7 @@ pub(crate) fn validate_workload(raw: &RawArgs, model: &ModelArch, warnings: &mut
 fn trace_means(raw: &RawArgs, warnings: &mut Warnings) -> Result<Option<(u64, u64)>, PlanError> {
     let trace_means = match raw.arrival.as_deref() {
         Some([kind, file]) if kind.eq_ignore_ascii_case("trace") => {
-            let t = Trace::load(Path::new(file)).map_err(|e| usage(e.to_string()))?;
+            let t = Trace::load(Path::new(file))?;
             Some(t.mean_lengths())
         }
         _ => None,
@@ -79,24 +84,31 @@ fn trace_means(raw: &RawArgs, warnings: &mut Warnings) -> Result<Option<(u64, u6
 fn input_lengths(raw: &RawArgs, trace_means: Option<(u64, u64)>) -> Result<Lengths, PlanError> {
     Ok(match (&raw.input_length, &raw.length_distribution, trace_means) {
         (_, _, Some((mi, _))) => Lengths::Fixed(mi),
-        (Some(_), Some(_), None) => return Err(usage(
+        (Some(_), Some(_), None) => return Err(Error::conflict(
+            "--input-length",
+            "--length-distribution",
             "give either --input-length or --length-distribution, not both (a distribution file can also be passed as --input-length FILE)",
         )),
-        (None, None, None) => return Err(usage("--input-length is required: a number of tokens or a length-distribution YAML file")),
-        (None, Some(f), None) if f.is_empty() => Lengths::Distribution(LengthDistribution::builtin()),
-        (None, Some(f), None) => {
-            Lengths::Distribution(LengthDistribution::load(Path::new(f), "--length-distribution").map_err(|e| usage(e.to_string()))?)
+        (None, None, None) => {
+            return Err(Error::missing(
+                "--input-length",
+                "--input-length is required: a number of tokens or a length-distribution YAML file",
+            ))
         }
+        (None, Some(f), None) if f.is_empty() => Lengths::Distribution(LengthDistribution::builtin()),
+        (None, Some(f), None) => Lengths::Distribution(LengthDistribution::load(Path::new(f), "--length-distribution")?),
         (Some(v), None, None) => match parse_length("--input-length", v)? {
             Some(n) => Lengths::Fixed(n),
             None => {
                 let p = Path::new(v);
                 if !p.is_file() {
-                    return Err(usage(format!(
-                        "--input-length {v}: neither a positive number of tokens nor an existing length-distribution file"
-                    )));
+                    return Err(Error::invalid(
+                        "--input-length",
+                        v,
+                        "neither a positive number of tokens nor an existing length-distribution file",
+                    ));
                 }
-                Lengths::Distribution(LengthDistribution::load(p, "--input-length").map_err(|e| usage(e.to_string()))?)
+                Lengths::Distribution(LengthDistribution::load(p, "--input-length")?)
             }
         },
     })
@@ -118,10 +130,12 @@ fn output_lengths(
             }
             Lengths::Fixed(m)
         }
-        (None, None, None) => return Err(usage("--output-length is required: the number of generated tokens per request")),
+        (None, None, None) => {
+            return Err(Error::missing("--output-length", "--output-length is required: the number of generated tokens per request"))
+        }
         (Some(v), None, None) => match parse_length("--output-length", v)? {
             Some(n) => Lengths::Fixed(n),
-            None => return Err(usage(format!("--output-length {v}: must be a positive number of tokens (1 to {MAX_LENGTH})"))),
+            None => return Err(Error::invalid("--output-length", v, format!("must be a positive number of tokens (1 to {MAX_LENGTH})"))),
         },
     })
 }
@@ -140,7 +154,11 @@ fn validate_images(raw: &RawArgs, model: &ModelArch, warnings: &mut Warnings) ->
                 None
             } else {
                 if h > 16384 || w > 16384 {
-                    return Err(usage(format!("--image-height {h} / --image-width {w}: at most 16384 pixels per side")));
+                    return Err(Error::rejected(
+                        "--image-height",
+                        h,
+                        format!("--image-height {h} / --image-width {w}: at most 16384 pixels per side"),
+                    ));
                 }
                 Some(ImageSpec { height: h, width: w, per_request: raw.image_batch_size.unwrap_or(1) })
             }
@@ -151,7 +169,8 @@ fn validate_images(raw: &RawArgs, model: &ModelArch, warnings: &mut Warnings) ->
                 (_, Some(w)) => (format!("--image-width {w}"), "--image-height"),
                 _ => unreachable!(),
             };
-            return Err(usage(format!("{given} needs {missing} too: image sizes are given together")));
+            let field = if h.is_some() { "--image-height" } else { "--image-width" };
+            return Err(Error::requires(field, missing, format!("{given} needs {missing} too: image sizes are given together")));
         }
     })
 }
