@@ -17,10 +17,6 @@ use std::io::{BufRead, Write};
 /// Attempts at one question before the session gives up.
 const MAX_ATTEMPTS: u32 = 3;
 
-fn usage(message: impl Into<String>) -> PlanError {
-    PlanError { usage: true, message: message.into() }
-}
-
 /// A question-and-answer channel.
 pub struct Prompter<R: BufRead, W: Write> {
     input: R,
@@ -39,9 +35,9 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
     fn read_line(&mut self) -> Result<String, PlanError> {
         let mut line = String::new();
         match self.input.read_line(&mut line) {
-            Ok(0) => Err(usage("--interactive: the input ended before the session was complete")),
+            Ok(0) => Err(PlanError::Interactive("the input ended before the session was complete".into())),
             Ok(_) => Ok(line.trim().to_string()),
-            Err(e) => Err(PlanError { usage: false, message: format!("--interactive: cannot read the answer: {e}") }),
+            Err(e) => Err(PlanError::Io { what: "--interactive: cannot read the answer".into(), message: e.to_string() }),
         }
     }
 
@@ -69,7 +65,7 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
                 Err(e) => self.say(&format!("  {e}")),
             }
         }
-        Err(usage(format!("--interactive: no valid answer to \"{question}\" after {MAX_ATTEMPTS} attempts")))
+        Err(PlanError::Interactive(format!("no valid answer to \"{question}\" after {MAX_ATTEMPTS} attempts")))
     }
 
     pub fn yes_no(&mut self, question: &str, default: bool) -> Result<bool, PlanError> {
@@ -146,7 +142,7 @@ pub fn complete_args<R: BufRead, W: Write>(
 
     // ---- core inputs ----
     let model_id = s.model()?;
-    let (arch, _) = model::resolve_model(&model_id).map_err(|e| usage(e.to_string()))?;
+    let (arch, _) = model::resolve_model(&model_id)?;
     s.devices()?;
     let mode = s.mode()?;
     s.device_counts(&mode)?;
@@ -551,13 +547,13 @@ pub fn run_session<R: BufRead, W: Write>(
     for l in &summary {
         p.say(l);
     }
-    let raw = RawArgs::try_parse_from(&args).map_err(|e| usage(e.to_string().lines().next().unwrap_or("").to_string()))?;
+    let raw = RawArgs::try_parse_from(&args).map_err(|e| PlanError::Args(e.to_string().lines().next().unwrap_or("").to_string()))?;
     let plan = match cli::build(raw) {
         Ok(Command::Run(plan)) => *plan,
-        Ok(_) => return Err(usage("--interactive runs a search; drop the listing flags")),
+        Ok(_) => return Err(PlanError::conflict("--interactive", "--list-devices", "--interactive runs a search; drop the listing flags")),
         Err(e) => {
             p.say("Validation failed:");
-            p.say(&format!("  {}", e.message));
+            p.say(&format!("  {e}"));
             return Err(e);
         }
     };
@@ -625,9 +621,9 @@ mod tests {
         let mut out = Vec::new();
         let mut p = Prompter::new("zero\n-1\n0\n".as_bytes(), &mut out);
         let e = p.ask("Output length in tokens", None, positive).unwrap_err();
-        assert!(e.usage && e.message.contains("after 3 attempts"), "{}", e.message);
+        assert!(e.exit_code() == 2 && e.to_string().contains("after 3 attempts"), "{e}");
         let mut out = Vec::new();
         let mut p = Prompter::new("".as_bytes(), &mut out);
-        assert!(p.ask("x", None, positive).unwrap_err().message.contains("input ended"));
+        assert!(p.ask("x", None, positive).unwrap_err().to_string().contains("input ended"));
     }
 }

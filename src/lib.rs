@@ -10,6 +10,7 @@
 pub mod analytic;
 pub mod cli;
 pub mod cost;
+pub mod error;
 pub mod hardware;
 pub mod interactive;
 pub mod model;
@@ -17,7 +18,6 @@ pub mod outcome;
 pub mod plan;
 pub mod quant;
 pub mod report;
-pub mod scenario;
 pub mod search;
 pub mod sim;
 pub mod units;

@@ -17,8 +17,8 @@ fn main() -> ExitCode {
     match run(raw) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {}", e.message);
-            ExitCode::from(if e.usage { 2 } else { 1 })
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
         }
     }
 }
@@ -63,7 +63,7 @@ fn interactive(raw: RawArgs) -> Result<(), PlanError> {
     let stdin = std::io::stdin();
     let mut p = throughput_optimizer::interactive::Prompter::new(stdin.lock(), std::io::stdout());
     if let Some((plan, report)) = throughput_optimizer::interactive::run_session(&mut p, &raw, &argv)? {
-        let text = report::render(&plan, &report).map_err(export_failed)?;
+        let text = report::render(&plan, &report)?;
         // The summary closes with the disclaimer; do not print it twice.
         let text = text.trim_end().strip_suffix(throughput_optimizer::outcome::DISCLAIMER).unwrap_or(&text).trim_end();
         println!("{text}");
@@ -72,13 +72,7 @@ fn interactive(raw: RawArgs) -> Result<(), PlanError> {
     Ok(())
 }
 
-/// Rendering or writing an output is a runtime failure (exit 1).
-fn export_failed(e: report::ExportError) -> PlanError {
-    PlanError { usage: false, message: e.to_string() }
-}
-
 fn run(raw: RawArgs) -> Result<(), PlanError> {
-    let runtime = |m: String| PlanError { usage: false, message: m };
     if raw.interactive {
         return interactive(raw);
     }
@@ -92,7 +86,7 @@ fn run(raw: RawArgs) -> Result<(), PlanError> {
             Ok(())
         }
         Command::ShowModel(m) => {
-            let text = throughput_optimizer::yaml::to_string(&*m).map_err(|e| runtime(e.to_string()))?;
+            let text = throughput_optimizer::yaml::to_string(&*m).map_err(|e| PlanError::Output(e.to_string()))?;
             print!("# {}\n{text}", m.summary());
             Ok(())
         }
@@ -107,8 +101,8 @@ fn run(raw: RawArgs) -> Result<(), PlanError> {
             let report = throughput_optimizer::search::run_with_progress(&plan, &|d, t| bar.update(d, t));
             bar.finish();
             for exporter in report::exporters(&plan) {
-                for artifact in exporter.export(&plan, &report).map_err(export_failed)? {
-                    report::write(&artifact).map_err(export_failed)?;
+                for artifact in exporter.export(&plan, &report)? {
+                    report::write(&artifact)?;
                 }
             }
             if !plan.output.quiet {

@@ -4,18 +4,33 @@
 use crate::hardware::Dtype;
 use serde::{Deserialize, Serialize};
 
+/// A value that is not one of an enum's names.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("`{value}` is not one of {choices}")]
+pub struct ChoiceError {
+    pub value: String,
+    /// The accepted names, joined with ", ".
+    pub choices: String,
+}
+
+impl ChoiceError {
+    pub fn of<E: NamedEnum>(value: &str) -> Self {
+        ChoiceError { value: value.to_string(), choices: E::choices() }
+    }
+}
+
 /// An enum whose values users type on the command line: case-insensitive, `-` or `_`.
 pub trait NamedEnum: Sized + Copy + 'static {
     const ALL: &'static [Self];
     fn name(self) -> &'static str;
 
-    fn parse_named(s: &str) -> Result<Self, String> {
+    fn parse_choice(s: &str) -> Result<Self, ChoiceError> {
         let norm = s.trim().replace('-', "_");
-        Self::ALL
-            .iter()
-            .copied()
-            .find(|v| v.name().eq_ignore_ascii_case(&norm))
-            .ok_or_else(|| format!("`{s}` is not one of {}", Self::choices()))
+        Self::ALL.iter().copied().find(|v| v.name().eq_ignore_ascii_case(&norm)).ok_or_else(|| ChoiceError::of::<Self>(s))
+    }
+    /// [`Self::parse_choice`] with the message only, for the guided session's prompts.
+    fn parse_named(s: &str) -> Result<Self, String> {
+        Self::parse_choice(s).map_err(|e| e.to_string())
     }
     fn choices() -> String {
         Self::ALL.iter().map(|v| v.name()).collect::<Vec<_>>().join(", ")
@@ -39,7 +54,7 @@ macro_rules! named_enum {
         impl<'de> serde::Deserialize<'de> for $ty {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let s = <String as serde::Deserialize>::deserialize(d)?;
-                <$ty as $crate::quant::NamedEnum>::parse_named(&s).map_err(serde::de::Error::custom)
+                <$ty as $crate::quant::NamedEnum>::parse_choice(&s).map_err(serde::de::Error::custom)
             }
         }
     };
@@ -207,8 +222,9 @@ mod tests {
         assert_eq!(LinearQuant::parse_named("w8a8-dynamic").unwrap(), LinearQuant::W8A8Dynamic);
         assert_eq!(LinearQuant::parse_named("MXFP4").unwrap(), LinearQuant::Mxfp4);
         assert_eq!(KvQuant::parse_named("disabled").unwrap(), KvQuant::Disabled);
-        let e = KvQuant::parse_named("int4").unwrap_err();
-        assert_eq!(e, "`int4` is not one of DISABLED, INT8, FP8");
+        let e = KvQuant::parse_choice("int4").unwrap_err();
+        assert_eq!(e, ChoiceError { value: "int4".into(), choices: "DISABLED, INT8, FP8".into() });
+        assert_eq!(e.to_string(), "`int4` is not one of DISABLED, INT8, FP8");
     }
 
     #[test]

@@ -6,9 +6,23 @@
 
 pub mod args;
 pub mod plan;
+pub mod scenario;
+mod validate;
 
 pub use args::RawArgs;
 pub use plan::{
-    build, Command, EngineKind, ImageSpec, Mode, OutputFormat, OutputOptions, Plan, PlanError, SearchSpace, SearchStrategy, ServingOptions,
-    Slo, Speculative, SpeculativeMethod, TpotDefinition, Workload,
+    Command, EngineKind, ImageSpec, Mode, OutputFormat, OutputOptions, Plan, PlanError, SearchSpace, SearchStrategy, ServingOptions, Slo,
+    Speculative, SpeculativeMethod, TpotDefinition, Workload,
 };
+
+/// Validate the raw arguments (or the scenario file they name, with the flags given next to
+/// it) into a command.
+pub fn build(raw: RawArgs) -> Result<Command, PlanError> {
+    let Some(path) = &raw.scenario else { return plan::build_checked(raw) };
+    let loaded = scenario::load(path, &raw)?;
+    let mut cmd = plan::build_checked(loaded.raw.clone()).map_err(|e| loaded.locate(e))?;
+    if let Command::Run(plan) = &mut cmd {
+        plan.warnings.extend(loaded.override_warnings());
+    }
+    Ok(cmd)
+}

@@ -12,7 +12,6 @@
 
 use super::kv::KvBlockPool;
 use super::queue::Nanos;
-use super::scheduler::Scheduler;
 use super::{DecodeMode, InstanceConfig, RequestState};
 use crate::cost::{BatchShape, PhaseLoad};
 use rand::Rng;
@@ -122,11 +121,8 @@ pub struct Instance {
 }
 
 impl Instance {
-    /// An instance scheduling with the policy its configuration names.
-    pub fn new(id: u32, role: Role, cfg: &InstanceConfig) -> Self {
-        Self::with_scheduler(id, role, cfg, cfg.scheduler.build())
-    }
-
+    /// An empty instance whose steps `scheduler` plans (the driver builds it from
+    /// `cfg.scheduler`; the instance itself knows no policy).
     pub fn with_scheduler(id: u32, role: Role, cfg: &InstanceConfig, scheduler: Box<dyn Scheduler>) -> Self {
         let lockstep = matches!(cfg.decode, DecodeMode::Plain);
         Instance {
@@ -497,6 +493,17 @@ impl Instance {
         decodes.sort_unstable();
         (decodes, self.chunks.iter().map(|c| (self.seqs[c.slot as usize].req, c.tokens)).collect())
     }
+}
+
+/// A per-step scheduling policy. The instance calls [`Scheduler::schedule`] once per step it
+/// plans, with an empty step; whatever the policy leaves scheduled runs. Leaving the step empty
+/// means nothing can run now (the driver then waits for the next event, or reports a stall
+/// when nothing is running either).
+///
+/// Called through a trait object once per step: the dynamic call is noise next to the step's
+/// own work, and it lets a policy keep state across steps (`&mut self`).
+pub trait Scheduler: std::fmt::Debug + Send {
+    fn schedule(&mut self, cfg: &InstanceConfig, step: &mut StepBuilder<'_>);
 }
 
 /// The step being planned, as a [`Scheduler`] sees it: what runs, waits and is already in the

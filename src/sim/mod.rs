@@ -414,7 +414,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             }
             for _ in 0..grp.count {
                 let id = instances.len() as u32;
-                instances.push(Instance::new(id, grp.role, &grp.cfg));
+                instances.push(Instance::with_scheduler(id, grp.role, &grp.cfg, grp.cfg.scheduler.build()));
                 group_of.push(g);
             }
         }

@@ -15,19 +15,9 @@
 //! exhaustion) is the same loop with a different budget and chunk rule: preempting after some
 //! work is scheduled takes the victim's work out of the step.
 
+pub use super::instance::Scheduler;
 use super::instance::{Role, StepBuilder};
 use super::InstanceConfig;
-
-/// A per-step scheduling policy. The instance calls [`Scheduler::schedule`] once per step it
-/// plans, with an empty step; whatever the policy leaves scheduled runs. Leaving the step empty
-/// means nothing can run now (the driver then waits for the next event, or reports a stall
-/// when nothing is running either).
-///
-/// Called through a trait object once per step: the dynamic call is noise next to the step's
-/// own work, and it lets a policy keep state across steps (`&mut self`).
-pub trait Scheduler: std::fmt::Debug + Send {
-    fn schedule(&mut self, cfg: &InstanceConfig, step: &mut StepBuilder<'_>);
-}
 
 /// The policies an instance can run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -37,6 +27,7 @@ pub enum SchedulerKind {
 }
 
 impl SchedulerKind {
+    /// A fresh scheduler of this kind (one per instance: a policy may keep state).
     pub fn build(self) -> Box<dyn Scheduler> {
         match self {
             SchedulerKind::DecodeFirst => Box::new(DecodeFirst),

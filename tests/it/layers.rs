@@ -1,6 +1,6 @@
 //! The crate's layering, checked on its source: modules only look down
 //! (units/util → yaml → model, hardware → quant → cost → workload → sim, analytic → plan →
-//! outcome → search → report → scenario → cli → interactive), and no source file reaches itself
+//! outcome → search → report → error → cli → interactive), and no source file reaches itself
 //! through `crate::` or `super::` paths. A module's `mod.rs` naming its own submodules (its
 //! `pub use child::X` facade) is not counted as an import.
 
@@ -21,7 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["outcome"],
     &["search"],
     &["report"],
-    &["scenario"],
+    &["error"],
     &["cli"],
     &["interactive"],
 ];

@@ -18,7 +18,7 @@ fn scenario_files() -> Vec<PathBuf> {
 
 fn run(path: &Path) -> (cli::Plan, Report) {
     let raw = RawArgs::parse_argv(["throughput-optimizer", "--scenario", path.to_str().unwrap(), "--quiet"]).unwrap();
-    match cli::build(raw).unwrap_or_else(|e| panic!("{}: {}", path.display(), e.message)) {
+    match cli::build(raw).unwrap_or_else(|e| panic!("{}: {e}", path.display())) {
         Command::Run(plan) => {
             let report = throughput_optimizer::search::run(&plan);
             (*plan, report)

@@ -143,7 +143,7 @@ pub fn close(a: f64, b: f64, rel: f64) -> bool {
 /// The validated plan of a command line (the library, no process).
 pub fn plan_of(argv: &[&str]) -> throughput_optimizer::plan::Plan {
     let raw = throughput_optimizer::cli::RawArgs::parse_argv(argv).unwrap();
-    match throughput_optimizer::cli::build(raw).unwrap_or_else(|e| panic!("{argv:?}: {}", e.message)) {
+    match throughput_optimizer::cli::build(raw).unwrap_or_else(|e| panic!("{argv:?}: {e}")) {
         throughput_optimizer::cli::Command::Run(plan) => *plan,
         _ => panic!("not a run"),
     }

@@ -4,8 +4,8 @@
 //! produces, so every validation rule applies unchanged; errors point at the scenario's file,
 //! line and key.
 
-use crate::cli::args::RawArgs;
-use crate::cli::plan::{build_checked, Command, PlanError};
+use super::args::RawArgs;
+use crate::error::Error as PlanError;
 use crate::yaml;
 use clap::{CommandFactory, Parser};
 use serde_yaml::Value;
@@ -16,8 +16,8 @@ const META: [&str; 3] = ["name", "description", "model"];
 /// Flags a scenario may not set (they are actions, not parts of a run).
 const FORBIDDEN: [&str; 8] = ["scenario", "list_devices", "list_models", "show_model", "help", "version", "model_id", "interactive"];
 
-fn err(path: &str, msg: String) -> PlanError {
-    PlanError { usage: true, message: format!("--scenario {path}: {msg}") }
+fn err(path: &str, line: Option<usize>, message: String) -> PlanError {
+    PlanError::ScenarioFile { path: path.to_string(), line, message }
 }
 
 /// Every long flag of the command line, snake_case.
@@ -56,35 +56,35 @@ pub fn to_argv(text: &str, path: &str) -> Result<Vec<String>, PlanError> {
 /// [`to_argv`], resolving input files against `base` and leaving out the keys in `skip` (the
 /// command line gives them instead).
 pub fn to_argv_in(text: &str, path: &str, base: Option<&Path>, skip: &[String]) -> Result<Vec<String>, PlanError> {
-    let doc = yaml::value_from_str(text).map_err(|e| err(path, e.to_string()))?;
+    let doc = yaml::value_from_str(text).map_err(|e| err(path, None, e.to_string()))?;
     let Value::Mapping(map) = doc else {
-        return Err(err(path, "the file must be a mapping of keys such as `model:` and `num_devices:`".into()));
+        return Err(err(path, None, "the file must be a mapping of keys such as `model:` and `num_devices:`".into()));
     };
     let known = known_keys();
-    let line = |key: &str| yaml::line_of_key(text, key, 1).map(|l| format!("line {l}: ")).unwrap_or_default();
+    let line = |key: &str| yaml::line_of_key(text, key, 1);
     let mut argv = vec!["throughput-optimizer".to_string()];
     let mut model = None;
     for (k, v) in &map {
         let Some(key) = k.as_str() else {
-            return Err(err(path, format!("keys must be strings, found {k:?}")));
+            return Err(err(path, None, format!("keys must be strings, found {k:?}")));
         };
         if META.contains(&key) {
             if key == "model" {
-                let m = scalar(v).ok_or_else(|| err(path, format!("{}field `model` must be a model id or path", line(key))))?;
+                let m = scalar(v).ok_or_else(|| err(path, line(key), "field `model` must be a model id or path".into()))?;
                 model = Some(resolve(m, base));
             } else if scalar(v).is_none() {
-                return Err(err(path, format!("{}field `{key}` must be text", line(key))));
+                return Err(err(path, line(key), format!("field `{key}` must be text")));
             }
             continue;
         }
         if FORBIDDEN.contains(&key) {
-            return Err(err(path, format!("{}field `{key}` cannot be set in a scenario", line(key))));
+            return Err(err(path, line(key), format!("field `{key}` cannot be set in a scenario")));
         }
         if !known.iter().any(|k| k == key) {
             let refs: Vec<&str> = known.iter().map(String::as_str).collect();
             let close = crate::util::closest(key, &refs, 3);
             let hint = if close.is_empty() { String::new() } else { format!(" (did you mean {}?)", close.join(", ")) };
-            return Err(err(path, format!("{}unknown field `{key}`{hint}", line(key))));
+            return Err(err(path, line(key), format!("unknown field `{key}`{hint}")));
         }
         if skip.iter().any(|k| k == key) {
             continue;
@@ -99,47 +99,63 @@ pub fn to_argv_in(text: &str, path: &str, base: Option<&Path>, skip: &[String]) 
                 argv.push(flag);
                 for it in items {
                     let item =
-                        scalar(it).ok_or_else(|| err(path, format!("{}field `{key}`: list items must be numbers or text", line(key))))?;
+                        scalar(it).ok_or_else(|| err(path, line(key), format!("field `{key}`: list items must be numbers or text")))?;
                     argv.push(fix(item));
                 }
             }
             other => {
                 argv.push(flag);
-                argv.push(fix(scalar(other).ok_or_else(|| err(path, format!("{}field `{key}` must be a value or a list", line(key))))?));
+                argv.push(fix(scalar(other).ok_or_else(|| err(path, line(key), format!("field `{key}` must be a value or a list")))?));
             }
         }
     }
     let Some(model) = model else {
-        return Err(err(path, "field `model` is required (a catalog id such as Qwen/Qwen3-32B)".into()));
+        return Err(err(path, None, "field `model` is required (a catalog id such as Qwen/Qwen3-32B)".into()));
     };
     argv.insert(1, model);
     Ok(argv)
 }
 
-/// Point a message that names a `--flag` at the scenario key and its line.
-fn locate(msg: &str, text: &str, path: &str) -> String {
+/// Point an error whose message names a `--flag` at the scenario key and its line.
+fn locate(source: PlanError, text: &str, path: &str) -> PlanError {
+    let msg = source.to_string();
     let flag = msg
         .split(|c: char| c.is_whitespace() || c == '\'' || c == '`' || c == ':' || c == '<' || c == ',')
         .find(|w| w.starts_with("--") && w.len() > 2);
-    match flag {
-        Some(f) => {
-            let key = f.trim_start_matches('-').replace('-', "_");
-            match yaml::line_of_key(text, &key, 1) {
-                Some(l) => format!("--scenario {path}: line {l}: field `{key}`: {msg}"),
-                None => format!("--scenario {path}: {msg}"),
-            }
-        }
-        None => format!("--scenario {path}: {msg}"),
+    let key = flag.map(|f| f.trim_start_matches('-').replace('-', "_"));
+    let line = key.as_deref().and_then(|k| yaml::line_of_key(text, k, 1));
+    let key = key.filter(|_| line.is_some());
+    PlanError::Scenario { path: path.to_string(), key, line, source: Box::new(source) }
+}
+
+/// A scenario file turned into raw arguments, with what is needed to point later errors at
+/// the file and to say which of its values the command line replaced.
+pub struct Loaded {
+    pub raw: RawArgs,
+    text: String,
+    shown: String,
+    overridden: Vec<String>,
+}
+
+impl Loaded {
+    /// An error of the run the scenario describes, pointed at the key of the flag it names.
+    pub fn locate(&self, e: PlanError) -> PlanError {
+        locate(e, &self.text, &self.shown)
+    }
+
+    /// One warning per file value the command line replaced: nothing is changed silently.
+    pub fn override_warnings(&self) -> Vec<String> {
+        self.overridden.iter().map(|flag| format!("{flag} on the command line replaces the value in {}", self.shown)).collect()
     }
 }
 
-/// Build the command a scenario file describes. Flags given next to `--scenario` replace the
+/// Read a scenario file into raw arguments. Flags given next to `--scenario` replace the
 /// file's values for the same keys (a list flag replaces the whole list), `--device-file` adds
 /// to the file's profiles, and a model given on the command line replaces the file's `model`.
-pub fn build_from_file(path: &Path, cli: &RawArgs) -> Result<Command, PlanError> {
+pub fn load(path: &Path, cli: &RawArgs) -> Result<Loaded, PlanError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| err(&shown, format!("cannot read the file: {e}")))?;
-    let extra = cli.explicit_flags().map_err(|e| PlanError { usage: true, message: first_line(&e) })?;
+    let text = std::fs::read_to_string(path).map_err(|e| err(&shown, None, format!("cannot read the file: {e}")))?;
+    let extra = cli.explicit_flags().map_err(|e| PlanError::Args(first_line(&e)))?;
     // Keys the command line gives; `device_file` is repeatable and adds instead.
     let given: Vec<String> = extra
         .iter()
@@ -155,15 +171,8 @@ pub fn build_from_file(path: &Path, cli: &RawArgs) -> Result<Command, PlanError>
     }
     overridden.extend(given.iter().filter(|k| text_has_key(&text, k)).map(|k| format!("--{}", k.replace('_', "-"))));
     argv.extend(extra);
-    let raw = RawArgs::try_parse_from(&argv).map_err(|e| PlanError { usage: true, message: locate(&first_line(&e), &text, &shown) })?;
-    let mut cmd = build_checked(raw).map_err(|e| PlanError { usage: e.usage, message: locate(&e.message, &text, &shown) })?;
-    if let Command::Run(plan) = &mut cmd {
-        // Say which of the file's values the command line replaced: nothing is changed silently.
-        for flag in overridden {
-            plan.warnings.push(format!("{flag} on the command line replaces the value in {shown}"));
-        }
-    }
-    Ok(cmd)
+    let raw = RawArgs::try_parse_from(&argv).map_err(|e| locate(PlanError::Args(first_line(&e)), &text, &shown))?;
+    Ok(Loaded { raw, text, shown, overridden })
 }
 
 fn first_line(e: &clap::Error) -> String {
@@ -207,10 +216,14 @@ mod tests {
     #[test]
     fn errors_name_file_line_and_field() {
         let e = to_argv(&GOOD.replace("compile: true", "compile: true\ntpot_limit_ms: 3"), "s.yaml").unwrap_err();
-        assert!(e.message.contains("--scenario s.yaml: line 7: unknown field `tpot_limit_ms`"), "{}", e.message);
+        assert!(e.to_string().contains("--scenario s.yaml: line 7: unknown field `tpot_limit_ms`"), "{e}");
+        assert!(matches!(e, PlanError::ScenarioFile { line: Some(7), .. }), "{e:?}");
         let e = to_argv("num_devices: 8\n", "s.yaml").unwrap_err();
-        assert!(e.message.contains("field `model` is required"), "{}", e.message);
-        let m = locate("invalid value '-3' for '--tpot-limits <MS>': must be positive", GOOD, "s.yaml");
-        assert_eq!(m, "--scenario s.yaml: line 8: field `tpot_limits`: invalid value '-3' for '--tpot-limits <MS>': must be positive");
+        assert!(e.to_string().contains("field `model` is required"), "{e}");
+        let m = locate(PlanError::Args("invalid value '-3' for '--tpot-limits <MS>': must be positive".into()), GOOD, "s.yaml");
+        assert_eq!(
+            m.to_string(),
+            "--scenario s.yaml: line 8: field `tpot_limits`: invalid value '-3' for '--tpot-limits <MS>': must be positive"
+        );
     }
 }

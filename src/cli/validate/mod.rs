@@ -1,0 +1,106 @@
+//! Per-section validators: each checks one part of [`RawArgs`] and returns the matching piece
+//! of the [`super::Plan`]. [`super::plan::build_checked`] calls them in a fixed order, so that
+//! of several mistakes the first section's is reported.
+
+mod mode;
+mod model;
+mod output;
+mod quant;
+mod search;
+mod serving;
+mod sim;
+mod workload;
+
+pub(crate) use mode::{validate_device_grids, validate_mode};
+pub(crate) use model::{validate_devices, validate_model, validate_registry};
+pub(crate) use output::{validate_log_level, validate_output};
+pub(crate) use quant::{validate_compile, validate_quant};
+pub(crate) use search::validate_search;
+pub(crate) use serving::{validate_mtp, validate_serving, validate_speculative};
+pub(crate) use sim::{validate_engine, validate_performance_model, validate_sim};
+pub(crate) use workload::{validate_slo, validate_workload};
+
+/// Notes for stderr, in the order the sections produce them.
+#[derive(Debug, Default)]
+pub(crate) struct Warnings(Vec<String>);
+
+impl Warnings {
+    pub(crate) fn push(&mut self, warning: impl Into<String>) {
+        self.0.push(warning.into());
+    }
+
+    pub(crate) fn into_vec(self) -> Vec<String> {
+        self.0
+    }
+}
+
+/// `v` without repeated values, first occurrences kept in order.
+pub(crate) fn dedup(v: &[u32]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for &x in v {
+        if !out.contains(&x) {
+            out.push(x);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::args::RawArgs;
+    use crate::cli::plan::build_checked;
+    use crate::error::{Error, ErrorKind};
+    use clap::Parser;
+
+    const BASE: &[&str] = &["t", "Qwen/Qwen3-32B", "--num-devices", "8", "--input-length", "3500", "--output-length", "1500"];
+
+    fn reject(extra: &[&str]) -> Error {
+        let argv: Vec<&str> = BASE.iter().chain(extra).copied().collect();
+        build_checked(RawArgs::try_parse_from(argv).unwrap()).map(|_| ()).unwrap_err()
+    }
+
+    #[test]
+    fn out_of_range_values_name_field_value_and_limit() {
+        // Fails if validate_output stops checking MAX_JOBS or names another flag.
+        let e = reject(&["--jobs", "2000"]);
+        assert_eq!(e, Error::invalid("--jobs", 2000, "at most 1024"));
+        assert_eq!(e.kind(), ErrorKind::Usage);
+        // Fails if validate_serving drops the negative check on --reserved-memory-gb.
+        assert_eq!(reject(&["--reserved-memory-gb", "-1"]).field(), Some("--reserved-memory-gb"));
+    }
+
+    #[test]
+    fn bad_choices_carry_the_choices() {
+        // Fails if validate_engine maps the parse error to a message instead of Error::Choice.
+        match reject(&["--engine", "fast"]) {
+            Error::Choice { field, source } => {
+                assert_eq!(field, "--engine");
+                assert_eq!(source.value, "fast");
+                assert_eq!(source.choices, "analytic, sim, compare");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn conflicts_and_dependencies_name_both_flags() {
+        // Fails if validate_mode stops refusing --disagg with P/D ratio planning.
+        match reject(&["--disagg", "--enable-optimize-prefill-decode-ratio", "--tpot-limits", "50"]) {
+            Error::Conflict { field, other, .. } => {
+                assert_eq!((field.as_str(), other.as_str()), ("--enable-optimize-prefill-decode-ratio", "--disagg"))
+            }
+            other => panic!("{other:?}"),
+        }
+        // Fails if validate_sim accepts --prefix-groups alone.
+        match reject(&["--prefix-groups", "4"]) {
+            Error::Requires { field, needs, .. } => assert_eq!((field.as_str(), needs.as_str()), ("--prefix-groups", "--prefix-length")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_device_is_the_device_error() {
+        // Fails if validate_devices stringifies the registry's error instead of wrapping it.
+        assert!(matches!(reject(&["--device", "NOPE"]), Error::Device(crate::hardware::DeviceError::Unknown { .. })));
+    }
+}

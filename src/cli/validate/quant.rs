@@ -1,0 +1,59 @@
+//! Quantization actions and graph-compilation options.
+
+use super::Warnings;
+use crate::cli::args::RawArgs;
+use crate::cost::CompileOptions;
+use crate::error::Error;
+use crate::quant::{KvQuant, LinearQuant, NamedEnum, QuantConfig};
+
+/// `--quantize-*-action` and `--mxfp4-group-size`.
+pub(crate) fn validate_quant(raw: &RawArgs, warnings: &mut Warnings) -> Result<QuantConfig, Error> {
+    let parse_q = |flag: &str, v: &Option<String>| -> Result<Option<LinearQuant>, Error> {
+        v.as_deref().map(|s| LinearQuant::parse_choice(s).map_err(|e| Error::choice(flag, e))).transpose()
+    };
+    let linear = parse_q("--quantize-linear-action", &raw.quantize_linear_action)?.unwrap_or(LinearQuant::W8A8Dynamic);
+    let non_expert = parse_q("--quantize-non-expert-linear-action", &raw.quantize_non_expert_linear_action)?;
+    let kv = raw
+        .quantize_attention_action
+        .as_deref()
+        .map(|s| KvQuant::parse_choice(s).map_err(|e| Error::choice("--quantize-attention-action", e)))
+        .transpose()?
+        .unwrap_or(KvQuant::Disabled);
+    let mxfp4_group_size = raw.mxfp4_group_size.unwrap_or(32);
+    if raw.mxfp4_group_size.is_some() && linear != LinearQuant::Mxfp4 && non_expert != Some(LinearQuant::Mxfp4) {
+        warnings.push(format!("--mxfp4-group-size {mxfp4_group_size} has no effect without MXFP4 quantization"));
+    }
+    Ok(QuantConfig { linear, non_expert, kv, mxfp4_group_size })
+}
+
+/// `--compile`, `--compilation-config` and `--compile-allow-graph-break`.
+pub(crate) fn validate_compile(raw: &RawArgs, warnings: &mut Warnings) -> Result<CompileOptions, Error> {
+    let mut compile = CompileOptions { enabled: raw.compile, ..Default::default() };
+    if let Some(opts) = &raw.compilation_config {
+        const CHOICES: [&str; 4] =
+            ["enable_multistream", "enable_sequence_parallel", "enable_matmul_allreduce", "enable_dispatch_ffn_combine"];
+        for o in opts {
+            let n = o.trim().replace('-', "_").to_lowercase();
+            match n.as_str() {
+                "enable_multistream" => compile.multistream = true,
+                "enable_sequence_parallel" => compile.sequence_parallel = true,
+                "enable_matmul_allreduce" => compile.matmul_allreduce = true,
+                "enable_dispatch_ffn_combine" => compile.dispatch_ffn_combine = true,
+                _ => {
+                    return Err(Error::rejected(
+                        "--compilation-config",
+                        o,
+                        format!("--compilation-config `{o}` is not one of {}", CHOICES.join(", ")),
+                    ))
+                }
+            }
+        }
+        if !raw.compile {
+            warnings.push("--compilation-config options only apply with --compile; they are ignored");
+        }
+    }
+    if raw.compile_allow_graph_break && !raw.compile {
+        warnings.push("--compile-allow-graph-break has no effect without --compile");
+    }
+    Ok(compile)
+}

@@ -1,0 +1,160 @@
+//! The engine, the simulator's options and the performance model.
+
+use super::Warnings;
+use crate::cli::args::RawArgs;
+use crate::error::Error;
+use crate::plan::{EngineKind, SimOptions};
+use crate::quant::NamedEnum;
+use crate::sim::Percentile;
+use crate::workload::arrival::{ArrivalProcess, SharedPrefix, Trace};
+use crate::workload::Lengths;
+use std::path::Path;
+
+/// `--engine` (the simulator when not given).
+pub(crate) fn validate_engine(raw: &RawArgs) -> Result<EngineKind, Error> {
+    match raw.engine.as_deref() {
+        None => Ok(EngineKind::Sim),
+        Some(e) => EngineKind::parse_choice(e).map_err(|m| Error::choice("--engine", m)),
+    }
+}
+
+/// Flags only the simulator reads, as given.
+fn sim_flags(raw: &RawArgs) -> Vec<&'static str> {
+    [
+        (raw.arrival.is_some(), "--arrival"),
+        (raw.request_rate.is_some(), "--request-rate"),
+        (raw.burstiness.is_some(), "--burstiness"),
+        (raw.num_requests.is_some(), "--num-requests"),
+        (raw.max_concurrency.is_some(), "--max-concurrency"),
+        (raw.max_num_seqs.is_some(), "--max-num-seqs"),
+        (raw.no_chunked_prefill, "--no-chunked-prefill"),
+        (raw.slo_percentile.is_some(), "--slo-percentile"),
+        (raw.prefix_groups.is_some(), "--prefix-groups"),
+        (raw.prefix_length.is_some(), "--prefix-length"),
+        (raw.pd_routing.is_some(), "--pd-routing"),
+    ]
+    .iter()
+    .filter(|(given, _)| *given)
+    .map(|(_, f)| *f)
+    .collect()
+}
+
+/// Simulator options; flags that only the simulator reads are refused with the analytic engine.
+pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, warnings: &mut Warnings) -> Result<SimOptions, Error> {
+    let given = sim_flags(raw);
+    if engine == EngineKind::Analytic && !given.is_empty() {
+        return Err(Error::conflict(
+            &given.join(", "),
+            "--engine analytic",
+            format!("{} only apply to the simulator; drop them or use --engine sim (or compare)", given.join(", ")),
+        ));
+    }
+    let arrival = arrival(raw)?;
+    if raw.request_rate.is_some() && !matches!(arrival, ArrivalProcess::Poisson { .. } | ArrivalProcess::Gamma { .. }) {
+        warnings.push("--request-rate only applies to --arrival poisson or gamma; it is ignored");
+    }
+    if raw.burstiness.is_some() && !matches!(arrival, ArrivalProcess::Gamma { .. }) {
+        warnings.push("--burstiness only applies to --arrival gamma; it is ignored");
+    }
+    if (raw.num_requests.is_some() || raw.max_concurrency.is_some()) && !arrival.is_open() {
+        warnings.push("--num-requests / --max-concurrency apply to open-loop arrivals (poisson, gamma, trace); they are ignored");
+    }
+    let slo_percentile = match raw.slo_percentile.as_deref() {
+        None => Percentile::Mean,
+        Some(p) => Percentile::parse_choice(p).map_err(|e| Error::choice("--slo-percentile", e))?,
+    };
+    let shared_prefix = match (raw.prefix_groups, raw.prefix_length) {
+        (None, None) => None,
+        (Some(g), Some(l)) => Some(SharedPrefix { groups: g, length: l as u64 }),
+        _ => {
+            return Err(Error::requires("--prefix-groups", "--prefix-length", "--prefix-groups and --prefix-length must be given together"))
+        }
+    };
+    let chunked_prefill = !raw.no_chunked_prefill;
+    let budgets = raw.max_batched_tokens.as_ref().or(raw.max_prefill_tokens.as_ref());
+    if let (false, Some(b)) = (chunked_prefill, budgets) {
+        let longest = input.max_effective(0.0);
+        if let Some(&small) = b.iter().find(|&&x| (x as u64) < longest) {
+            return Err(Error::conflict("--no-chunked-prefill", "--max-batched-tokens", format!(
+                "--no-chunked-prefill with --max-batched-tokens {small}: prompts of up to {longest} tokens cannot be scheduled whole; raise the budget or allow chunked prefill"
+            )));
+        }
+    }
+    Ok(SimOptions {
+        arrival,
+        num_requests: raw.num_requests.map(u64::from),
+        max_concurrency: raw.max_concurrency.map(u64::from),
+        max_num_seqs: raw.max_num_seqs.map(u64::from),
+        chunked_prefill,
+        slo_percentile,
+        shared_prefix,
+        routing: match raw.pd_routing.as_deref() {
+            None => crate::sim::Routing::LeastLoaded,
+            Some(r) => crate::sim::Routing::parse_choice(r).map_err(|e| Error::choice("--pd-routing", e))?,
+        },
+    })
+}
+
+/// `--arrival` with `--request-rate` and `--burstiness`.
+fn arrival(raw: &RawArgs) -> Result<ArrivalProcess, Error> {
+    let rate = |name: &str| -> Result<f64, Error> {
+        match raw.request_rate {
+            None => {
+                Err(Error::requires("--arrival", "--request-rate", format!("--arrival {name} needs --request-rate (requests per second)")))
+            }
+            Some(r) if r <= 0.0 || r > 1e6 => Err(Error::invalid("--request-rate", r, "must be a positive rate up to 1000000 req/s")),
+            Some(r) => Ok(r),
+        }
+    };
+    let Some(v) = raw.arrival.as_deref() else { return Ok(ArrivalProcess::Closed) };
+    let kind = v[0].to_lowercase();
+    if kind != "trace" && v.len() > 1 {
+        return Err(Error::invalid("--arrival", v.join(" "), "only `trace` takes a FILE"));
+    }
+    Ok(match kind.as_str() {
+        "closed" => ArrivalProcess::Closed,
+        "burst" => ArrivalProcess::Burst,
+        "poisson" => ArrivalProcess::Poisson { rate: rate("poisson")? },
+        "gamma" => {
+            let b = raw.burstiness.unwrap_or(1.0);
+            if b <= 0.0 || b > 1000.0 {
+                return Err(Error::invalid("--burstiness", b, "must be positive (1 = Poisson, below 1 = burstier), at most 1000"));
+            }
+            ArrivalProcess::Gamma { rate: rate("gamma")?, burstiness: b }
+        }
+        "trace" => {
+            let Some(f) = v.get(1) else {
+                return Err(Error::missing(
+                    "--arrival",
+                    "--arrival trace needs a FILE (CSV or JSON Lines of arrival_s, input_tokens, output_tokens)",
+                ));
+            };
+            ArrivalProcess::Trace(Trace::load(Path::new(f))?)
+        }
+        other => {
+            return Err(Error::rejected(
+                "--arrival",
+                other,
+                format!("--arrival `{other}` is not one of closed, burst, poisson, gamma, trace FILE"),
+            ))
+        }
+    })
+}
+
+/// `--performance-model`: only the analytic (roofline) model is built in.
+pub(crate) fn validate_performance_model(raw: &RawArgs) -> Result<(), Error> {
+    match raw.performance_model.as_deref().map(str::to_lowercase).as_deref() {
+        None | Some("analytic") => Ok(()),
+        Some("profiling") => {
+            if raw.profiling_database_path.is_none() {
+                return Err(Error::requires(
+                    "--performance-model",
+                    "--profiling-database-path",
+                    "--performance-model profiling requires --profiling-database-path DIR",
+                ));
+            }
+            Err(Error::rejected("--performance-model", "profiling", "--performance-model profiling: measured operator databases are not supported by this build; use --performance-model analytic"))
+        }
+        Some(o) => Err(Error::invalid("--performance-model", o, "not one of analytic, profiling")),
+    }
+}

@@ -1,0 +1,181 @@
+//! Prompt and output lengths, prefix caching, images and the latency limits.
+
+use super::Warnings;
+use crate::cli::args::RawArgs;
+use crate::error::Error;
+use crate::model::ModelArch;
+use crate::plan::{ImageSpec, Slo, Workload};
+use crate::workload::arrival::Trace;
+use crate::workload::{LengthDistribution, Lengths, MAX_LENGTH};
+use std::path::Path;
+
+fn parse_length(flag: &str, raw: &str) -> Result<Option<u64>, Error> {
+    let t = raw.trim();
+    match t.parse::<i128>() {
+        Ok(v) if v <= 0 => Err(Error::invalid(flag, raw, format!("must be a positive number of tokens (1 to {MAX_LENGTH})"))),
+        Ok(v) if v > MAX_LENGTH as i128 => Err(Error::invalid(flag, raw, format!("too large; at most {MAX_LENGTH} tokens are modelled"))),
+        Ok(v) => Ok(Some(v as u64)),
+        Err(_) => {
+            if t.parse::<f64>().is_ok() {
+                return Err(Error::invalid(flag, raw, format!("must be a whole number of tokens (1 to {MAX_LENGTH})")));
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// Lengths, prefix-cache hit rate and images.
+pub(crate) fn validate_workload(raw: &RawArgs, model: &ModelArch, warnings: &mut Warnings) -> Result<Workload, Error> {
+    let hit = raw.prefix_cache_hit_rate.unwrap_or(0.0);
+    if !(0.0..1.0).contains(&hit) {
+        return Err(Error::rejected(
+            "--prefix-cache-hit-rate",
+            hit,
+            format!("--prefix-cache-hit-rate {hit} is not in the valid range [0, 1)"),
+        ));
+    }
+    let trace_means = trace_means(raw, warnings)?;
+    let input = input_lengths(raw, trace_means)?;
+    let output_bins_mean = match &input {
+        Lengths::Distribution(d) => d.output_mean(),
+        Lengths::Fixed(_) => None,
+    };
+    let output = output_lengths(raw, trace_means, output_bins_mean, warnings)?;
+    let (input_label, output_label) = match (trace_means, output_bins_mean) {
+        (Some((mi, mo)), _) => (format!("from the trace (mean {mi})"), format!("from the trace (mean {mo})")),
+        (None, Some(m)) => (input.describe(), format!("from the distribution's output_bins (mean {m})")),
+        (None, None) => (input.describe(), output.describe()),
+    };
+    if let (Lengths::Fixed(i), Lengths::Fixed(o), Some(maxpos)) = (&input, &output, model.max_position_embeddings) {
+        if i + o > maxpos {
+            warnings.push(format!(
+                "input {i} + output {o} tokens exceed the model's max_position_embeddings ({maxpos}); results extrapolate beyond its context window"
+            ));
+        }
+    }
+    let images = validate_images(raw, model, warnings)?;
+    Ok(Workload { input, output, prefix_cache_hit_rate: hit, images, input_label, output_label })
+}
+
+/// With `--arrival trace FILE`, the trace's mean (input, output) lengths: a trace gives every
+/// request's lengths, its means size the budgets and the formulas.
+fn trace_means(raw: &RawArgs, warnings: &mut Warnings) -> Result<Option<(u64, u64)>, Error> {
+    let trace_means = match raw.arrival.as_deref() {
+        Some([kind, file]) if kind.eq_ignore_ascii_case("trace") => {
+            let t = Trace::load(Path::new(file))?;
+            Some(t.mean_lengths())
+        }
+        _ => None,
+    };
+    if let Some((mi, mo)) = trace_means {
+        for (given, flag, mean) in [
+            (raw.input_length.is_some() || raw.length_distribution.is_some(), "--input-length/--length-distribution", mi),
+            (raw.output_length.is_some(), "--output-length", mo),
+        ] {
+            if given {
+                warnings
+                    .push(format!("{flag} is not used with --arrival trace: the trace gives every request's lengths (mean {mean} tokens)"));
+            }
+        }
+    }
+    Ok(trace_means)
+}
+
+fn input_lengths(raw: &RawArgs, trace_means: Option<(u64, u64)>) -> Result<Lengths, Error> {
+    Ok(match (&raw.input_length, &raw.length_distribution, trace_means) {
+        (_, _, Some((mi, _))) => Lengths::Fixed(mi),
+        (Some(_), Some(_), None) => return Err(Error::conflict(
+            "--input-length",
+            "--length-distribution",
+            "give either --input-length or --length-distribution, not both (a distribution file can also be passed as --input-length FILE)",
+        )),
+        (None, None, None) => {
+            return Err(Error::missing(
+                "--input-length",
+                "--input-length is required: a number of tokens or a length-distribution YAML file",
+            ))
+        }
+        (None, Some(f), None) if f.is_empty() => Lengths::Distribution(LengthDistribution::builtin()),
+        (None, Some(f), None) => Lengths::Distribution(LengthDistribution::load(Path::new(f), "--length-distribution")?),
+        (Some(v), None, None) => match parse_length("--input-length", v)? {
+            Some(n) => Lengths::Fixed(n),
+            None => {
+                let p = Path::new(v);
+                if !p.is_file() {
+                    return Err(Error::invalid(
+                        "--input-length",
+                        v,
+                        "neither a positive number of tokens nor an existing length-distribution file",
+                    ));
+                }
+                Lengths::Distribution(LengthDistribution::load(p, "--input-length")?)
+            }
+        },
+    })
+}
+
+fn output_lengths(
+    raw: &RawArgs,
+    trace_means: Option<(u64, u64)>,
+    output_bins_mean: Option<u64>,
+    warnings: &mut Warnings,
+) -> Result<Lengths, Error> {
+    Ok(match (&raw.output_length, trace_means, output_bins_mean) {
+        (_, Some((_, mo)), _) => Lengths::Fixed(mo),
+        (given, None, Some(m)) => {
+            if let Some(v) = given {
+                warnings.push(format!(
+                    "--output-length {v} is not used: the length distribution gives output lengths (output_bins, mean {m} tokens)"
+                ));
+            }
+            Lengths::Fixed(m)
+        }
+        (None, None, None) => {
+            return Err(Error::missing("--output-length", "--output-length is required: the number of generated tokens per request"))
+        }
+        (Some(v), None, None) => match parse_length("--output-length", v)? {
+            Some(n) => Lengths::Fixed(n),
+            None => return Err(Error::invalid("--output-length", v, format!("must be a positive number of tokens (1 to {MAX_LENGTH})"))),
+        },
+    })
+}
+
+fn validate_images(raw: &RawArgs, model: &ModelArch, warnings: &mut Warnings) -> Result<Option<ImageSpec>, Error> {
+    Ok(match (raw.image_height, raw.image_width) {
+        (None, None) => {
+            if raw.image_batch_size.is_some() {
+                warnings.push("--image-batch-size is ignored without --image-height and --image-width");
+            }
+            None
+        }
+        (Some(h), Some(w)) => {
+            if model.vision.is_none() {
+                warnings.push(format!("--image-height/--image-width are ignored: {} has no vision tower", model.id));
+                None
+            } else {
+                if h > 16384 || w > 16384 {
+                    return Err(Error::rejected(
+                        "--image-height",
+                        h,
+                        format!("--image-height {h} / --image-width {w}: at most 16384 pixels per side"),
+                    ));
+                }
+                Some(ImageSpec { height: h, width: w, per_request: raw.image_batch_size.unwrap_or(1) })
+            }
+        }
+        (h, w) => {
+            let (given, missing) = match (h, w) {
+                (Some(h), _) => (format!("--image-height {h}"), "--image-width"),
+                (_, Some(w)) => (format!("--image-width {w}"), "--image-height"),
+                _ => unreachable!(),
+            };
+            let field = if h.is_some() { "--image-height" } else { "--image-width" };
+            return Err(Error::requires(field, missing, format!("{given} needs {missing} too: image sizes are given together")));
+        }
+    })
+}
+
+/// Latency limits: clap already checked each value.
+pub(crate) fn validate_slo(raw: &RawArgs) -> Slo {
+    Slo { ttft_ms: raw.ttft_limits, tpot_ms: raw.tpot_limits }
+}
