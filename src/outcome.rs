@@ -106,7 +106,7 @@ pub struct Row {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sim: Option<SimSummary>,
     /// Why the simulation could not run, if it could not.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "sim_error_message", skip_deserializing)]
     pub sim_error: Option<crate::sim::SimError>,
     /// The analytic engine's figures at the same batch size (`--engine compare`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -284,7 +284,7 @@ pub struct PdSplitEval {
     pub slo_met: bool,
     /// See [`PdSimulated::steady`].
     pub steady: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "sim_error_message", skip_deserializing)]
     pub error: Option<crate::sim::SimError>,
 }
 
@@ -307,7 +307,7 @@ pub struct PdVerification {
     /// The simulated system, or why it could not run (`simulation_error`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simulated: Option<PdSimulated>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "sim_error_message", skip_deserializing)]
     pub simulation_error: Option<crate::sim::SimError>,
     /// The highest arrival rate at which the split still meets the SLO (the balanced rate
     /// itself when it does; none when even a small fraction of it fails).
@@ -431,5 +431,15 @@ impl Report {
             self.devices.iter().filter_map(|d| d.phases.iter().find(|p| p.phase == phase).and_then(|p| p.best.first().cloned())).collect();
         v.sort_by(|a, b| b.throughput.total_cmp(&a.throughput));
         v
+    }
+}
+
+/// A simulation failure is kept typed in memory (its kind decides the stop reason) and written
+/// as its message in JSON, so that schema version 1 keeps its string fields. Reading a report
+/// back leaves these fields empty.
+fn sim_error_message<S: serde::Serializer>(e: &Option<crate::sim::SimError>, s: S) -> Result<S::Ok, S::Error> {
+    match e {
+        Some(e) => s.serialize_str(&e.to_string()),
+        None => s.serialize_none(),
     }
 }

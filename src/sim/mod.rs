@@ -222,10 +222,9 @@ impl RequestState {
     }
 }
 
-/// Why a simulation could not run to completion. It travels to the report as this value (JSON:
-/// an object tagged by `kind`), so a step limit is never mistaken for a latency limit.
-#[derive(Debug, Clone, PartialEq, thiserror::Error, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+/// Why a simulation could not run to completion. It travels to the outcome as this value, so a
+/// step limit is never mistaken for a latency limit.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SimError {
     #[error("the KV cache holds {capacity} blocks of {block_size} tokens, but one request needs {needed} ({tokens} tokens)")]
     KvTooSmall { needed: u64, capacity: u64, block_size: u64, tokens: u64 },
