@@ -1,11 +1,14 @@
 //! throughput-optimizer: which LLM-serving deployment gets the most tokens per second out of
 //! a set of accelerators under TTFT/TPOT SLOs.
 //!
-//! Data flows one way: [`model`] (what the network computes) → [`hardware`] (what the device
-//! can do) → [`cost`] (what one step of a batch costs) → engines ([`analytic`] closed-form
-//! formulas; the discrete-event simulator) → [`search`] (which candidate wins) → [`report`].
-//! [`cli`] turns arguments into an immutable, validated [`cli::Plan`] that every later stage
-//! trusts.
+//! Layers only look down (checked by `tests/it/layers.rs`): [`units`], [`util`] → [`yaml`] →
+//! [`model`] (what the network computes), [`hardware`] (what the device can do) → [`quant`] →
+//! [`cost`] (what one step of a batch costs) → [`workload`] (lengths, arrivals) → the engines,
+//! [`sim`] (the discrete-event simulator) and [`analytic`] (the original tool's closed-form
+//! formulas), which never see the command line → [`plan`] (the validated request) →
+//! [`outcome`] (the result model) → [`search`] (which candidate wins; builds each engine's
+//! configuration from the plan) → [`report`] (rendering only) → [`error`] → [`cli`] (arguments
+//! and scenario files validated into a [`plan::Plan`]) → [`interactive`].
 
 pub mod analytic;
 pub mod cli;

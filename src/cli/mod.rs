@@ -1,8 +1,10 @@
-//! From the command line to an immutable, validated [`Plan`].
+//! From the command line (or a scenario file) to an immutable, validated [`Plan`].
 //!
-//! [`args::RawArgs`] is what clap parsed; [`plan::build`] checks every rule (each failure is a
-//! [`PlanError`] naming the flag, the value and what is allowed) and resolves models, device
-//! profiles and length files. Nothing after this module re-validates user input.
+//! [`args::RawArgs`] is what clap parsed; [`scenario`] turns a scenario file into the same raw
+//! arguments; [`build`] runs the per-section validators (`validate`, private) through
+//! [`plan::build_checked`]: each failure is a typed [`PlanError`] naming the flag, the value and
+//! what is allowed, and models, device profiles and length files are resolved. Nothing after
+//! this module re-validates user input.
 
 pub mod args;
 pub mod plan;

@@ -1,5 +1,5 @@
 //! Validation of [`RawArgs`] into a [`Plan`] (or one of the listing commands); the rules of
-//! each section live in [`super::validate`].
+//! each section live in the private `validate` module next to this one.
 
 use super::args::RawArgs;
 use super::validate::{self as v, Warnings};
@@ -22,7 +22,7 @@ pub enum Command {
 
 /// Validate arguments that do not name a scenario: one validator per section of the plan, in a
 /// fixed order (of several mistakes, the earliest section's is reported).
-pub(crate) fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
+pub fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
     let mut warnings = Warnings::default();
     // Device profiles first: --list-devices shows custom ones too.
     let registry = v::validate_registry(&raw)?;
