@@ -269,8 +269,11 @@ pub struct RawArgs {
     /// Gamma arrival shape: 1 = Poisson, below 1 = burstier. [default: 1]
     #[arg(long, value_parser = finite_f64, value_name = "SHAPE", help_heading = "Simulator")]
     pub burstiness: Option<f64>,
-    /// Requests per open-loop simulation. [default: 1000; a P/D verification: enough for four
-    /// planned request lifetimes of arrivals, 600 to 20000]
+    /// Requests per open-loop simulation. With the closed loop: run as a serving benchmark
+    /// does (`vllm bench serve --num-prompts N`): the concurrency starts at t = 0, a new request
+    /// as each finishes until N were sent, statistics over all N. [default: 1000 open loop;
+    /// closed loop: the steady state; a P/D verification: enough for four planned request
+    /// lifetimes of arrivals, 600 to 20000]
     #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "Simulator")]
     pub num_requests: Option<u32>,
     /// Open loop: at most this many requests in flight (client side). [default: unlimited]

@@ -314,6 +314,9 @@ fn sim_block(plan: &Plan, r: &Row) -> String {
         sm.measured_requests,
         sm.window_s,
         match (&plan.sim.arrival, sm.converged) {
+            (crate::workload::arrival::ArrivalProcess::Closed, _) if plan.sim.num_requests.is_some() => {
+                " (benchmark run: every request sent, the first wave included, over the whole run)"
+            }
             (crate::workload::arrival::ArrivalProcess::Closed, true) => " (steady state: doubling the window moved throughput < 1 %)",
             (crate::workload::arrival::ArrivalProcess::Closed, false) => " (NOT converged within the window limit)",
             (crate::workload::arrival::ArrivalProcess::Burst, _) => " (one pass from t = 0)",

@@ -55,6 +55,7 @@ fn case() -> impl Strategy<Value = Case> {
                         instances: if arr == 2 { 2 } else { 1 },
                         role: Role::Mixed,
                         run: RunParams {
+                            closed_requests: None,
                             concurrency: conc,
                             num_requests: 40,
                             max_concurrency: None,

@@ -17,6 +17,8 @@ pub enum Stream {
     OutputLengths = 3,
     PrefixGroups = 4,
     MtpAcceptance = 5,
+    /// When a benchmark client's requests reach the server (see `sim::CLIENT_JITTER_NS`).
+    ClientJitter = 6,
 }
 
 pub fn rng(seed: u64, stream: Stream) -> ChaCha8Rng {

@@ -767,3 +767,21 @@ fn lengths_come_from_the_trace_or_the_output_bins_and_say_so() {
     assert!(q.workload.output_label.starts_with("from the distribution's output_bins (mean "), "{}", q.workload.output_label);
     assert_ne!(q.workload.output, throughput_optimizer::workload::Lengths::Fixed(512));
 }
+
+// ---- benchmark-faithful closed loop ----
+
+#[test]
+fn closed_loop_with_num_requests_is_a_benchmark_run() {
+    // 8 clients, 80 requests: every request is measured, the first wave included, so the mean
+    // TTFT is above the steady state's (which leaves the first wave out).
+    let base = ["Qwen/Qwen3-8B", "--device", "TEST_DEVICE", "--num-devices", "1", "--input-length", "4000", "--output-length", "64"];
+    let fixed = args(&base, &["--batch-range", "8", "8"]);
+    let steady = run_json(&fixed);
+    let bench = run_json(&args(&fixed, &["--num-requests", "80"]));
+    let row = |r: &serde_json::Value| array(&phase(r, 0, "aggregated")["rows"], "rows")[0].clone();
+    assert_eq!(num(&row(&bench)["sim"]["measured_requests"], "measured_requests"), 80.0);
+    let (t_bench, t_steady) = (num(&row(&bench)["ttft_ms"], "ttft_ms"), num(&row(&steady)["ttft_ms"], "ttft_ms"));
+    assert!(t_bench > t_steady, "the first wave queues behind itself: {t_bench} vs {t_steady}");
+    let text = run_ok(&args(&base, &["--batch-range", "8", "8", "--num-requests", "80"]));
+    assert!(text.contains("80 requests measured") && text.contains("benchmark run"), "{text}");
+}

@@ -56,8 +56,13 @@ pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, w
     if raw.burstiness.is_some() && !matches!(arrival, ArrivalProcess::Gamma { .. }) {
         warnings.push("--burstiness only applies to --arrival gamma; it is ignored");
     }
-    if (raw.num_requests.is_some() || raw.max_concurrency.is_some()) && !arrival.is_open() {
-        warnings.push("--num-requests / --max-concurrency apply to open-loop arrivals (poisson, gamma, trace); they are ignored");
+    // With a closed loop, --num-requests makes the run a benchmark client's: every request
+    // counted, the first wave included.
+    if raw.num_requests.is_some() && matches!(arrival, ArrivalProcess::Burst) {
+        warnings.push("--num-requests applies to closed and open-loop arrivals; with --arrival burst it is ignored");
+    }
+    if raw.max_concurrency.is_some() && !arrival.is_open() {
+        warnings.push("--max-concurrency applies to open-loop arrivals (poisson, gamma, trace); it is ignored");
     }
     let slo_percentile = match raw.slo_percentile.as_deref() {
         None => Percentile::Mean,

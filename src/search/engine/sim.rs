@@ -109,6 +109,12 @@ pub fn sim_config(ctx: &CandidateCtx, batch: u32, budget: u64) -> (SimConfig, Re
         run: RunParams {
             concurrency: batch as u64,
             num_requests: so.num_requests.unwrap_or(1000),
+            // A closed loop with --num-requests runs as a benchmark client does; the search
+            // simulates one replica, which receives its share of the requests.
+            closed_requests: match (&so.arrival, so.num_requests) {
+                (ArrivalProcess::Closed, Some(n)) => Some(n.div_ceil(ctx.cand.parallel.dp as u64).max(1)),
+                _ => None,
+            },
             max_concurrency: so.max_concurrency,
             ttft_limit_ms: ttft_limit,
             tpot_limit_ms: tpot_limit,
