@@ -258,12 +258,14 @@ pub struct RawArgs {
 
     // ---- Simulator ----
     /// Request arrivals: closed (the candidate's concurrency kept in flight, steady state),
-    /// burst (all requests at t=0, one pass), poisson, gamma (need --request-rate), or
+    /// burst (all requests at t=0, one pass), poisson, constant (fixed gaps), gamma (need
+    /// --request-rate), or
     /// `trace FILE` (CSV or JSON Lines of arrival_s, input_tokens, output_tokens). [default:
     /// closed]
     #[arg(long, num_args = 1..=2, value_name = "PROCESS [FILE]", help_heading = "Simulator")]
     pub arrival: Option<Vec<String>>,
-    /// Mean request rate for poisson/gamma arrivals, requests per second over all replicas.
+    /// Mean request rate for poisson/constant/gamma arrivals, requests per second over all
+    /// replicas.
     #[arg(long, value_parser = finite_f64, value_name = "REQ/S", help_heading = "Simulator")]
     pub request_rate: Option<f64>,
     /// Gamma arrival shape: 1 = Poisson, below 1 = burstier. [default: 1]

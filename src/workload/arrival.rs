@@ -36,6 +36,9 @@ pub enum ArrivalProcess {
     Burst,
     /// Exponential inter-arrival times at `rate` req/s.
     Poisson { rate: f64 },
+    /// Fixed inter-arrival times of 1/rate (the fixed-rate profile of benchmark clients such
+    /// as guidellm's `constant`).
+    Constant { rate: f64 },
     /// Gamma inter-arrival times with mean 1/rate and shape `burstiness` (1 = Poisson;
     /// smaller = burstier).
     Gamma { rate: f64, burstiness: f64 },
@@ -49,12 +52,16 @@ impl ArrivalProcess {
             ArrivalProcess::Closed => "closed",
             ArrivalProcess::Burst => "burst",
             ArrivalProcess::Poisson { .. } => "poisson",
+            ArrivalProcess::Constant { .. } => "constant",
             ArrivalProcess::Gamma { .. } => "gamma",
             ArrivalProcess::Trace(_) => "trace",
         }
     }
     pub fn is_open(&self) -> bool {
-        matches!(self, ArrivalProcess::Poisson { .. } | ArrivalProcess::Gamma { .. } | ArrivalProcess::Trace(_))
+        matches!(
+            self,
+            ArrivalProcess::Poisson { .. } | ArrivalProcess::Constant { .. } | ArrivalProcess::Gamma { .. } | ArrivalProcess::Trace(_)
+        )
     }
 }
 
@@ -227,6 +234,8 @@ pub struct RequestFactory {
     output_rng: ChaCha8Rng,
     group_rng: ChaCha8Rng,
     next_arrival_ns: u64,
+    /// Open-loop requests made so far (the constant process places the k-th at k / rate).
+    issued_open: u64,
     trace_pos: usize,
 }
 
@@ -242,6 +251,7 @@ impl RequestFactory {
             output_rng: rng(seed, Stream::OutputLengths),
             group_rng: rng(seed, Stream::PrefixGroups),
             next_arrival_ns: 0,
+            issued_open: 0,
             trace_pos: 0,
         }
     }
@@ -296,6 +306,12 @@ impl RequestFactory {
                 self.next_arrival_ns = at + (gap * 1e9).round() as u64;
                 Some(self.make(at))
             }
+            ArrivalProcess::Constant { rate } => {
+                // The k-th arrival at round(k / rate): no drift from summing rounded gaps.
+                self.issued_open += 1;
+                self.next_arrival_ns = (self.issued_open as f64 / rate * 1e9).round() as u64;
+                Some(self.make(at))
+            }
             ArrivalProcess::Gamma { rate, burstiness } => {
                 let g = Gamma::new(burstiness, 1.0 / (rate * burstiness)).expect("validated parameters");
                 self.next_arrival_ns = at + (g.sample(&mut self.arrivals) * 1e9).round() as u64;
@@ -322,6 +338,7 @@ impl ArrivalProcess {
     pub fn describe(&self) -> String {
         match self {
             ArrivalProcess::Poisson { rate } => format!("poisson at {rate} req/s"),
+            ArrivalProcess::Constant { rate } => format!("constant at {rate} req/s"),
             ArrivalProcess::Gamma { rate, burstiness } => format!("gamma at {rate} req/s, burstiness {burstiness}"),
             ArrivalProcess::Trace(t) => format!("trace {} ({} requests)", t.source, t.requests.len()),
             other => other.name().to_string(),
@@ -332,6 +349,16 @@ impl ArrivalProcess {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn constant_arrivals_are_evenly_spaced_without_drift() {
+        // 3 req/s: arrivals at round(k / 3 s). Mutation: add the rounded gap to the previous
+        // arrival instead (333333333 ns each) and the 3000th arrival drifts by 1 µs.
+        let mut f = RequestFactory::new(Lengths::Fixed(10), Lengths::Fixed(5), None, ArrivalProcess::Constant { rate: 3.0 }, 0);
+        let t: Vec<u64> = (0..3001).map(|_| f.next_open().unwrap().arrival_ns).collect();
+        assert_eq!(&t[..4], &[0, 333_333_333, 666_666_667, 1_000_000_000]);
+        assert_eq!(t[3000], 1_000_000_000_000);
+    }
 
     #[test]
     fn streams_are_independent_and_seeded() {

@@ -50,8 +50,10 @@ pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, w
         ));
     }
     let arrival = arrival(raw)?;
-    if raw.request_rate.is_some() && !matches!(arrival, ArrivalProcess::Poisson { .. } | ArrivalProcess::Gamma { .. }) {
-        warnings.push("--request-rate only applies to --arrival poisson or gamma; it is ignored");
+    if raw.request_rate.is_some()
+        && !matches!(arrival, ArrivalProcess::Poisson { .. } | ArrivalProcess::Constant { .. } | ArrivalProcess::Gamma { .. })
+    {
+        warnings.push("--request-rate only applies to --arrival poisson, constant or gamma; it is ignored");
     }
     if raw.burstiness.is_some() && !matches!(arrival, ArrivalProcess::Gamma { .. }) {
         warnings.push("--burstiness only applies to --arrival gamma; it is ignored");
@@ -120,6 +122,7 @@ fn arrival(raw: &RawArgs) -> Result<ArrivalProcess, Error> {
         "closed" => ArrivalProcess::Closed,
         "burst" => ArrivalProcess::Burst,
         "poisson" => ArrivalProcess::Poisson { rate: rate("poisson")? },
+        "constant" => ArrivalProcess::Constant { rate: rate("constant")? },
         "gamma" => {
             let b = raw.burstiness.unwrap_or(1.0);
             if b <= 0.0 || b > 1000.0 {
@@ -140,7 +143,7 @@ fn arrival(raw: &RawArgs) -> Result<ArrivalProcess, Error> {
             return Err(Error::rejected(
                 "--arrival",
                 other,
-                format!("--arrival `{other}` is not one of closed, burst, poisson, gamma, trace FILE"),
+                format!("--arrival `{other}` is not one of closed, burst, poisson, constant, gamma, trace FILE"),
             ))
         }
     })
