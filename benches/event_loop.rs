@@ -34,6 +34,7 @@ fn config(decode: DecodeMode) -> SimConfig {
         instances: 1,
         role: Role::Mixed,
         run: RunParams {
+            measure: Default::default(),
             closed_requests: None,
             concurrency: 256,
             num_requests: 0,

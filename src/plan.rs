@@ -160,6 +160,8 @@ pub struct SimOptions {
     pub max_num_seqs: Option<u64>,
     pub chunked_prefill: bool,
     pub slo_percentile: Percentile,
+    /// Which requests and span the statistics cover (`--measure`).
+    pub measure: crate::sim::Measure,
     pub shared_prefix: Option<SharedPrefix>,
     /// How P/D systems route requests to instances.
     pub routing: crate::sim::Routing,

@@ -26,7 +26,7 @@ pub trait NamedEnum: Sized + Copy + 'static {
 
     fn parse_choice(s: &str) -> Result<Self, ChoiceError> {
         let norm = s.trim().replace('-', "_");
-        Self::ALL.iter().copied().find(|v| v.name().eq_ignore_ascii_case(&norm)).ok_or_else(|| ChoiceError::of::<Self>(s))
+        Self::ALL.iter().copied().find(|v| v.name().replace('-', "_").eq_ignore_ascii_case(&norm)).ok_or_else(|| ChoiceError::of::<Self>(s))
     }
     /// [`Self::parse_choice`] with the message only, for the guided session's prompts.
     fn parse_named(s: &str) -> Result<Self, String> {

@@ -293,6 +293,13 @@ pub struct RawArgs {
     /// Schedule whole prompts only (no chunked prefill).
     #[arg(long, help_heading = "Simulator")]
     pub no_chunked_prefill: bool,
+    /// What the statistics cover: `steady` (closed loop: a settled window after warm-up; open
+    /// loop: the middle 80 % of arrivals while the system is full) or `whole-run` (every
+    /// request, rates from the first arrival to the last finish, as a benchmark client reports
+    /// them; a closed loop needs --num-requests for it, and is measured so whenever it has
+    /// them). [default: steady, or whole-run for a closed loop with --num-requests]
+    #[arg(long, value_name = "SPAN", help_heading = "Simulator")]
+    pub measure: Option<String>,
     /// Statistic the SLO filter applies to TTFT and TPOT: mean, p50, p90, p95, p99.
     /// [default: mean]
     #[arg(long, value_name = "STAT", help_heading = "Simulator")]

@@ -317,6 +317,9 @@ fn sim_block(plan: &Plan, r: &Row) -> String {
             (crate::workload::arrival::ArrivalProcess::Closed, _) if plan.sim.num_requests.is_some() => {
                 " (benchmark run: every request sent, the first wave included, over the whole run)"
             }
+            (a, _) if a.is_open() && plan.sim.measure == crate::sim::Measure::WholeRun => {
+                " (whole run: every request, rates from the first arrival to the last finish)"
+            }
             (crate::workload::arrival::ArrivalProcess::Closed, true) => " (steady state: doubling the window moved throughput < 1 %)",
             (crate::workload::arrival::ArrivalProcess::Closed, false) => " (NOT converged within the window limit)",
             (crate::workload::arrival::ArrivalProcess::Burst, _) => " (one pass from t = 0)",

@@ -135,6 +135,9 @@ pub struct RunParams {
     /// sent, and every statistic covers all N (the first wave included) over the whole run.
     /// `None`: the steady state of an endless closed loop.
     pub closed_requests: Option<u64>,
+    /// Open loop: which requests and span the statistics cover (a benchmark-run closed loop
+    /// always covers the whole run).
+    pub measure: Measure,
     /// Open loop: at most this many requests in flight (client side).
     pub max_concurrency: Option<u64>,
     /// Limits for goodput (ms).
@@ -179,6 +182,19 @@ pub enum Routing {
     RoundRobin,
 }
 crate::quant::named_enum!(Routing { LeastLoaded => "least-loaded", RoundRobin => "round-robin" });
+
+/// Which requests and which span a run's statistics cover.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Measure {
+    /// Closed loop: a window after warm-up grown until throughput settles; open loop: the
+    /// middle 80 % of arrivals, rates over the window when the system is full.
+    #[default]
+    Steady,
+    /// Every request, rates over the whole run (first arrival to last finish), as a benchmark
+    /// client reports them.
+    WholeRun,
+}
+crate::quant::named_enum!(Measure { Steady => "steady", WholeRun => "whole-run" });
 
 /// Everything a simulation runs: instance groups, the KV link between prefill and decode
 /// groups, routing, and the run's parameters.
@@ -796,7 +812,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
     /// that steady part is long enough.
     fn open_window(&self) -> Option<(Nanos, Nanos)> {
         let (a, b) = self.open_marks;
-        if !(self.open && b >= a && (b as usize) < self.reqs.len()) {
+        if !(self.open && self.sys.run.measure == Measure::Steady && b >= a && (b as usize) < self.reqs.len()) {
             return None;
         }
         let (t_a, t_b) = (self.reqs[a as usize].arrival, self.reqs[b as usize].arrival);
@@ -859,7 +875,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
                 // output lengths some of it outlives the warm-up, and its TTFT is not steady
                 // state.
                 fin > t0 && fin <= t1 && idx as u64 >= run.concurrency
-            } else if self.open && self.open_marks.1 >= self.open_marks.0 {
+            } else if self.open && self.sys.run.measure == Measure::Steady && self.open_marks.1 >= self.open_marks.0 {
                 self.in_open_range(idx)
             } else {
                 true
@@ -941,7 +957,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             preemptions: self.instances.iter().map(|i| i.preemptions).sum(),
             window_s,
             makespan_s: self.now as f64 / 1e9,
-            converged: if self.open { steady } else { self.win.converged && !self.abandoned },
+            converged: if self.open { steady || self.sys.run.measure == Measure::WholeRun } else { self.win.converged && !self.abandoned },
             abandoned: self.abandoned,
             kv_capacity_blocks: self.instances.iter().map(|i| i.kv.capacity).max().unwrap_or(0),
             bins: self

@@ -55,6 +55,7 @@ fn case() -> impl Strategy<Value = Case> {
                         instances: if arr == 2 { 2 } else { 1 },
                         role: Role::Mixed,
                         run: RunParams {
+                            measure: Default::default(),
                             closed_requests: None,
                             concurrency: conc,
                             num_requests: 40,

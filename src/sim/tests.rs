@@ -24,6 +24,7 @@ fn cfg(budget: u64, concurrency: u64) -> SimConfig {
         instances: 1,
         role: Role::Mixed,
         run: RunParams {
+            measure: Default::default(),
             closed_requests: None,
             concurrency,
             num_requests: 0,
@@ -327,4 +328,15 @@ fn benchmark_requests_are_not_released_in_lockstep() {
     assert!(first.iter().all(|&a| a < CLIENT_JITTER_NS), "{first:?}");
     let distinct: std::collections::BTreeSet<Nanos> = first.iter().copied().collect();
     assert_eq!(distinct.len(), 4, "arrivals are staggered: {first:?}");
+}
+
+#[test]
+fn names_with_hyphens_parse_in_both_spellings() {
+    // Mutation: compare the user's normalised text with the raw name in `parse_choice` and
+    // "round-robin" / "whole-run" stop parsing (as they once did).
+    use crate::quant::NamedEnum;
+    assert_eq!(Routing::parse_choice("round-robin").unwrap(), Routing::RoundRobin);
+    assert_eq!(Routing::parse_choice("Least_Loaded").unwrap(), Routing::LeastLoaded);
+    assert_eq!(Measure::parse_choice("whole-run").unwrap(), Measure::WholeRun);
+    assert!(Measure::parse_choice("whole").is_err());
 }

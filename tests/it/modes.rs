@@ -785,3 +785,19 @@ fn closed_loop_with_num_requests_is_a_benchmark_run() {
     let text = run_ok(&args(&base, &["--batch-range", "8", "8", "--num-requests", "80"]));
     assert!(text.contains("80 requests measured") && text.contains("benchmark run"), "{text}");
 }
+
+#[test]
+fn open_loop_whole_run_counts_every_request() {
+    // 200 constant arrivals at 2 req/s: the steady measure keeps the middle 80 % (160), the
+    // whole run all 200. Mutation: ignore `--measure` in `measure()` and both count 160.
+    let base = ["Qwen/Qwen3-8B", "--device", "TEST_DEVICE", "--num-devices", "1", "--input-length", "1000", "--output-length", "50"];
+    let open = args(&base, &["--arrival", "constant", "--request-rate", "2", "--num-requests", "200"]);
+    let measured = |r: &serde_json::Value| {
+        let row = array(&phase(r, 0, "aggregated")["rows"], "rows")[0].clone();
+        num(&row["sim"]["measured_requests"], "measured_requests")
+    };
+    assert_eq!(measured(&run_json(&open)), 160.0);
+    let whole = args(&open, &["--measure", "whole-run"]);
+    assert_eq!(measured(&run_json(&whole)), 200.0);
+    assert!(run_ok(&whole).contains("whole run: every request"));
+}

@@ -524,3 +524,13 @@ fn scenario_missing_model_and_malformed_yaml() {
     scenario_error("num_devices: 8\n", &["field `model` is required"]);
     scenario_error("model: [unclosed\n", &["line"]);
 }
+
+#[test]
+fn measure_must_fit_the_arrival_process() {
+    let sim = |extra: &[&'static str]| [MODEL8, LENGTHS, extra].concat();
+    usage_error(&sim(&["--measure", "whole-run"]), &["--measure whole-run", "--num-requests"]);
+    usage_error(&sim(&["--measure", "steady", "--num-requests", "80"]), &["--measure steady", "--num-requests"]);
+    usage_error(&sim(&["--measure", "all"]), &["--measure", "steady", "whole-run"]);
+    usage_error(&sim(&["--measure", "whole-run", "--arrival", "burst"]), &["--measure", "burst"]);
+    usage_error(&with(&["--measure", "whole-run"]), &["--measure", "only apply to the simulator"]);
+}

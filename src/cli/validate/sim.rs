@@ -29,6 +29,7 @@ fn sim_flags(raw: &RawArgs) -> Vec<&'static str> {
         (raw.max_num_seqs.is_some(), "--max-num-seqs"),
         (raw.no_chunked_prefill, "--no-chunked-prefill"),
         (raw.slo_percentile.is_some(), "--slo-percentile"),
+        (raw.measure.is_some(), "--measure"),
         (raw.prefix_groups.is_some(), "--prefix-groups"),
         (raw.prefix_length.is_some(), "--prefix-length"),
         (raw.pd_routing.is_some(), "--pd-routing"),
@@ -87,7 +88,9 @@ pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, w
             )));
         }
     }
+    let measure = validate_measure(raw, &arrival)?;
     Ok(SimOptions {
+        measure,
         arrival,
         num_requests: raw.num_requests.map(u64::from),
         max_concurrency: raw.max_concurrency.map(u64::from),
@@ -164,5 +167,35 @@ pub(crate) fn validate_performance_model(raw: &RawArgs) -> Result<(), Error> {
             Err(Error::rejected("--performance-model", "profiling", "--performance-model profiling: measured operator databases are not supported by this build; use --performance-model analytic"))
         }
         Some(o) => Err(Error::invalid("--performance-model", o, "not one of analytic, profiling")),
+    }
+}
+
+/// `--measure`: a closed loop is measured over the whole run exactly when it is a benchmark run
+/// (`--num-requests`); an endless closed loop has no whole run, and a burst is one pass anyway.
+fn validate_measure(raw: &RawArgs, arrival: &ArrivalProcess) -> Result<crate::sim::Measure, Error> {
+    use crate::sim::Measure;
+    let Some(m) = raw.measure.as_deref() else {
+        return Ok(if matches!(arrival, ArrivalProcess::Closed) && raw.num_requests.is_some() {
+            Measure::WholeRun
+        } else {
+            Measure::Steady
+        });
+    };
+    let m = Measure::parse_choice(m).map_err(|e| Error::choice("--measure", e))?;
+    match (arrival, m, raw.num_requests.is_some()) {
+        (ArrivalProcess::Closed, Measure::WholeRun, false) => Err(Error::requires(
+            "--measure",
+            "--num-requests",
+            "--measure whole-run with the closed loop needs --num-requests N (an endless loop has no whole run)",
+        )),
+        (ArrivalProcess::Closed, Measure::Steady, true) => Err(Error::conflict(
+            "--measure",
+            "--num-requests",
+            "--measure steady conflicts with --num-requests on the closed loop: a benchmark run of N requests is measured whole",
+        )),
+        (ArrivalProcess::Burst, _, _) => {
+            Err(Error::invalid("--measure", m.name(), "does not apply to --arrival burst (one pass, always measured whole)"))
+        }
+        _ => Ok(m),
     }
 }

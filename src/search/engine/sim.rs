@@ -107,6 +107,7 @@ pub fn sim_config(ctx: &CandidateCtx, batch: u32, budget: u64) -> (SimConfig, Re
             Phase::Decode => Role::Decode,
         },
         run: RunParams {
+            measure: so.measure,
             concurrency: batch as u64,
             num_requests: so.num_requests.unwrap_or(1000),
             // A closed loop with --num-requests runs as a benchmark client does; the search

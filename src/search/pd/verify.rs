@@ -71,6 +71,7 @@ pub fn simulate_split(
         transfer: Some(KvTransfer { bytes_per_token: pc.mem.kv_bytes_per_token, link: device.kv_transfer.clone() }),
         routing: plan.sim.routing,
         run: RunParams {
+            measure: Default::default(),
             closed_requests: None,
             concurrency: 0,
             num_requests: requests,
