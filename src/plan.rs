@@ -98,6 +98,9 @@ pub struct Workload {
     pub output: Lengths,
     pub prefix_cache_hit_rate: f64,
     pub images: Option<ImageSpec>,
+    /// `--random-range-ratio R`: the simulator draws each fixed length uniformly from
+    /// [⌊(1 − R)·L⌋, ⌊(1 + R)·L⌋], as vLLM's random dataset does; the formulas use L.
+    pub range_ratio: Option<f64>,
     /// Where the lengths come from, as the report's Input Configuration says it.
     pub input_label: String,
     pub output_label: String,

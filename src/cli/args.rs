@@ -264,6 +264,11 @@ pub struct RawArgs {
     /// closed]
     #[arg(long, num_args = 1..=2, value_name = "PROCESS [FILE]", help_heading = "Simulator")]
     pub arrival: Option<Vec<String>>,
+    /// Spread fixed --input-length / --output-length uniformly over [(1 - R)·L, (1 + R)·L]
+    /// per simulated request, as `vllm bench serve --random-range-ratio R` draws them (0 to
+    /// below 1). [default: fixed lengths]
+    #[arg(long, value_parser = finite_f64, value_name = "R", help_heading = "Simulator")]
+    pub random_range_ratio: Option<f64>,
     /// Mean request rate for poisson/constant/gamma arrivals, requests per second over all
     /// replicas.
     #[arg(long, value_parser = finite_f64, value_name = "REQ/S", help_heading = "Simulator")]

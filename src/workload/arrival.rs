@@ -236,6 +236,8 @@ pub struct RequestFactory {
     next_arrival_ns: u64,
     /// Open-loop requests made so far (the constant process places the k-th at k / rate).
     issued_open: u64,
+    /// `--random-range-ratio` for fixed lengths.
+    range_ratio: Option<f64>,
     trace_pos: usize,
 }
 
@@ -252,6 +254,7 @@ impl RequestFactory {
             group_rng: rng(seed, Stream::PrefixGroups),
             next_arrival_ns: 0,
             issued_open: 0,
+            range_ratio: None,
             trace_pos: 0,
         }
     }
@@ -268,16 +271,34 @@ impl RequestFactory {
         }
     }
 
+    /// Spread fixed lengths uniformly over [⌊(1 − r)·L⌋, ⌊(1 + r)·L⌋] (vLLM's random dataset:
+    /// `randint(low, high + 1)`), never below one token.
+    pub fn with_range_ratio(mut self, ratio: Option<f64>) -> Self {
+        self.range_ratio = ratio.filter(|r| *r > 0.0);
+        self
+    }
+
+    fn spread(ratio: Option<f64>, n: u64, rng: &mut ChaCha8Rng) -> u64 {
+        match ratio {
+            Some(r) => {
+                let lo = ((n as f64 * (1.0 - r)).floor() as u64).max(1);
+                let hi = ((n as f64 * (1.0 + r)).floor() as u64).max(lo);
+                rng.random_range(lo..=hi)
+            }
+            None => n,
+        }
+    }
+
     fn lengths(&mut self) -> (u64, u64) {
         let input = match &self.input {
-            Lengths::Fixed(n) => *n,
+            Lengths::Fixed(n) => Self::spread(self.range_ratio, *n, &mut self.input_rng),
             Lengths::Distribution(d) => draw_from_bins(&d.bins, &mut self.input_rng),
         };
         let output = match (&self.output, &self.input) {
             (_, Lengths::Distribution(d)) if d.output_bins.is_some() => {
                 draw_from_bins(d.output_bins.as_ref().unwrap(), &mut self.output_rng)
             }
-            (Lengths::Fixed(n), _) => *n,
+            (Lengths::Fixed(n), _) => Self::spread(self.range_ratio, *n, &mut self.output_rng),
             (Lengths::Distribution(d), _) => draw_from_bins(&d.bins, &mut self.output_rng),
         };
         (input, output)
@@ -349,6 +370,21 @@ impl ArrivalProcess {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn range_ratio_draws_uniform_lengths_in_vllms_bounds() {
+        // L = 1000, R = 0.5: every length in [500, 1500], both ends reached, mean near 1000.
+        // Mutation: drop the `+ r` upper side (or use `lo..hi`) and the maximum is never 1500.
+        let mut f =
+            RequestFactory::new(Lengths::Fixed(1000), Lengths::Fixed(10), None, ArrivalProcess::Closed, 1).with_range_ratio(Some(0.5));
+        let v: Vec<(u64, u64)> = (0..20_000).map(|_| f.lengths()).collect();
+        let ins: Vec<u64> = v.iter().map(|x| x.0).collect();
+        assert_eq!((*ins.iter().min().unwrap(), *ins.iter().max().unwrap()), (500, 1500));
+        let mean = ins.iter().sum::<u64>() as f64 / ins.len() as f64;
+        assert!((mean - 1000.0).abs() < 10.0, "{mean}");
+        // Output 10 × [0.5, 1.5] → [5, 15].
+        assert_eq!((v.iter().map(|x| x.1).min().unwrap(), v.iter().map(|x| x.1).max().unwrap()), (5, 15));
+    }
 
     #[test]
     fn constant_arrivals_are_evenly_spaced_without_drift() {

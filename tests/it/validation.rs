@@ -534,3 +534,11 @@ fn measure_must_fit_the_arrival_process() {
     usage_error(&sim(&["--measure", "whole-run", "--arrival", "burst"]), &["--measure", "burst"]);
     usage_error(&with(&["--measure", "whole-run"]), &["--measure", "only apply to the simulator"]);
 }
+
+#[test]
+fn random_range_ratio_is_a_share_below_one() {
+    let sim = |extra: &[&'static str]| [MODEL8, LENGTHS, extra].concat();
+    usage_error(&sim(&["--random-range-ratio", "1"]), &["--random-range-ratio 1", "[0, 1)"]);
+    usage_error(&sim(&["--random-range-ratio", "-0.1"]), &["--random-range-ratio", "[0, 1)"]);
+    usage_error(&with(&["--random-range-ratio", "0.5"]), &["--random-range-ratio", "only apply to the simulator"]);
+}

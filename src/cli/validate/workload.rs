@@ -54,7 +54,8 @@ pub(crate) fn validate_workload(raw: &RawArgs, model: &ModelArch, warnings: &mut
         }
     }
     let images = validate_images(raw, model, warnings)?;
-    Ok(Workload { input, output, prefix_cache_hit_rate: hit, images, input_label, output_label })
+    let range_ratio = validate_range_ratio(raw, &input, &output, warnings)?;
+    Ok(Workload { input, output, prefix_cache_hit_rate: hit, images, range_ratio, input_label, output_label })
 }
 
 /// With `--arrival trace FILE`, the trace's mean (input, output) lengths: a trace gives every
@@ -178,4 +179,17 @@ fn validate_images(raw: &RawArgs, model: &ModelArch, warnings: &mut Warnings) ->
 /// Latency limits: clap already checked each value.
 pub(crate) fn validate_slo(raw: &RawArgs) -> Slo {
     Slo { ttft_ms: raw.ttft_limits, tpot_ms: raw.tpot_limits }
+}
+
+/// `--random-range-ratio R` in [0, 1): only fixed lengths are spread (a distribution or a trace
+/// already varies them), and only the simulator draws them.
+fn validate_range_ratio(raw: &RawArgs, input: &Lengths, output: &Lengths, warnings: &mut Warnings) -> Result<Option<f64>, Error> {
+    let Some(r) = raw.random_range_ratio else { return Ok(None) };
+    if !(0.0..1.0).contains(&r) {
+        return Err(Error::invalid("--random-range-ratio", r, "must be in [0, 1): lengths are drawn from [(1 - R)·L, (1 + R)·L]"));
+    }
+    if !matches!((input, output), (Lengths::Fixed(_), Lengths::Fixed(_))) {
+        warnings.push("--random-range-ratio spreads fixed lengths only; lengths from a distribution or a trace are drawn as given");
+    }
+    Ok(Some(r))
 }

@@ -81,6 +81,7 @@ pub fn instance_config(ctx: &CandidateCtx, budget: u64, max_num_seqs: u64) -> In
 pub fn factory(ctx: &CandidateCtx, arrival: ArrivalProcess) -> RequestFactory {
     let plan = ctx.plan;
     RequestFactory::new(plan.workload.input.clone(), plan.workload.output.clone(), plan.sim.shared_prefix, arrival, plan.seed)
+        .with_range_ratio(plan.workload.range_ratio)
 }
 
 /// Bins of a variable-length input, for per-bin latencies.
