@@ -98,7 +98,7 @@ impl ServingEngine {
     ///
     /// vLLM: the OpenAI API server's defaults (`vllm serve`, usage context
     /// `OPENAI_API_SERVER`), as `EngineArgs._set_default_args` sets them in
-    /// `vllm/engine/arg_utils.py` (vLLM main at commit 99d7eb5, the v0.11 line; the later
+    /// `vllm/engine/arg_utils.py` (vLLM main at commit 99d7eb5, before v0.12; the later
     /// `get_batch_defaults` keeps the same table): a GPU with at least 70 GiB of memory whose
     /// name does not contain "a100" (H100, H200, B200) gets 8192 tokens and 1024 sequences;
     /// other GPUs (A100 by its name, PR #17885; L40S by its memory) 2048 and 256. The running
