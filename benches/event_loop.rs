@@ -85,3 +85,13 @@ fn decode_heavy_256_mtp2_roofline(bencher: divan::Bencher) {
     let steps = simulate(&cfg, &cost, factory()).unwrap().steps;
     bencher.counter(divan::counter::ItemsCount::new(steps)).bench(|| simulate(&cfg, &cost, factory()).unwrap());
 }
+
+/// The roofline run under vLLM's scheduler (no slack, chunks cut to the budget left).
+#[divan::bench(sample_count = 10)]
+fn decode_heavy_256_roofline_vllm(bencher: divan::Bencher) {
+    let cost = roofline();
+    let mut cfg = config(DecodeMode::Plain);
+    cfg.instance.scheduler = throughput_optimizer::sim::scheduler::SchedulerKind::Vllm;
+    let steps = simulate(&cfg, &cost, factory()).unwrap().steps;
+    bencher.counter(divan::counter::ItemsCount::new(steps)).bench(|| simulate(&cfg, &cost, factory()).unwrap());
+}

@@ -111,6 +111,12 @@ pub struct Row {
     /// The analytic engine's figures at the same batch size (`--engine compare`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub analytic: Option<AnalyticFigures>,
+    /// The serving engine whose scheduler the simulation ran (simulated rows only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serving_engine: Option<crate::plan::ServingEngine>,
+    /// Running sequences per replica the simulation allowed (simulated rows only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_num_seqs: Option<u64>,
 }
 
 /// What the simulator measured beyond the row's headline figures.
@@ -201,6 +207,8 @@ impl Row {
             sim: None,
             sim_error: None,
             analytic: None,
+            serving_engine: None,
+            max_num_seqs: None,
         }
     }
 
@@ -372,10 +380,30 @@ pub struct ProfileSummary {
     pub comm_gb_s: String,
 }
 
+/// The serving engine simulated on a device: its scheduler policy, token budget and running cap.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServingSummary {
+    pub engine: crate::plan::ServingEngine,
+    /// The scheduler policy, in words.
+    pub policy: String,
+    /// Token budgets searched, in the order tried.
+    pub max_batched_tokens: Vec<u64>,
+    /// Where the budgets come from: `flag` (`--max-batched-tokens`), `engine-default`, or `auto`
+    /// (4×, 2×, 1× the prompt, the next only when the previous runs out of memory in prefill).
+    pub budget_source: String,
+    /// Running sequences per replica; `None`: the searched batch size.
+    pub max_num_seqs: Option<u64>,
+    /// Whether `max_num_seqs` is a default (the engine's, or the open loop's), not `--max-num-seqs`.
+    pub max_num_seqs_default: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceResult {
     pub device: String,
     pub profile: ProfileSummary,
+    /// The simulated serving engine (simulator engines only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serving: Option<ServingSummary>,
     pub phases: Vec<PhaseResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pd_ratio: Option<PdRatioResult>,

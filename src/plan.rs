@@ -63,6 +63,60 @@ pub enum SpeculativeMethod {
 }
 crate::quant::named_enum!(SpeculativeMethod { Dflash => "dflash", Dspark => "dspark" });
 
+/// The serving engine whose scheduler the simulator models (`--serving-engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ServingEngine {
+    /// vLLM V1's scheduler and its default budget and running cap ([`crate::sim::scheduler::Vllm`]).
+    Vllm,
+    /// The original msmodeling tool's decode-first scheduler with token-budget slack
+    /// ([`crate::sim::scheduler::DecodeFirst`]), the tool's own auto budgets.
+    Msmodeling,
+}
+crate::quant::named_enum!(ServingEngine { Vllm => "vllm", Msmodeling => "msmodeling" });
+
+impl ServingEngine {
+    /// The engine a device is served with when `--serving-engine` is not given: vLLM on
+    /// NVIDIA GPUs (the profile's `vendor`), msmodeling elsewhere (Ascend, the test device).
+    pub fn default_for(device: &DeviceProfile) -> Self {
+        if device.vendor.eq_ignore_ascii_case("nvidia") {
+            ServingEngine::Vllm
+        } else {
+            ServingEngine::Msmodeling
+        }
+    }
+
+    /// The simulator policy of the engine.
+    pub fn scheduler(self) -> crate::sim::scheduler::SchedulerKind {
+        match self {
+            ServingEngine::Vllm => crate::sim::scheduler::SchedulerKind::Vllm,
+            ServingEngine::Msmodeling => crate::sim::scheduler::SchedulerKind::DecodeFirst,
+        }
+    }
+
+    /// The engine's own `(max_num_batched_tokens, max_num_seqs)` on `device` when the user sets
+    /// neither; `None` for msmodeling (the tool's auto budgets and the searched batch size).
+    ///
+    /// vLLM: the OpenAI API server's defaults (`vllm serve`, usage context
+    /// `OPENAI_API_SERVER`), as `EngineArgs._set_default_args` sets them in
+    /// `vllm/engine/arg_utils.py` (vLLM main at commit 99d7eb5, before v0.12; the later
+    /// `get_batch_defaults` keeps the same table): a GPU with at least 70 GiB of memory whose
+    /// name does not contain "a100" (H100, H200, B200) gets 8192 tokens and 1024 sequences;
+    /// other GPUs (A100 by its name, PR #17885; L40S by its memory) 2048 and 256. The running
+    /// cap is then `min(max_num_seqs, max_num_batched_tokens)`. Without chunked prefill vLLM
+    /// raises the budget to the model's context length; the search raises it to the longest
+    /// prompt instead.
+    pub fn default_limits(self, device: &DeviceProfile) -> Option<(u64, u64)> {
+        match self {
+            ServingEngine::Msmodeling => None,
+            ServingEngine::Vllm => {
+                let large = device.memory_gib() >= 70.0 && !device.name.to_lowercase().contains("a100");
+                let (tokens, seqs) = if large { (8192, 1024) } else { (2048, 256) };
+                Some((tokens, seqs.min(tokens)))
+            }
+        }
+    }
+}
+
 /// Block speculative decoding (DFlash / DSpark): `block` query tokens per decode step,
 /// `acceptance` accepted draft tokens on average.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -168,6 +222,8 @@ pub struct SimOptions {
     pub shared_prefix: Option<SharedPrefix>,
     /// How P/D systems route requests to instances.
     pub routing: crate::sim::Routing,
+    /// `--serving-engine`; `None`: each device's default ([`ServingEngine::default_for`]).
+    pub serving_engine: Option<ServingEngine>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -207,7 +263,36 @@ pub struct Plan {
     pub warnings: Vec<String>,
 }
 
+/// How the simulator schedules on one device: the serving engine, and the budget and running cap
+/// its defaults set where the user set none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineLimits {
+    pub engine: ServingEngine,
+    /// The engine's default token budget (`None`: the tool's auto budgets or the user's).
+    pub default_budget: Option<u64>,
+    /// `--max-num-seqs`, else the engine's default (`None`: the searched batch size).
+    pub max_num_seqs: Option<u64>,
+}
+
 impl Plan {
+    /// The serving engine simulated on `device`.
+    pub fn serving_engine(&self, device: &DeviceProfile) -> ServingEngine {
+        self.sim.serving_engine.unwrap_or_else(|| ServingEngine::default_for(device))
+    }
+
+    /// The serving engine on `device` with the limits it implies. The analytic engine keeps the
+    /// tool's auto budgets whatever the serving engine.
+    pub fn engine_limits(&self, device: &DeviceProfile) -> EngineLimits {
+        let engine = self.serving_engine(device);
+        let defaults = if self.engine == EngineKind::Analytic { None } else { engine.default_limits(device) };
+        let default_budget = match (&self.search.max_batched_tokens, defaults) {
+            (None, Some((tokens, _))) if !self.sim.chunked_prefill => Some(tokens.max(self.workload.input.max_effective(0.0))),
+            (None, Some((tokens, _))) => Some(tokens),
+            _ => None,
+        };
+        EngineLimits { engine, default_budget, max_num_seqs: self.sim.max_num_seqs.or(defaults.map(|d| d.1)) }
+    }
+
     /// Device count of each phase's instance.
     pub fn phase_devices(&self) -> (u32, u32) {
         match self.mode {

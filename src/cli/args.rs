@@ -291,8 +291,15 @@ pub struct RawArgs {
     /// otherwise. [default: the searched batch size; 256 with open-loop arrivals]
     #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "Simulator")]
     pub max_num_seqs: Option<u32>,
-    /// Share by which prefill chunks may overflow the token budget after the decodes.
-    /// [default: 0.15]
+    /// Serving engine whose scheduler is simulated: vllm (vLLM V1: chunks cut to the remaining
+    /// budget, no slack; without --max-batched-tokens / --max-num-seqs, vLLM's defaults: 8192
+    /// tokens and 1024 sequences on GPUs of 70 GiB or more except A100, else 2048 and 256) or
+    /// msmodeling (decode-first with --token-budget-slack, auto budgets of 4×, 2×, 1× the
+    /// prompt). [default: vllm on NVIDIA devices, msmodeling on the others]
+    #[arg(long, value_name = "ENGINE", help_heading = "Simulator")]
+    pub serving_engine: Option<String>,
+    /// Share by which prefill chunks may overflow the token budget after the decodes
+    /// (msmodeling's scheduler only). [default: 0.15]
     #[arg(long, value_parser = finite_f64, value_name = "SHARE", help_heading = "Simulator")]
     pub token_budget_slack: Option<f64>,
     /// Schedule whole prompts only (no chunked prefill).

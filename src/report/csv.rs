@@ -33,6 +33,8 @@ pub const COLUMNS: &[&str] = &[
     "feasible",
     "stop_reason",
     "best_rank",
+    "serving_engine",
+    "max_num_seqs",
 ];
 
 fn opt(v: Option<f64>) -> String {
@@ -83,6 +85,8 @@ pub fn render(report: &Report) -> Result<String, super::ExportError> {
                     r.feasible().to_string(),
                     r.stop_reason.map(|s| s.describe().to_string()).unwrap_or_default(),
                     rank,
+                    r.serving_engine.map(|e| e.to_string()).unwrap_or_default(),
+                    r.max_num_seqs.map(|m| m.to_string()).unwrap_or_default(),
                 ])?;
             }
         }

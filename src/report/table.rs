@@ -121,7 +121,26 @@ fn input_configuration(plan: &Plan, report: &Report, dev: &DeviceResult) -> Stri
     let _ = writeln!(s, "TTFT Limits: {} ms", py_float(i.ttft_limit_ms));
     let _ = writeln!(s, "TPOT Limits: {} ms", py_float(i.tpot_limit_ms));
     let _ = writeln!(s, "{}", engine_line(plan, report));
+    if let Some(sv) = &dev.serving {
+        let _ = writeln!(s, "{}", serving_line(sv));
+    }
     s
+}
+
+/// The simulated serving engine, its policy, token budget and running cap.
+fn serving_line(sv: &crate::outcome::ServingSummary) -> String {
+    let budgets: Vec<String> = sv.max_batched_tokens.iter().map(u64::to_string).collect();
+    let budget = match sv.budget_source.as_str() {
+        "flag" => format!("{} tokens (--max-batched-tokens)", budgets.join(", ")),
+        "engine-default" => format!("{} tokens ({} default)", budgets.join(", "), sv.engine),
+        _ => format!("{} tokens (auto: 4x, 2x, 1x the prompt)", budgets.join(", ")),
+    };
+    let seqs = match (sv.max_num_seqs, sv.max_num_seqs_default) {
+        (None, _) => "the batch size".to_string(),
+        (Some(m), true) => format!("{m} (default)"),
+        (Some(m), false) => format!("{m} (--max-num-seqs)"),
+    };
+    format!("Serving engine: {} ({})\nToken budget: {budget}; max-num-seqs: {seqs}", sv.engine, sv.policy)
 }
 
 fn memory_info(plan: &Plan, dev: &DeviceResult) -> String {

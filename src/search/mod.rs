@@ -14,16 +14,22 @@ pub use engine::{cost_options, AnalyticEngine, CandidateCtx, CompareEngine, Engi
 pub use ranking::{best_per_layout, ranking, Ranking};
 
 use crate::hardware::DeviceProfile;
-use crate::outcome::{DeviceResult, Inputs, PdRatioResult, Phase, PhaseResult, ProfileSummary, Report, Row, StopReason, DISCLAIMER};
+use crate::outcome::{
+    DeviceResult, Inputs, PdRatioResult, Phase, PhaseResult, ProfileSummary, Report, Row, ServingSummary, StopReason, DISCLAIMER,
+};
 use crate::plan::{EngineKind, Mode, Plan};
 use crate::workload::Lengths;
 use rayon::prelude::*;
 
-/// Token budgets to try: the explicit one, or 4×, 2×, 1× the raw input length (retried in
-/// that order only when the first probe runs out of memory in prefill).
-pub fn budgets(plan: &Plan) -> (Vec<u64>, bool) {
+/// Token budgets to try on `device`: the explicit one; the serving engine's default (vLLM's,
+/// with a simulator engine); or 4×, 2×, 1× the raw input length (retried in that order only
+/// when the first probe runs out of memory in prefill).
+pub fn budgets(plan: &Plan, device: &DeviceProfile) -> (Vec<u64>, bool) {
     match &plan.search.max_batched_tokens {
         Some(b) => (b.clone(), true),
+        None if plan.engine_limits(device).default_budget.is_some() => {
+            (plan.engine_limits(device).default_budget.into_iter().collect(), false)
+        }
         None => {
             // Image tokens are part of every prompt.
             let e = plan.workload.input.mean_raw() + image_tokens(plan);
@@ -39,8 +45,8 @@ pub fn budgets(plan: &Plan) -> (Vec<u64>, bool) {
     }
 }
 
-/// Running sequences per replica for open-loop simulations without `--max-num-seqs` (vLLM's
-/// default).
+/// Running sequences per replica for open-loop simulations without `--max-num-seqs` or a
+/// serving engine's default (vLLM's default on small GPUs).
 pub const OPEN_LOOP_MAX_NUM_SEQS: u32 = 256;
 
 /// LLM tokens the images of one request add to its prompt.
@@ -51,12 +57,13 @@ pub fn image_tokens(plan: &Plan) -> u64 {
     }
 }
 
-/// The batch range a candidate's search covers. Without `--batch-range`, a simulated run with
-/// `--max-num-seqs` stops at that cap: a client beyond it only waits in the queue, which adds
-/// TTFT and no throughput, so without a TTFT limit the search would otherwise never end.
-fn batch_bounds(plan: &Plan) -> (u32, Option<u32>) {
+/// The batch range a candidate's search covers on `device`. Without `--batch-range`, a
+/// simulated run with `--max-num-seqs` (or the serving engine's default) stops at that cap: a
+/// client beyond it only waits in the queue, which adds TTFT and no throughput, so without a
+/// TTFT limit the search would otherwise never end.
+fn batch_bounds(plan: &Plan, device: &DeviceProfile) -> (u32, Option<u32>) {
     let s = &plan.search;
-    let cap = match (s.batch_max, plan.sim.max_num_seqs) {
+    let cap = match (s.batch_max, plan.engine_limits(device).max_num_seqs) {
         (None, Some(m)) if plan.engine != EngineKind::Analytic => Some((m as u32).max(s.batch_min)),
         (max, _) => max,
     };
@@ -69,8 +76,8 @@ fn batch_bounds(plan: &Plan) -> (u32, Option<u32>) {
 /// grows (less queueing), so there is no monotone boundary to bisect: each layout is
 /// simulated once at its running cap (`--max-num-seqs`, default 256).
 pub fn search_candidate(engine: &dyn Engine, ctx: &CandidateCtx) -> (Vec<Row>, Option<String>) {
-    let (budgets, explicit) = budgets(ctx.plan);
-    let (batch_min, batch_max) = batch_bounds(ctx.plan);
+    let (budgets, explicit) = budgets(ctx.plan, ctx.device);
+    let (batch_min, batch_max) = batch_bounds(ctx.plan, ctx.device);
     if explicit && budgets.len() > 1 {
         // A chunk-budget study: every budget is searched on its own.
         let mut rows = Vec::new();
@@ -88,7 +95,7 @@ pub fn search_candidate(engine: &dyn Engine, ctx: &CandidateCtx) -> (Vec<Row>, O
         return (rows, failure);
     }
     if ctx.plan.engine != EngineKind::Analytic && ctx.plan.sim.arrival.is_open() {
-        let cap = ctx.plan.sim.max_num_seqs.map_or(OPEN_LOOP_MAX_NUM_SEQS, |m| m as u32);
+        let cap = ctx.plan.engine_limits(ctx.device).max_num_seqs.map_or(OPEN_LOOP_MAX_NUM_SEQS, |m| m as u32);
         let (p, _) = engine.probe(ctx, cap, budgets[0]);
         let failure = p.stop.map(|s| format!("{}: {} with {} running sequences per replica", ctx.label, s.describe(), cap));
         return (vec![p.row], failure);
@@ -194,6 +201,29 @@ pub fn phase_limits(plan: &Plan, phase: Phase) -> (f64, f64) {
     }
 }
 
+/// The serving engine simulated on `device`, its budgets and running cap (none with the
+/// analytic engine, which models no scheduler).
+pub fn serving_summary(plan: &Plan, device: &DeviceProfile) -> Option<ServingSummary> {
+    if plan.engine == EngineKind::Analytic {
+        return None;
+    }
+    let limits = plan.engine_limits(device);
+    let (max_batched_tokens, explicit) = budgets(plan, device);
+    let budget_source = match (explicit, limits.default_budget) {
+        (true, _) => "flag",
+        (false, Some(_)) => "engine-default",
+        (false, None) => "auto",
+    };
+    Some(ServingSummary {
+        engine: limits.engine,
+        policy: limits.engine.scheduler().describe().to_string(),
+        max_batched_tokens,
+        budget_source: budget_source.to_string(),
+        max_num_seqs: limits.max_num_seqs.or((plan.sim.arrival.is_open()).then_some(OPEN_LOOP_MAX_NUM_SEQS as u64)),
+        max_num_seqs_default: plan.sim.max_num_seqs.is_none(),
+    })
+}
+
 fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress: &Progress) -> DeviceResult {
     let search_phase = |plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, n: u32, phase: Phase| {
         search_phase_with(plan, engine, device, n, phase, progress)
@@ -244,6 +274,7 @@ fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress
         .unwrap_or_default();
     DeviceResult {
         device: device.name.clone(),
+        serving: serving_summary(plan, device),
         profile: ProfileSummary {
             cube_tflops: device.display_cube_tflops(),
             vector_tflops: device.display_vector_tflops(),

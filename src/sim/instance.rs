@@ -626,6 +626,17 @@ impl StepBuilder<'_> {
         self.inst.seqs[self.inst.prefilling[i] as usize].prompt_left
     }
 
+    /// The request of the `i`-th prefilling sequence.
+    pub fn prefill_request(&self, i: usize) -> u32 {
+        self.inst.seqs[self.inst.prefilling[i] as usize].req
+    }
+
+    /// The most recently admitted running request (the next [`StepBuilder::preempt_newest`]
+    /// victim), if any runs.
+    pub fn newest_running(&self) -> Option<u32> {
+        self.inst.running.iter().next_back().map(|&(_, slot)| self.inst.seqs[slot as usize].req)
+    }
+
     /// Schedule the next `tokens` of the `i`-th prefilling sequence's prompt (one chunk per
     /// sequence and step). Returns false, changing nothing, when the pool cannot hold them.
     pub fn try_chunk(&mut self, i: usize, tokens: u64) -> bool {

@@ -6,8 +6,8 @@
 //!
 //! Layout: [`queue`] (events), [`kv`] (paged KV pool, prefix cache), [`instance`] (one
 //! instance's mechanics: queues, running sequences, KV accounting, the step builder, step
-//! completion), [`scheduler`] (the per-step policy behind the [`scheduler::Scheduler`] trait;
-//! today's decode-first policy is [`scheduler::DecodeFirst`]), [`metrics`] (latency recorders
+//! completion), [`scheduler`] (the per-step policy behind the [`scheduler::Scheduler`] trait:
+//! msmodeling's [`scheduler::DecodeFirst`] or vLLM V1's [`scheduler::Vllm`]), [`metrics`] (latency recorders
 //! and the report). The simulator knows nothing of the command line or the
 //! search: it takes a [`SimConfig`] (or a P/D [`System`]) and a [`StepCostModel`], and returns
 //! a [`SimReport`] or a [`SimError`].

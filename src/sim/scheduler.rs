@@ -9,11 +9,11 @@
 //! lockstep aggregate is what keeps a decode step O(1)); a policy that wants fewer decodes
 //! preempts sequences instead.
 //!
-//! [`DecodeFirst`] is the policy of the original msmodeling tool. A vLLM V1 style policy
+//! [`DecodeFirst`] is the policy of the original msmodeling tool; [`Vllm`] is vLLM V1's
 //! (running requests first: decodes, then unfinished partial prefills; then waiting requests
 //! FCFS, each prompt chunked to the remaining budget; preempt the most recently admitted on KV
-//! exhaustion) is the same loop with a different budget and chunk rule: preempting after some
-//! work is scheduled takes the victim's work out of the step.
+//! exhaustion). Both are the same loop with a different budget and chunk rule: preempting
+//! after some work is scheduled takes the victim's work out of the step.
 
 pub use super::instance::Scheduler;
 use super::instance::{Role, StepBuilder};
@@ -24,6 +24,7 @@ use super::InstanceConfig;
 pub enum SchedulerKind {
     #[default]
     DecodeFirst,
+    Vllm,
 }
 
 impl SchedulerKind {
@@ -31,6 +32,20 @@ impl SchedulerKind {
     pub fn build(self) -> Box<dyn Scheduler> {
         match self {
             SchedulerKind::DecodeFirst => Box::new(DecodeFirst),
+            SchedulerKind::Vllm => Box::new(Vllm),
+        }
+    }
+
+    /// Whether the policy lets prefill chunks overflow the budget by `InstanceConfig::slack`.
+    pub fn uses_slack(self) -> bool {
+        self == SchedulerKind::DecodeFirst
+    }
+
+    /// How reports name the policy.
+    pub fn describe(self) -> &'static str {
+        match self {
+            SchedulerKind::DecodeFirst => "decode-first, chunks whole within the budget plus slack (msmodeling)",
+            SchedulerKind::Vllm => "vLLM V1: running first, waiting FCFS, chunks cut to the remaining budget, no slack",
         }
     }
 }
@@ -98,6 +113,117 @@ impl DecodeFirst {
             // A whole prompt longer than the budget (a recompute without chunked prefill) may
             // only run alone.
             if chunk > total.saturating_sub(step.tokens()) && !step.is_empty() {
+                step.cancel_admission(adm);
+                return;
+            }
+            if !step.admit(adm, chunk) {
+                return;
+            }
+        }
+    }
+}
+
+/// vLLM V1's scheduler, as `Scheduler.schedule` in `vllm/v1/core/sched/scheduler.py` does
+/// it with the default FCFS policy (modelled on that file on vLLM's main branch at commit
+/// 00024d3):
+///
+/// - one token budget per step, `cfg.budget` (`max_num_batched_tokens`), and no slack;
+/// - RUNNING requests first, in admission order: every decode (its query tokens, spec-decode
+///   drafts included), then every unfinished partial prefill, each chunk cut to the budget
+///   left (`min(tokens left, budget left)`);
+/// - when the KV pool cannot hold a running request's tokens, the most recently admitted
+///   running request is preempted (recompute; `self.running.pop()`) until it can, or until the
+///   request itself is the victim, which ends the running pass;
+/// - then, only if nothing was preempted in this step, WAITING requests FCFS while fewer than
+///   `max_num_seqs` run and budget is left: each prompt's chunk is cut to the budget left (a
+///   partial chunk fills the budget), and the first that the free KV blocks cannot hold stops
+///   admission (no preemption for waiting requests, no reservation for `max_num_seqs` up
+///   front). Prefix hits come from the KV pool ([`StepBuilder::open_admission`]).
+///
+/// Decodes are scheduled as one set (the lockstep aggregate keeps a step O(1)): the running
+/// cap ([`InstanceConfig::running_cap`], `max_num_seqs` and at most `budget / query tokens`
+/// sequences) guarantees they all fit the budget, as vLLM's own check that
+/// `max_num_batched_tokens ≥ max_num_seqs` does; preempting the newest until the set fits frees
+/// the same victims as vLLM's per-request loop, since the survivors are a prefix in admission
+/// order either way. Without chunked prefill a prompt is scheduled whole, and one larger than the
+/// budget left runs only alone. When preemptions leave the step empty, vLLM's next `schedule`
+/// call (an empty step costs nothing) would admit the requeued requests: they are admitted at
+/// once.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Vllm;
+
+impl Scheduler for Vllm {
+    fn schedule(&mut self, cfg: &InstanceConfig, step: &mut StepBuilder<'_>) {
+        // Decode instances load transferred KV first: those requests decode in this step.
+        if step.role() == Role::Decode {
+            let cap = cfg.running_cap();
+            while step.running() < cap && step.admit_transferred() {}
+        }
+        let mut preempted = false;
+        while !step.try_decodes() {
+            if !step.preempt_newest() {
+                break;
+            }
+            preempted = true;
+        }
+        if step.role() == Role::Decode {
+            return;
+        }
+        preempted |= Self::running_prefills(cfg, step);
+        if !preempted || step.is_empty() {
+            Self::admissions(cfg, step);
+        }
+    }
+}
+
+impl Vllm {
+    /// The chunk of a prompt with `left` tokens to compute when `room` budget is left.
+    fn chunk(cfg: &InstanceConfig, left: u64, room: u64) -> u64 {
+        if cfg.chunked_prefill {
+            left.min(room)
+        } else {
+            left
+        }
+    }
+
+    /// Unfinished partial prefills, oldest first; returns whether a request was preempted.
+    fn running_prefills(cfg: &InstanceConfig, step: &mut StepBuilder<'_>) -> bool {
+        let mut preempted = false;
+        let mut i = 0;
+        while i < step.partial_prefills() {
+            let room = cfg.budget.saturating_sub(step.tokens());
+            if room == 0 {
+                break;
+            }
+            let chunk = Self::chunk(cfg, step.prefill_left(i), room);
+            if chunk > room && !step.is_empty() {
+                break;
+            }
+            while !step.try_chunk(i, chunk) {
+                // KV exhausted: preempt the newest running request, perhaps this one.
+                let this = step.prefill_request(i);
+                let victim = step.newest_running();
+                preempted |= step.preempt_newest();
+                if victim.is_none() || victim == Some(this) {
+                    return preempted;
+                }
+            }
+            i += 1;
+        }
+        preempted
+    }
+
+    /// Waiting requests, FCFS, each chunked to the budget left.
+    fn admissions(cfg: &InstanceConfig, step: &mut StepBuilder<'_>) {
+        let cap = cfg.running_cap();
+        while step.running() < cap {
+            let room = cfg.budget.saturating_sub(step.tokens());
+            if room == 0 {
+                return;
+            }
+            let Some(adm) = step.open_admission() else { return };
+            let chunk = Self::chunk(cfg, adm.left(), room);
+            if chunk > room && !step.is_empty() {
                 step.cancel_admission(adm);
                 return;
             }

@@ -801,3 +801,69 @@ fn open_loop_whole_run_counts_every_request() {
     assert_eq!(measured(&run_json(&whole)), 200.0);
     assert!(run_ok(&whole).contains("whole run: every request"));
 }
+
+#[test]
+fn serving_engine_vllm_runs_and_every_report_names_the_policy_and_budget() {
+    // TEST_DEVICE defaults to msmodeling; `--serving-engine vllm` picks vLLM's scheduler and, with
+    // no --max-batched-tokens / --max-num-seqs, vLLM's defaults for a 64 GiB device: 2048 and 256.
+    let base = "Qwen/Qwen3-8B --device TEST_DEVICE --num-devices 1 --input-length 1024 --output-length 128 --tpot-limits 50 --tp-sizes 1 --serving-engine vllm";
+    let argv: Vec<&str> = base.split_whitespace().collect();
+    let text = run_ok(&argv);
+    assert!(text.contains("Serving engine: vllm (vLLM V1: running first"), "{text}");
+    assert!(text.contains("Token budget: 2048 tokens (vllm default); max-num-seqs: 256 (default)"), "{text}");
+    let v = run_json(&argv);
+    let sv = &v["devices"][0]["serving"];
+    assert_eq!(sv["engine"], "vllm");
+    assert_eq!(sv["max_batched_tokens"], serde_json::json!([2048]));
+    assert_eq!(sv["budget_source"], "engine-default");
+    assert_eq!(sv["max_num_seqs"], 256);
+    let row = &phase(&v, 0, "aggregated")["best"][0];
+    assert_eq!(
+        (row["serving_engine"].as_str(), row["max_batched_tokens"].as_u64(), row["max_num_seqs"].as_u64()),
+        (Some("vllm"), Some(2048), Some(256))
+    );
+    let csv = run_ok(&args(&argv, &["--output", "csv"]));
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let first: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    let col = |name: &str| first[header.iter().position(|h| *h == name).unwrap()];
+    assert_eq!((col("serving_engine"), col("max_batched_tokens"), col("max_num_seqs")), ("vllm", "2048", "256"));
+    // The default on TEST_DEVICE is msmodeling with the tool's auto budgets.
+    let plain: Vec<&str> = base.trim_end_matches(" --serving-engine vllm").split_whitespace().collect();
+    let text = run_ok(&plain);
+    assert!(text.contains("Serving engine: msmodeling (decode-first"), "{text}");
+    assert!(text.contains("Token budget: 4096, 2048, 1024 tokens (auto: 4x, 2x, 1x the prompt); max-num-seqs: the batch size"), "{text}");
+}
+
+#[test]
+fn nvidia_devices_default_to_vllm_and_its_limits() {
+    let p = crate::util::plan_of(&[
+        "throughput-optimizer",
+        "Qwen/Qwen3-8B",
+        "--input-length",
+        "1024",
+        "--output-length",
+        "128",
+        "--device",
+        "H100_SXM",
+        "A100_SXM_80G",
+        "TEST_DEVICE",
+    ]);
+    let limits: Vec<_> = p.devices.iter().map(|d| p.engine_limits(d)).collect();
+    use throughput_optimizer::plan::ServingEngine::{Msmodeling, Vllm};
+    let got: Vec<_> = limits.iter().map(|l| (l.engine, l.default_budget, l.max_num_seqs)).collect();
+    assert_eq!(got, vec![(Vllm, Some(8192), Some(1024)), (Vllm, Some(2048), Some(256)), (Msmodeling, None, None)]);
+    // The analytic engine keeps the tool's budgets.
+    let a = crate::util::plan_of(&[
+        "throughput-optimizer",
+        "Qwen/Qwen3-8B",
+        "--input-length",
+        "1024",
+        "--output-length",
+        "128",
+        "--device",
+        "H100_SXM",
+        "--engine",
+        "analytic",
+    ]);
+    assert_eq!(a.engine_limits(&a.devices[0]).default_budget, None);
+}

@@ -355,6 +355,12 @@ fn engine_invalid() {
     usage_error(&a, &["--engine", "bogus", "analytic", "sim", "compare"]);
 }
 
+#[test]
+fn serving_engine_invalid() {
+    let a = [MODEL8, LENGTHS, &["--tpot-limits", "50", "--serving-engine", "bogus"]].concat();
+    usage_error(&a, &["--serving-engine", "bogus", "vllm", "msmodeling"]);
+}
+
 /// Simulator-only flags are refused with the analytic engine.
 #[test]
 fn engine_sim_rejects_simulator_flags_with_the_analytic_engine() {

@@ -3,7 +3,7 @@
 use super::Warnings;
 use crate::cli::args::RawArgs;
 use crate::error::Error;
-use crate::plan::{EngineKind, SimOptions};
+use crate::plan::{EngineKind, ServingEngine, SimOptions};
 use crate::quant::NamedEnum;
 use crate::sim::Percentile;
 use crate::workload::arrival::{ArrivalProcess, SharedPrefix, Trace};
@@ -34,6 +34,7 @@ fn sim_flags(raw: &RawArgs) -> Vec<&'static str> {
         (raw.prefix_groups.is_some(), "--prefix-groups"),
         (raw.prefix_length.is_some(), "--prefix-length"),
         (raw.pd_routing.is_some(), "--pd-routing"),
+        (raw.serving_engine.is_some(), "--serving-engine"),
     ]
     .iter()
     .filter(|(given, _)| *given)
@@ -102,6 +103,10 @@ pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, w
         routing: match raw.pd_routing.as_deref() {
             None => crate::sim::Routing::LeastLoaded,
             Some(r) => crate::sim::Routing::parse_choice(r).map_err(|e| Error::choice("--pd-routing", e))?,
+        },
+        serving_engine: match raw.serving_engine.as_deref() {
+            None => None,
+            Some(e) => Some(ServingEngine::parse_choice(e).map_err(|m| Error::choice("--serving-engine", m))?),
         },
     })
 }

@@ -42,11 +42,21 @@ pub fn decode_mode(ctx: &CandidateCtx) -> DecodeMode {
 /// KV blocks one instance of the candidate holds once weights, the reserve and the largest
 /// step's activations are set aside.
 pub fn kv_blocks(ctx: &CandidateCtx, budget: u64, max_seqs: u64) -> u64 {
-    let slack = ctx.plan.serving.token_budget_slack;
+    let slack = slack(ctx);
     let peak_tokens = (budget as f64 * (1.0 + slack)).floor() as u64;
     let peak = BatchShape { prefill: PhaseLoad::uniform(1, peak_tokens, peak_tokens), sampled: max_seqs, ..Default::default() };
     let bytes = ctx.mem.kv_budget_bytes(&peak, ctx.reserved_bytes());
     ctx.mem.kv_capacity_blocks(bytes, ctx.plan.serving.kv_block_size as u64, max_seqs)
+}
+
+/// The share by which the candidate's scheduler lets chunks overflow the budget (none but
+/// decode-first's).
+fn slack(ctx: &CandidateCtx) -> f64 {
+    if ctx.plan.serving_engine(ctx.device).scheduler().uses_slack() {
+        ctx.plan.serving.token_budget_slack
+    } else {
+        0.0
+    }
 }
 
 /// How one instance of the candidate schedules and what it holds.
@@ -60,10 +70,9 @@ pub fn instance_config(ctx: &CandidateCtx, budget: u64, max_num_seqs: u64) -> In
         _ => (0, 0, 0),
     };
     InstanceConfig {
-        // The original tool's policy; per-engine policies choose here.
-        scheduler: crate::sim::scheduler::SchedulerKind::DecodeFirst,
+        scheduler: plan.serving_engine(ctx.device).scheduler(),
         budget,
-        slack: plan.serving.token_budget_slack,
+        slack: slack(ctx),
         max_num_seqs,
         chunked_prefill: plan.sim.chunked_prefill,
         block_size: plan.serving.kv_block_size as u64,
@@ -97,10 +106,17 @@ pub fn sim_config(ctx: &CandidateCtx, batch: u32, budget: u64) -> (SimConfig, Re
     let plan = ctx.plan;
     let so = &plan.sim;
     let open = so.arrival.is_open();
-    let max_num_seqs = so.max_num_seqs.unwrap_or(batch as u64);
+    let limits = plan.engine_limits(ctx.device);
+    let max_num_seqs = limits.max_num_seqs.unwrap_or(batch as u64);
     let (ttft_limit, tpot_limit) = crate::search::phase_limits(plan, ctx.phase);
+    let mut instance = instance_config(ctx, budget, max_num_seqs);
+    if limits.engine.scheduler() == crate::sim::scheduler::SchedulerKind::Vllm && !open {
+        // vLLM reserves no per-sequence state for `max_num_seqs` sequences up front: a closed
+        // loop holds at most its concurrency.
+        instance.kv_blocks = kv_blocks(ctx, budget, max_num_seqs.min(batch as u64));
+    }
     let cfg = SimConfig {
-        instance: instance_config(ctx, budget, max_num_seqs),
+        instance,
         instances: if open { ctx.cand.parallel.dp } else { 1 },
         role: match ctx.phase {
             Phase::Aggregated => Role::Mixed,
@@ -168,6 +184,8 @@ impl Engine for SimEngine {
             row.composition = super::analytic::composition_rows(&d.compose(batch as u64, plan.workload.prefix_cache_hit_rate));
         }
         row.prefill_num_chunks = if ctx.phase == Phase::Decode { 0 } else { eff.div_ceil(budget.max(1)) };
+        row.serving_engine = Some(plan.serving_engine(ctx.device));
+        row.max_num_seqs = Some(cfg.instance.max_num_seqs);
         let (ttft_limit, tpot_limit) = crate::search::phase_limits(plan, ctx.phase);
         let result = match kv_demand_exceeds(ctx, &cfg) {
             Some(e) => Err(e),
