@@ -200,6 +200,9 @@ pub struct RooflineCost {
     pub ops: Vec<ops::Op>,
     /// Host-side time added to every step.
     pub host_s: f64,
+    /// Host-side time per sequence in the step (sampling, scheduling, metadata), added to every
+    /// step: 0 unless a serving engine's execution profile says otherwise.
+    pub per_seq_s: f64,
     /// Notes about approximations taken while building (e.g. a dtype peak missing).
     pub warnings: Vec<String>,
 }
@@ -227,8 +230,9 @@ impl StepCostModel for RooflineCost {
         for op in &self.ops {
             total += op.seconds_into(&x, &mut b);
         }
-        b.fixed += self.host_s;
-        StepTime { seconds: total + self.host_s, breakdown: b }
+        let host = self.host_seconds(shape);
+        b.fixed += host;
+        StepTime { seconds: total + host, breakdown: b }
     }
 
     fn step_seconds(&self, shape: &BatchShape) -> f64 {
@@ -236,7 +240,14 @@ impl StepCostModel for RooflineCost {
         if x[f::ONE] == 0.0 {
             return 0.0;
         }
-        self.ops.iter().map(|op| op.seconds(&x)).sum::<f64>() + self.host_s
+        self.ops.iter().map(|op| op.seconds(&x)).sum::<f64>() + self.host_seconds(shape)
+    }
+}
+
+impl RooflineCost {
+    /// Host time of a step: the per-step part plus the per-sequence part.
+    fn host_seconds(&self, shape: &BatchShape) -> f64 {
+        self.host_s + self.per_seq_s * (shape.prefill.seqs + shape.decode.seqs) as f64
     }
 }
 

@@ -867,3 +867,25 @@ fn nvidia_devices_default_to_vllm_and_its_limits() {
     ]);
     assert_eq!(a.engine_limits(&a.devices[0]).default_budget, None);
 }
+
+#[test]
+fn serving_cost_applies_to_simulated_disaggregated_forwards() {
+    // Issue: `--serving-cost 10` was ignored by the simulator (decode TPOT 29.88 ms against the
+    // formulas' 39.88 ms at the same batch). Now every simulated forward of a disaggregated
+    // instance pays it, so both engines agree at the batch they both probe.
+    // Mutation: drop the `host_s +=` in `search::engine::sim::step_cost` and the simulated TPOT
+    // falls 10 ms below the formulas'.
+    let a: Vec<&str> =
+        "Qwen/Qwen3-8B --num-devices 1 --disagg --input-length 2048 --output-length 256 --tpot-limits 30 --serving-cost 10 --engine compare"
+            .split_whitespace()
+            .collect();
+    let report = run_json(&a);
+    let rows = array(&phase(&report, 0, "decode")["rows"], "rows");
+    assert!(!rows.is_empty());
+    let compared: Vec<&serde_json::Value> = rows.iter().filter(|r| r["analytic"]["tpot_ms"].is_f64() && r["tpot_ms"].is_f64()).collect();
+    assert!(compared.len() >= 3, "compare rows carry both engines' TPOT: {rows:?}");
+    for r in compared {
+        let (sim, formula) = (num(&r["tpot_ms"], "tpot_ms"), num(&r["analytic"]["tpot_ms"], "analytic tpot"));
+        assert!(close(sim, formula, 0.02), "batch {}: simulated {sim} vs formulas {formula}", r["batch_size"]);
+    }
+}

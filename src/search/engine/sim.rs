@@ -9,7 +9,7 @@
 
 use super::{CandidateCtx, Engine};
 use crate::cost::memory::{gib, MemoryUse};
-use crate::cost::{BatchShape, PhaseLoad};
+use crate::cost::{BatchShape, PhaseLoad, RooflineCost};
 use crate::outcome::Phase;
 use crate::outcome::{Row, SimSummary, StopReason};
 use crate::plan::{SpeculativeMethod, TpotDefinition};
@@ -84,6 +84,16 @@ pub fn instance_config(ctx: &CandidateCtx, budget: u64, max_num_seqs: u64) -> In
         image_patches: patches * images_per_request,
         image_tokens: tokens,
     }
+}
+
+/// The step cost the simulator runs on: the candidate's roofline model plus `--serving-cost`
+/// on every forward of a disaggregated instance (the formulas add it per forward too).
+pub fn step_cost(ctx: &CandidateCtx) -> RooflineCost {
+    let mut cost = ctx.cost.clone();
+    if ctx.phase != Phase::Aggregated {
+        cost.host_s += ctx.plan.serving.serving_cost_ms * 1e-3;
+    }
+    cost
 }
 
 /// The request stream of a plan.
@@ -189,7 +199,7 @@ impl Engine for SimEngine {
         let (ttft_limit, tpot_limit) = crate::search::phase_limits(plan, ctx.phase);
         let result = match kv_demand_exceeds(ctx, &cfg) {
             Some(e) => Err(e),
-            None => simulate(&cfg, &ctx.cost, factory),
+            None => simulate(&cfg, &step_cost(ctx), factory),
         };
         let stop = match result {
             Err(e) => {

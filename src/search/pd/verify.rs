@@ -7,7 +7,7 @@ use crate::hardware::DeviceProfile;
 use crate::outcome::Phase;
 use crate::outcome::{PdRow, PdSimulated, PdSplitEval, PdVerification};
 use crate::plan::{Plan, TpotDefinition};
-use crate::search::engine::sim::{factory, input_bins, instance_config, MAX_STEPS};
+use crate::search::engine::sim::{factory, input_bins, instance_config, step_cost, MAX_STEPS};
 use crate::search::{Candidate, CandidateCtx};
 use crate::sim::{simulate_system, Group, KvTransfer, Role, RunParams, SimError, System};
 use crate::workload::arrival::ArrivalProcess;
@@ -52,6 +52,7 @@ pub fn simulate_split(
 ) -> Result<PdSimulated, SimError> {
     let pc = ctx(plan, device, Candidate { parallel: row.p_layout, mtp: 0 }, Phase::Prefill);
     let dc = ctx(plan, device, Candidate { parallel: row.d_layout, mtp: row.d_mtp }, Phase::Decode);
+    let (p_cost, d_cost) = (step_cost(&pc), step_cost(&dc));
     let (ttft_limit, tpot_limit) = (plan.slo.ttft_limit(), plan.slo.tpot_limit());
     let sys = System {
         groups: vec![
@@ -59,13 +60,13 @@ pub fn simulate_split(
                 role: Role::Prefill,
                 count: p * row.p_layout.dp,
                 cfg: instance_config(&pc, row.p_budget, row.p_batch_size as u64),
-                cost: &pc.cost,
+                cost: &p_cost,
             },
             Group {
                 role: Role::Decode,
                 count: d * row.d_layout.dp,
                 cfg: instance_config(&dc, row.d_budget, row.d_batch_size as u64),
-                cost: &dc.cost,
+                cost: &d_cost,
             },
         ],
         transfer: Some(KvTransfer { bytes_per_token: pc.mem.kv_bytes_per_token, link: device.kv_transfer.clone() }),
