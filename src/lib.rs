@@ -8,6 +8,7 @@
 //! trusts.
 
 pub mod analytic;
+pub mod calibrate;
 pub mod cli;
 pub mod cost;
 pub mod error;

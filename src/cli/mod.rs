@@ -5,6 +5,7 @@
 //! profiles and length files. Nothing after this module re-validates user input.
 
 pub mod args;
+pub mod calibrate;
 pub mod plan;
 pub mod scenario;
 mod validate;
