@@ -28,7 +28,7 @@ pub struct CalibrateArgs {
 
 /// The plan every prediction starts from: the tool's defaults for a simulated aggregated run
 /// (each measured run then sets its model, device, quantization, lengths and layout).
-fn base_plan() -> Result<crate::plan::Plan, PlanError> {
+pub fn base_plan() -> Result<crate::plan::Plan, PlanError> {
     let argv = ["throughput-optimizer", "Qwen/Qwen3-32B", "--device", "H100_SXM", "--input-length", "1024", "--output-length", "128"];
     let raw = RawArgs::try_parse_from(argv).map_err(|e| PlanError::Args(e.to_string()))?;
     match build_checked(raw)? {
