@@ -13,7 +13,7 @@ GPU, precision and layout at its concurrency) and print the error of TTFT and TP
 GPU × model (median and p90 of |error|, signed median).";
 
 #[derive(Debug, Clone, Parser)]
-#[command(name = "throughput-optimizer calibrate", about = ABOUT)]
+#[command(name = "throughput-optimizer calibrate", bin_name = "throughput-optimizer calibrate", about = ABOUT)]
 pub struct CalibrateArgs {
     /// Measured results: CSV files (columns id, engine, engine_version, model, gpu, precision,
     /// isl, osl, concurrency, tp, attention_dp, moe_tp, moe_ep, ttft_ms, tpot_ms) or
