@@ -86,6 +86,9 @@ pub enum Error {
     /// Rendering the report failed.
     #[error("{0}")]
     Output(String),
+    /// A measured-results file of `calibrate` (names the file, row and field).
+    #[error(transparent)]
+    Calibrate(#[from] crate::calibrate::CalibrateError),
 }
 
 impl From<crate::report::ExportError> for Error {

@@ -11,6 +11,7 @@
 //! and scenario files validated into a [`plan::Plan`]) → [`interactive`].
 
 pub mod analytic;
+pub mod calibrate;
 pub mod cli;
 pub mod cost;
 pub mod error;

@@ -6,6 +6,10 @@ use throughput_optimizer::cli::{self, Command, PlanError, RawArgs};
 use throughput_optimizer::report;
 
 fn main() -> ExitCode {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == "calibrate") {
+        return calibrate(&argv[1..]);
+    }
     let raw = match RawArgs::parse_argv(std::env::args_os()) {
         Ok(r) => r,
         Err(e) => {
@@ -16,6 +20,31 @@ fn main() -> ExitCode {
     };
     match run(raw) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// `throughput-optimizer calibrate …`: its own arguments; the output is printed only once
+/// everything succeeded.
+fn calibrate(argv: &[std::ffi::OsString]) -> ExitCode {
+    use clap::Parser;
+    let args = match cli::calibrate::CalibrateArgs::try_parse_from(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let started = std::time::Instant::now();
+    match cli::calibrate::run(&args) {
+        Ok(text) => {
+            print!("{text}");
+            eprintln!("Calibration table computed in {:.2} seconds.", started.elapsed().as_secs_f64());
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(e.exit_code())

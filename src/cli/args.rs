@@ -24,7 +24,8 @@ Examples:
       --enable-optimize-prefill-decode-ratio --prefill-devices-per-instance 16 \\
       --decode-devices-per-instance 16 --ttft-limits 2000 --tpot-limits 50
   throughput-optimizer --list-devices
-  throughput-optimizer --list-models";
+  throughput-optimizer --list-models
+  throughput-optimizer calibrate --measured results.csv   (simulator vs measured benchmarks; calibrate --help)";
 
 fn positive_u32(s: &str) -> Result<u32, String> {
     let v: i64 = s.trim().parse().map_err(|_| format!("`{s}` is not an integer"))?;

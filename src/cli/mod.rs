@@ -7,6 +7,7 @@
 //! this module re-validates user input.
 
 pub mod args;
+pub mod calibrate;
 pub mod plan;
 pub mod scenario;
 mod validate;

@@ -1,6 +1,6 @@
 //! The crate's layering, checked on its source: modules only look down
 //! (units/util → yaml → model, hardware → quant → cost → workload → sim, analytic → plan →
-//! outcome → search → report → error → cli → interactive), and no source file reaches itself
+//! outcome → search → calibrate → report → error → cli → interactive), and no source file reaches itself
 //! through `crate::` or `super::` paths. A module's `mod.rs` naming its own submodules (its
 //! `pub use child::X` facade) is not counted as an import.
 
@@ -20,6 +20,7 @@ const LAYERS: &[&[&str]] = &[
     &["plan"],
     &["outcome"],
     &["search"],
+    &["calibrate"],
     &["report"],
     &["error"],
     &["cli"],

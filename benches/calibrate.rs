@@ -1,0 +1,35 @@
+//! `calibrate` on the measured training sample (1,036 runs): read, predict every run with the
+//! simulator (rayon over runs), tabulate. Target: 1,000 runs ≤ 60 s on 2 cores
+//! (docs/validation.md records the baseline).
+
+use throughput_optimizer::calibrate::{evaluate, read_files, Predictor};
+use throughput_optimizer::cli::calibrate::base_plan;
+
+const TRAIN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/calibration/measured_train.csv");
+const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/calibration/measured_sample.csv");
+
+fn main() {
+    divan::main();
+}
+
+/// Reading and mapping the 1,036 runs (no simulation).
+#[divan::bench(sample_count = 5)]
+fn read_training_file() -> usize {
+    read_files(&[TRAIN]).unwrap().len()
+}
+
+/// The whole evaluation of the training file.
+#[divan::bench(sample_count = 2, sample_size = 1)]
+fn evaluate_training_file() -> usize {
+    let runs = read_files(&[TRAIN]).unwrap();
+    let predictor = Predictor::new(base_plan().unwrap());
+    evaluate(&runs, &predictor.predict_all(&runs)).groups.len()
+}
+
+/// The eight-run sample: a quick check of the per-run cost.
+#[divan::bench(sample_count = 10)]
+fn evaluate_sample() -> usize {
+    let runs = read_files(&[SAMPLE]).unwrap();
+    let predictor = Predictor::new(base_plan().unwrap());
+    evaluate(&runs, &predictor.predict_all(&runs)).groups.len()
+}

@@ -1,0 +1,142 @@
+//! From the names a benchmark result uses to this crate's configuration: a Hugging Face model
+//! id to a catalog model, a GPU name to a device profile, a precision to a quantization, and
+//! the engine's parallel layout to a [`ParallelConfig`].
+
+use crate::cost::ParallelConfig;
+use crate::hardware::DeviceRegistry;
+use crate::model::{catalog, ModelArch};
+use crate::quant::{KvQuant, LinearQuant, QuantConfig};
+use crate::search::candidates::model_limit;
+use serde::Serialize;
+
+/// The weight and GEMM precision a run was served in (`precision` column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    Bf16,
+    Fp8,
+    Fp4,
+}
+
+impl Precision {
+    /// `bf16`, `fp8`, `fp4` (case-insensitive); blank is `None` (the checkpoint's own).
+    pub fn parse(s: &str) -> Result<Option<Self>, String> {
+        match s.trim().to_lowercase().as_str() {
+            "" => Ok(None),
+            "bf16" | "bfloat16" => Ok(Some(Precision::Bf16)),
+            "fp8" => Ok(Some(Precision::Fp8)),
+            "fp4" | "mxfp4" | "nvfp4" => Ok(Some(Precision::Fp4)),
+            o => Err(format!("`{o}` is not one of bf16, fp8, fp4 (or blank for the checkpoint's own)")),
+        }
+    }
+}
+
+/// A name reduced to what identifies the network: the part after the organisation, without
+/// `-Instruct`, a precision suffix or the `Meta-` prefix, lower-case.
+fn model_key(id: &str) -> String {
+    let name = id.trim().rsplit('/').next().unwrap_or("").to_lowercase();
+    let mut s = name.strip_prefix("meta-").unwrap_or(&name).to_string();
+    for suffix in ["-fp8", "-fp4", "-nvfp4", "-mxfp4", "-instruct"] {
+        if let Some(t) = s.strip_suffix(suffix) {
+            s = t.to_string();
+        }
+    }
+    s
+}
+
+/// The catalog and the device profiles, loaded once for a whole file of runs.
+#[derive(Debug, Clone)]
+pub struct Resolver {
+    models: Vec<ModelArch>,
+    pub registry: DeviceRegistry,
+}
+
+impl Default for Resolver {
+    fn default() -> Self {
+        Resolver { models: catalog::all(), registry: DeviceRegistry::builtin() }
+    }
+}
+
+impl Resolver {
+    /// The catalog model a Hugging Face id names: the exact id (case-insensitive), or the same
+    /// network under another organisation or with an `-Instruct` / precision suffix
+    /// (`nvidia/Llama-3.1-8B-Instruct-FP8` is `meta-llama/Meta-Llama-3.1-8B`).
+    pub fn model(&self, id: &str) -> Option<&ModelArch> {
+        let id = id.trim();
+        if id.is_empty() {
+            return None;
+        }
+        let key = model_key(id);
+        self.models.iter().find(|m| m.id.eq_ignore_ascii_case(id)).or_else(|| self.models.iter().find(|m| model_key(&m.id) == key))
+    }
+
+    /// The device profile a GPU name means: a profile name (case-insensitive: `h100_sxm` is
+    /// `H100_SXM`), or the name without its `_sxm` form factor (`b200_sxm` is `B200`).
+    pub fn device(&self, gpu: &str) -> Option<&crate::hardware::DeviceProfile> {
+        let g = gpu.trim();
+        if g.is_empty() {
+            return None;
+        }
+        let bare = g.to_lowercase().strip_suffix("_sxm").map(str::to_string);
+        [Some(g.to_string()), bare].into_iter().flatten().find_map(|n| self.registry.get(&n).ok())
+    }
+}
+
+/// The precision a checkpoint ships in when the run does not say: FP8 for `…-FP8` ids, FP4
+/// (MXFP4 experts) for gpt-oss, bf16 otherwise.
+pub fn native_precision(id: &str) -> Precision {
+    let lower = id.to_lowercase();
+    if lower.ends_with("-fp8") {
+        Precision::Fp8
+    } else if lower.ends_with("fp4") || lower.contains("gpt-oss") {
+        Precision::Fp4
+    } else {
+        Precision::Bf16
+    }
+}
+
+/// The quantization a precision means for a model: bf16 → none; fp8 → FP8 weights and GEMMs
+/// in every linear; fp4 → MXFP4, on the routed experts only for MoE models (gpt-oss ships
+/// MXFP4 experts and bf16 attention), on every linear for dense ones. The KV cache stays bf16.
+pub fn quant_for(precision: Precision, model: &ModelArch) -> QuantConfig {
+    let (linear, non_expert) = match precision {
+        Precision::Bf16 => (LinearQuant::Disabled, None),
+        Precision::Fp8 => (LinearQuant::Fp8, None),
+        Precision::Fp4 if model.is_moe() => (LinearQuant::Mxfp4, Some(LinearQuant::Disabled)),
+        Precision::Fp4 => (LinearQuant::Mxfp4, None),
+    };
+    QuantConfig { linear, non_expert, kv: KvQuant::Disabled, mxfp4_group_size: 32 }
+}
+
+/// The parallel layout of one serving instance as the benchmark tables give it: `tp` ranks of
+/// attention tensor parallelism times `attention_dp` attention replicas (blank or 0 = 1), and
+/// for MoE models `moe_tp` × `moe_ep` over the same devices (the remainder is MoE data
+/// parallelism). Dense models ignore the MoE columns. `Err((field, message))` when the layout
+/// does not fit the model.
+pub fn parallel_for(
+    model: &ModelArch,
+    tp: u32,
+    attention_dp: u32,
+    moe_tp: u32,
+    moe_ep: u32,
+) -> Result<ParallelConfig, (&'static str, String)> {
+    let dp = attention_dp.max(1);
+    let n = tp * dp;
+    let mut p = ParallelConfig::dense(n, tp);
+    if model.is_moe() {
+        let (mtp, ep) = (moe_tp.max(1), moe_ep.max(1));
+        if n % (mtp * ep) != 0 {
+            return Err((
+                "moe_tp",
+                format!("moe_tp {mtp} × moe_ep {ep} does not divide the instance's {n} devices (tp {tp} × attention_dp {dp})"),
+            ));
+        }
+        p.ep = ep;
+        p.moe_tp = mtp;
+        p.moe_dp = n / (mtp * ep);
+    }
+    match model_limit(model, &p, false) {
+        Some(why) => Err(("tp", format!("{} cannot run this layout: {why}", model.id))),
+        None => Ok(p),
+    }
+}

@@ -1,0 +1,327 @@
+//! Measured serving-benchmark results: rows of the benchmark CSV format, and the JSON file
+//! `vllm bench serve --save-result` writes (one run per file). Every field is checked and the
+//! run's model, GPU, precision and layout are resolved here, so a bad file fails before any
+//! simulation with a [`CalibrateError`] naming the file, the row and the field.
+
+use super::error::CalibrateError;
+use super::mapping::{native_precision, parallel_for, quant_for, Precision, Resolver};
+use crate::cost::ParallelConfig;
+use crate::quant::QuantConfig;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Columns a CSV must have; `id`, `engine_version`, `precision`, `attention_dp`, `moe_tp`,
+/// `moe_ep` and `num_prompts` are optional.
+pub const REQUIRED_COLUMNS: [&str; 9] = ["engine", "model", "gpu", "isl", "osl", "concurrency", "tp", "ttft_ms", "tpot_ms"];
+
+/// What the simulator runs for a measured run: resolved once when the file is read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Target {
+    /// Catalog model id.
+    pub model: String,
+    /// Device profile name.
+    pub device: String,
+    pub precision: Precision,
+    #[serde(skip)]
+    pub quant: QuantConfig,
+    #[serde(skip)]
+    pub parallel: ParallelConfig,
+}
+
+/// Median and p99 latencies where the source gives them (vLLM JSON), in ms.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Percentiles {
+    pub median_ttft_ms: Option<f64>,
+    pub p99_ttft_ms: Option<f64>,
+    pub median_tpot_ms: Option<f64>,
+    pub p99_tpot_ms: Option<f64>,
+    pub mean_itl_ms: Option<f64>,
+    pub median_itl_ms: Option<f64>,
+    pub p99_itl_ms: Option<f64>,
+}
+
+/// One measured benchmark run: C requests in flight at most, `num_prompts` in total (the
+/// first C start together at t = 0), fixed lengths; TTFT and TPOT are means over every request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MeasuredRun {
+    /// Where the run was read from (row 1 = the first run after the header).
+    pub file: String,
+    pub row: usize,
+    pub id: String,
+    /// `vllm`, `sglang`, `trtllm`, … (lower-case).
+    pub engine: String,
+    pub engine_version: String,
+    /// The model and GPU as the source names them.
+    pub model: String,
+    pub gpu: String,
+    pub isl: u64,
+    pub osl: u64,
+    pub concurrency: u64,
+    pub num_prompts: u64,
+    pub tp: u32,
+    pub attention_dp: u32,
+    pub moe_tp: u32,
+    pub moe_ep: u32,
+    pub ttft_ms: f64,
+    pub tpot_ms: f64,
+    pub percentiles: Percentiles,
+    pub target: Target,
+}
+
+/// One run's fields before checking: canonical column → (field name shown in errors, text).
+struct Record<'a> {
+    file: &'a str,
+    row: usize,
+    values: HashMap<&'static str, (String, String)>,
+}
+
+impl Record<'_> {
+    fn err(&self, col: &str, message: impl Into<String>) -> CalibrateError {
+        let shown = self.values.get(col).map_or(col, |(f, _)| f.as_str());
+        CalibrateError::field(self.file, self.row, shown, message)
+    }
+
+    fn text(&self, col: &str) -> &str {
+        self.values.get(col).map_or("", |(_, v)| v.trim())
+    }
+
+    fn required(&self, col: &str) -> Result<&str, CalibrateError> {
+        match self.text(col) {
+            "" => Err(self.err(col, "is empty")),
+            v => Ok(v),
+        }
+    }
+
+    /// A count ≥ 1. Integral floats (`8.0`) are accepted.
+    fn positive(&self, col: &str) -> Result<u64, CalibrateError> {
+        let v = self.required(col)?;
+        let x: f64 = v.parse().map_err(|_| self.err(col, format!("`{v}` is not a number")))?;
+        if x.fract() != 0.0 || !(1.0..=1e9).contains(&x) {
+            return Err(self.err(col, format!("must be a positive integer, got {v}")));
+        }
+        Ok(x as u64)
+    }
+
+    /// An optional count: blank or 0 mean "not used" (1).
+    fn optional(&self, col: &str) -> Result<u32, CalibrateError> {
+        match self.text(col) {
+            "" | "0" | "0.0" => Ok(1),
+            _ => Ok(self.positive(col)?.min(u32::MAX as u64) as u32),
+        }
+    }
+
+    /// A latency in ms: finite and above zero.
+    fn latency(&self, col: &str) -> Result<f64, CalibrateError> {
+        let v = self.required(col)?;
+        let x: f64 = v.parse().map_err(|_| self.err(col, format!("`{v}` is not a number")))?;
+        if !x.is_finite() || x <= 0.0 {
+            return Err(self.err(col, format!("must be a positive number of milliseconds, got {v}")));
+        }
+        Ok(x)
+    }
+
+    fn optional_latency(&self, col: &str) -> Result<Option<f64>, CalibrateError> {
+        if self.text(col).is_empty() {
+            return Ok(None);
+        }
+        self.latency(col).map(Some)
+    }
+
+    /// The checked run, its model, GPU, precision and layout resolved.
+    fn run(&self, res: &Resolver) -> Result<MeasuredRun, CalibrateError> {
+        let engine = self.required("engine")?.to_lowercase();
+        let model_id = self.required("model")?;
+        let model = res
+            .model(model_id)
+            .ok_or_else(|| self.err("model", format!("`{model_id}` is not a model of the built-in catalog (see --list-models)")))?;
+        let gpu = self.required("gpu")?;
+        let device = res.device(gpu).ok_or_else(|| {
+            self.err(
+                "gpu",
+                format!("`{gpu}` is not a known GPU: h100_sxm, h200_sxm, b200_sxm or a device profile name (see --list-devices)"),
+            )
+        })?;
+        let precision =
+            Precision::parse(self.text("precision")).map_err(|m| self.err("precision", m))?.unwrap_or(native_precision(model_id));
+        let (isl, osl, concurrency) = (self.positive("isl")?, self.positive("osl")?, self.positive("concurrency")?);
+        let num_prompts = if self.text("num_prompts").is_empty() { 10 * concurrency } else { self.positive("num_prompts")? };
+        let tp = self.positive("tp")?.min(u32::MAX as u64) as u32;
+        let (attention_dp, moe_tp, moe_ep) = (self.optional("attention_dp")?, self.optional("moe_tp")?, self.optional("moe_ep")?);
+        let parallel = parallel_for(model, tp, attention_dp, moe_tp, moe_ep).map_err(|(f, m)| self.err(f, m))?;
+        let percentiles = Percentiles {
+            median_ttft_ms: self.optional_latency("median_ttft_ms")?,
+            p99_ttft_ms: self.optional_latency("p99_ttft_ms")?,
+            median_tpot_ms: self.optional_latency("median_tpot_ms")?,
+            p99_tpot_ms: self.optional_latency("p99_tpot_ms")?,
+            mean_itl_ms: self.optional_latency("mean_itl_ms")?,
+            median_itl_ms: self.optional_latency("median_itl_ms")?,
+            p99_itl_ms: self.optional_latency("p99_itl_ms")?,
+        };
+        Ok(MeasuredRun {
+            file: self.file.to_string(),
+            row: self.row,
+            id: match self.text("id") {
+                "" => format!("row {}", self.row),
+                id => id.to_string(),
+            },
+            engine,
+            engine_version: self.text("engine_version").to_string(),
+            model: model_id.to_string(),
+            gpu: gpu.to_string(),
+            isl,
+            osl,
+            concurrency,
+            num_prompts,
+            tp,
+            attention_dp,
+            moe_tp,
+            moe_ep,
+            ttft_ms: self.latency("ttft_ms")?,
+            tpot_ms: self.latency("tpot_ms")?,
+            percentiles,
+            target: Target {
+                model: model.id.clone(),
+                device: device.name.clone(),
+                precision,
+                quant: quant_for(precision, model),
+                parallel,
+            },
+        })
+    }
+}
+
+/// The runs of a CSV text (`file` names it in errors).
+pub fn read_csv(text: &str, file: &str, res: &Resolver) -> Result<Vec<MeasuredRun>, CalibrateError> {
+    let read_err = |e: csv::Error| CalibrateError::Read { file: file.to_string(), message: format!("not a readable CSV file: {e}") };
+    let mut rdr = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(text.as_bytes());
+    let header: Vec<String> = rdr.headers().map_err(read_err)?.iter().map(|h| h.trim().to_lowercase()).collect();
+    if let Some(missing) = REQUIRED_COLUMNS.iter().find(|c| !header.iter().any(|h| h == *c)) {
+        return Err(CalibrateError::MissingColumn {
+            file: file.to_string(),
+            column: missing.to_string(),
+            expected: REQUIRED_COLUMNS.join(", "),
+        });
+    }
+    let known: Vec<&'static str> = REQUIRED_COLUMNS.iter().copied().chain(OPTIONAL_COLUMNS).collect();
+    let mut runs = Vec::new();
+    for (i, rec) in rdr.records().enumerate() {
+        let rec = rec.map_err(read_err)?;
+        let mut values = HashMap::new();
+        for (h, v) in header.iter().zip(rec.iter()) {
+            if let Some(col) = known.iter().find(|k| **k == h) {
+                values.insert(*col, (h.clone(), v.to_string()));
+            }
+        }
+        runs.push(Record { file, row: i + 1, values }.run(res)?);
+    }
+    Ok(runs)
+}
+
+const OPTIONAL_COLUMNS: [&str; 14] = [
+    "id",
+    "engine_version",
+    "precision",
+    "attention_dp",
+    "moe_tp",
+    "moe_ep",
+    "num_prompts",
+    "median_ttft_ms",
+    "p99_ttft_ms",
+    "median_tpot_ms",
+    "p99_tpot_ms",
+    "mean_itl_ms",
+    "median_itl_ms",
+    "p99_itl_ms",
+];
+
+/// A JSON value as field text: strings as they are, numbers printed, null and absent empty.
+fn json_text(v: Option<&serde_json::Value>) -> String {
+    match v {
+        None | Some(serde_json::Value::Null) => String::new(),
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// The run of a `vllm bench serve --save-result` JSON text. The client does not record the
+/// GPU or the layout: pass them as `--metadata gpu=h100_sxm tp=2` (also `precision`,
+/// `attention_dp`, `moe_tp`, `moe_ep`, `engine`, `engine_version`), which vLLM stores as
+/// top-level keys. Lengths are total tokens over completed requests.
+pub fn read_vllm_json(text: &str, file: &str, res: &Resolver) -> Result<MeasuredRun, CalibrateError> {
+    let v: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| CalibrateError::Read { file: file.to_string(), message: format!("not a JSON file: {e}") })?;
+    let get = |k: &str| json_text(v.get(k));
+    let mut values: HashMap<&'static str, (String, String)> = HashMap::new();
+    let mut put = |col: &'static str, field: &str, value: String| {
+        values.insert(col, (field.to_string(), value));
+    };
+    let num = |k: &str| -> Result<f64, CalibrateError> {
+        let t = get(k);
+        let x: f64 = t.trim().parse().map_err(|_| {
+            CalibrateError::field(file, 1, k, if t.is_empty() { "is missing".into() } else { format!("`{t}` is not a number") })
+        })?;
+        Ok(x)
+    };
+    let completed = num("completed")?;
+    if completed < 1.0 {
+        return Err(CalibrateError::field(file, 1, "completed", format!("no request completed ({completed})")));
+    }
+    let per_request = |k: &str| -> Result<String, CalibrateError> { Ok(format!("{}", (num(k)? / completed).round())) };
+    put("isl", "total_input_tokens", per_request("total_input_tokens")?);
+    put("osl", "total_output_tokens", per_request("total_output_tokens")?);
+    let concurrency = match (get("max_concurrency").as_str(), get("request_rate").as_str()) {
+        // No client cap and every request sent at once: all of them are in flight.
+        ("", "inf" | "") => get("num_prompts"),
+        ("", rate) => {
+            return Err(CalibrateError::field(file, 1, "max_concurrency", format!(
+                "is missing: an open-loop run (request_rate {rate}) is not a closed-loop benchmark; only runs with --max-concurrency are supported"
+            )))
+        }
+        (c, _) => c.to_string(),
+    };
+    put("concurrency", "max_concurrency", concurrency);
+    put("num_prompts", "num_prompts", get("num_prompts"));
+    put("model", "model_id", get("model_id"));
+    put("ttft_ms", "mean_ttft_ms", get("mean_ttft_ms"));
+    put("tpot_ms", "mean_tpot_ms", get("mean_tpot_ms"));
+    let engine = get("engine");
+    put("engine", "engine", if engine.is_empty() { "vllm".into() } else { engine });
+    for key in ["id", "engine_version", "gpu", "precision", "tp", "attention_dp", "moe_tp", "moe_ep"] {
+        put(key, key, get(key));
+    }
+    for key in ["median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_itl_ms", "p99_itl_ms"] {
+        put(key, key, get(key));
+    }
+    let rec = Record { file, row: 1, values };
+    for (col, hint) in [("gpu", "gpu=h100_sxm"), ("tp", "tp=2")] {
+        if rec.text(col).is_empty() {
+            return Err(rec.err(col, format!("is missing: vLLM does not record it; pass `--metadata {hint}` to vllm bench serve")));
+        }
+    }
+    rec.run(res)
+}
+
+/// Every run of the given files, in order: `.json` files (or any file starting with `{`) are
+/// read as vLLM results, the others as CSV. Nothing is returned unless every file is valid.
+pub fn read_files(paths: &[impl AsRef<Path>]) -> Result<Vec<MeasuredRun>, CalibrateError> {
+    let res = Resolver::default();
+    let mut runs = Vec::new();
+    for p in paths {
+        let p = p.as_ref();
+        let file = p.display().to_string();
+        let text = std::fs::read_to_string(p)
+            .map_err(|e| CalibrateError::Read { file: file.clone(), message: format!("cannot read the file: {e}") })?;
+        let json = p.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) || text.trim_start().starts_with('{');
+        if json {
+            runs.push(read_vllm_json(&text, &file, &res)?);
+        } else {
+            runs.extend(read_csv(&text, &file, &res)?);
+        }
+    }
+    if runs.is_empty() {
+        let files: Vec<String> = paths.iter().map(|p| p.as_ref().display().to_string()).collect();
+        return Err(CalibrateError::Empty { files: files.join(", ") });
+    }
+    Ok(runs)
+}
