@@ -1,19 +1,19 @@
 //! The simulator's prediction for one measured run: the run's layout at the run's concurrency,
-//! measured as the benchmark measured it as closely as today's simulator allows.
+//! measured as the benchmark measured it.
 //!
 //! A benchmark client sends `num_prompts` requests (10 × C in the training file), the first C
-//! together at t = 0, keeps C in flight, and averages over all of them. The simulator has a
-//! steady-state closed loop (first wave excluded) and a one-pass burst (only the first wave),
-//! so a prediction is their mix weighted by request count: the first wave is C of the
-//! `num_prompts` requests, the rest is taken as steady state. A closed loop that counts every
-//! request of a fixed-size run would replace the mix.
+//! together at t = 0, keeps C in flight, and averages over all of them: the simulator's closed
+//! loop with `--num-requests` does exactly that (see `sim::RunParams::closed_requests`). The
+//! scheduler is the run's serving engine's where the simulator has it (vLLM); TensorRT-LLM and
+//! SGLang runs use the vLLM policy and limits until their own policies exist, which the error
+//! tables show per engine.
 
 use super::measured::MeasuredRun;
 use crate::hardware::DeviceProfile;
 use crate::model::{ModelArch, ModelSource};
 use crate::outcome::Phase;
 use crate::plan::{Mode, Plan};
-use crate::search::engine::sim::{factory, sim_config};
+use crate::search::engine::sim::{sim_config, step_cost};
 use crate::search::{budgets, Candidate, CandidateCtx};
 use crate::sim::{simulate, SimError};
 use crate::workload::arrival::ArrivalProcess;
@@ -78,6 +78,15 @@ impl Predictor {
         plan.workload.input_label = run.isl.to_string();
         plan.workload.output_label = run.osl.to_string();
         plan.sim.arrival = ArrivalProcess::Closed;
+        plan.sim.num_requests = Some(run.num_prompts.max(1));
+        plan.sim.measure = crate::sim::Measure::WholeRun;
+        plan.sim.serving_engine = Some(crate::plan::ServingEngine::Vllm);
+        // vLLM, TensorRT-LLM and SGLang run fused graphs by default (torch.compile and CUDA
+        // graphs; TensorRT engines): fused element-wise kernels and grouped MoE GEMMs, which
+        // is what `--compile` prices. Eager pricing over-stated gpt-oss TPOT 3–7 times.
+        plan.compile.enabled = true;
+        // A benchmark at concurrency C needs C running sequences, whatever the engine's default.
+        plan.sim.max_num_seqs = plan.engine_limits(device).max_num_seqs.map(|m| m.max(run.concurrency));
         Ok((plan, device.clone()))
     }
 
@@ -88,16 +97,10 @@ impl Predictor {
         let ctx = CandidateCtx::new(&plan, &device, cand, Phase::Aggregated);
         // Closed-loop runs simulate one DP replica; the client's requests spread over them.
         let per_replica = run.concurrency.div_ceil(cand.parallel.dp.max(1) as u64).min(u32::MAX as u64) as u32;
-        let first_wave = (run.concurrency as f64 / run.num_prompts.max(1) as f64).min(1.0);
         let mut last = String::new();
-        for budget in budgets(&plan).0 {
-            let both = simulate_means(&ctx, per_replica, budget, ArrivalProcess::Closed)
-                .and_then(|steady| Ok((steady, simulate_means(&ctx, per_replica, budget, ArrivalProcess::Burst)?)));
-            match both {
-                Ok((steady, wave)) => {
-                    let mix = |s: f64, w: f64| first_wave * w + (1.0 - first_wave) * s;
-                    return Ok(Prediction { ttft_ms: mix(steady.ttft, wave.ttft), tpot_ms: mix(steady.tpot, wave.tpot) });
-                }
+        for budget in budgets(&plan, &device).0 {
+            match simulate_means(&ctx, per_replica, budget) {
+                Ok(m) => return Ok(Prediction { ttft_ms: m.ttft, tpot_ms: m.tpot }),
                 Err(e) => last = format!("token budget {budget}: {e}"),
             }
         }
@@ -110,9 +113,9 @@ impl Predictor {
     }
 }
 
-fn simulate_means(ctx: &CandidateCtx, batch: u32, budget: u64, arrival: ArrivalProcess) -> Result<Means, SimError> {
-    let (mut cfg, _) = sim_config(ctx, batch, budget);
+fn simulate_means(ctx: &CandidateCtx, batch: u32, budget: u64) -> Result<Means, SimError> {
+    let (mut cfg, factory) = sim_config(ctx, batch, budget);
     cfg.run.max_steps = MAX_STEPS;
-    let rep = simulate(&cfg, &ctx.cost, factory(ctx, arrival))?;
+    let rep = simulate(&cfg, &step_cost(ctx), factory)?;
     Ok(Means { ttft: rep.latency.ttft.mean, tpot: rep.latency.tpot_inter_token.mean })
 }
