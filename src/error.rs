@@ -96,6 +96,7 @@ impl From<crate::report::ExportError> for Error {
             crate::report::ExportError::Write { flag, path, source } => {
                 Error::Io { what: format!("{flag} {}: cannot write", path.display()), message: source.to_string() }
             }
+            crate::report::ExportError::Stdout(e) => Error::Io { what: "stdout: cannot write the report".into(), message: e.to_string() },
             other => Error::Output(other.to_string()),
         }
     }

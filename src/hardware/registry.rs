@@ -67,8 +67,8 @@ impl DeviceRegistry {
     /// Add the profile(s) of a YAML file: one profile, or a list of profiles.
     pub fn add_file(&mut self, path: &Path) -> Result<Vec<String>, DeviceError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| DeviceError::File { path: shown.clone(), message: format!("cannot read the file: {e}") })?;
+        let text = crate::util::read_bounded(path, crate::util::MAX_CONFIG_BYTES)
+            .map_err(|e| DeviceError::File { path: shown.clone(), message: e.to_string() })?;
         self.add_text(&text, &shown)
     }
 

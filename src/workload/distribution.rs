@@ -71,10 +71,10 @@ impl LengthDistribution {
 
     pub fn load(path: &Path, flag: &str) -> Result<Self, LengthError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| LengthError {
+        let text = crate::util::read_bounded(path, crate::util::MAX_CONFIG_BYTES).map_err(|e| LengthError {
             flag: flag.into(),
             path: shown.clone(),
-            message: format!("cannot read the file: {e}"),
+            message: e.to_string(),
         })?;
         Self::parse(&text, &shown, flag)
     }
