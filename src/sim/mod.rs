@@ -233,6 +233,8 @@ pub enum SimError {
     NoKvCapacity,
     #[error("the simulation did not finish within {steps} engine steps")]
     StepLimit { steps: u64 },
+    #[error("one engine step takes {seconds:e} s (more than an hour): the device profile's values are not physical")]
+    StepTooSlow { seconds: f64 },
     #[error("a prompt of {prompt} tokens cannot be scheduled whole in a budget of {budget} tokens without chunked prefill")]
     PromptTooLong { prompt: u64, budget: u64 },
     #[error("instance {instance} stalled: {waiting} requests wait but none can be scheduled")]
@@ -240,6 +242,10 @@ pub enum SimError {
     #[error("{batch} requests in flight need about {needed} KV blocks at their mean context, but the cache holds {capacity}")]
     KvOversubscribed { needed: u64, capacity: u64, batch: u64 },
 }
+
+/// Longest engine step the simulator accepts, in seconds. Real steps take milliseconds; a
+/// longer one comes from non-physical device values and would saturate the clock.
+pub const MAX_STEP_SECONDS: f64 = 3600.0;
 
 /// Completion counts at which the closed loop checks its stopping rule, relative to warm-up.
 const MIN_WINDOW: u64 = 8;
@@ -710,6 +716,10 @@ impl<'s, 'a> Simulation<'s, 'a> {
         }
         let now = self.now;
         let secs = grp.cost.step_seconds(&inst.shape);
+        if !(secs.is_finite() && secs <= MAX_STEP_SECONDS) {
+            // A step this slow means the device values are not physical; never a result.
+            return Err(SimError::StepTooSlow { seconds: secs });
+        }
         let ns = ((secs * 1e9).round() as u64).max(1);
         inst.step_ms = ns as f64 / 1e6;
         let st = &mut self.stats;

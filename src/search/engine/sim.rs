@@ -176,7 +176,7 @@ impl Engine for SimEngine {
                 row.sim_error = Some(e.clone());
                 Some(match e {
                     SimError::PromptTooLong { .. } => StopReason::PrefillOom,
-                    SimError::StepLimit { .. } => StopReason::StepLimit,
+                    SimError::StepLimit { .. } | SimError::StepTooSlow { .. } => StopReason::StepLimit,
                     _ => StopReason::MemoryOom,
                 })
             }
