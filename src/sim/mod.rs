@@ -808,7 +808,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             good: 0,
             finished_in_window: 0,
             out_tokens: 0,
-            per_bin: run.bins.iter().map(|_| (0, Recorder::default(), Recorder::default())).collect(),
+            per_bin: vec![(Vec::new(), Vec::new()); run.bins.len()],
         };
         for (idx, r) in self.reqs.iter().enumerate() {
             let Some(fin) = r.finish else { continue };
@@ -845,10 +845,11 @@ impl<'s, 'a> Simulation<'s, 'a> {
                 m.good += 1;
             }
             let prompt = r.input - self.image_tokens;
-            if let Some(i) = run.bins.iter().position(|&(lo, hi)| prompt >= lo && prompt < hi) {
-                m.per_bin[i].0 += 1;
-                m.per_bin[i].1.record(ttft);
-                m.per_bin[i].2.record(inter);
+            // Bins are sorted and disjoint (validated): the last one starting at or below.
+            let i = run.bins.partition_point(|&(lo, _)| lo <= prompt);
+            if i > 0 && prompt < run.bins[i - 1].1 {
+                m.per_bin[i - 1].0.push(ttft);
+                m.per_bin[i - 1].1.push(inter);
             }
         }
         m
@@ -911,13 +912,13 @@ impl<'s, 'a> Simulation<'s, 'a> {
                 .bins
                 .iter()
                 .zip(&m.per_bin)
-                .filter(|(_, b)| b.0 > 0)
+                .filter(|(_, b)| !b.0.is_empty())
                 .map(|(&(lo, hi), b)| BinStat {
                     min_tokens: lo,
                     max_tokens: hi,
-                    requests: b.0,
-                    ttft: b.1.stat(),
-                    tpot_inter_token: b.2.stat(),
+                    requests: b.0.len() as u64,
+                    ttft: Recorder::of(&b.0).stat(),
+                    tpot_inter_token: Recorder::of(&b.1).stat(),
                 })
                 .collect(),
         };
@@ -935,7 +936,10 @@ struct Measured {
     finished_in_window: u64,
     /// Output tokens of the measured requests.
     out_tokens: u64,
-    per_bin: Vec<(u64, Recorder, Recorder)>,
+    /// TTFT and inter-token TPOT samples per input bin. Samples, not a histogram per bin:
+    /// memory grows with the measured requests (bounded), not with bins × histogram size; a
+    /// bin's recorder is built only while its statistics are read.
+    per_bin: Vec<(Vec<f64>, Vec<f64>)>,
 }
 
 /// Closed loop: after warm-up (the first C completions), measure throughput over a window of

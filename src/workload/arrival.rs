@@ -91,9 +91,11 @@ pub struct TraceError {
 
 const TRACE_COLUMNS: [&str; 5] = ["arrival_s", "input_tokens", "output_tokens", "prefix_group", "prefix_len"];
 
-/// Most requests a trace may hold: each is kept in memory (about 50 bytes) and replayed once
-/// per candidate.
-pub const MAX_TRACE_REQUESTS: usize = 1_000_000;
+/// Most requests one simulation may hold (`--num-requests`, a trace): each is kept in memory
+/// (about 500 bytes with its simulation state) and simulated once per candidate.
+pub const MAX_REQUESTS: u64 = 100_000;
+/// [`MAX_REQUESTS`] as a trace's length.
+pub const MAX_TRACE_REQUESTS: usize = MAX_REQUESTS as usize;
 /// Latest arrival time of a trace request, in seconds (about 116 days): later times would not
 /// fit the simulator's nanosecond clock without clamping.
 pub const MAX_ARRIVAL_S: f64 = 1e7;

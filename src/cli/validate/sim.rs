@@ -6,7 +6,7 @@ use crate::error::Error;
 use crate::plan::{EngineKind, SimOptions};
 use crate::quant::NamedEnum;
 use crate::sim::Percentile;
-use crate::workload::arrival::{ArrivalProcess, SharedPrefix, Trace};
+use crate::workload::arrival::{ArrivalProcess, SharedPrefix, Trace, MAX_REQUESTS};
 use crate::workload::Lengths;
 use std::path::Path;
 
@@ -79,6 +79,13 @@ pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, w
                 "--no-chunked-prefill with --max-batched-tokens {small}: prompts of up to {longest} tokens cannot be scheduled whole; raise the budget or allow chunked prefill"
             )));
         }
+    }
+    if let Some(n) = raw.num_requests.filter(|&n| u64::from(n) > MAX_REQUESTS) {
+        return Err(Error::invalid(
+            "--num-requests",
+            n,
+            format!("at most {MAX_REQUESTS} requests per simulation (each is kept in memory and simulated per candidate)"),
+        ));
     }
     Ok(SimOptions {
         arrival,
