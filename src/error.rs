@@ -86,6 +86,9 @@ pub enum Error {
     /// Rendering the report failed.
     #[error("{0}")]
     Output(String),
+    /// The search ran out of its simulation work budget: the report is incomplete.
+    #[error("{0}")]
+    WorkBudget(String),
 }
 
 impl From<crate::report::ExportError> for Error {
@@ -139,7 +142,7 @@ impl Error {
 
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Io { .. } | Error::Output(_) => ErrorKind::Runtime,
+            Error::Io { .. } | Error::Output(_) | Error::WorkBudget(_) => ErrorKind::Runtime,
             Error::Scenario { source, .. } => source.kind(),
             _ => ErrorKind::Usage,
         }

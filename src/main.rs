@@ -65,6 +65,9 @@ fn interactive(raw: RawArgs) -> Result<(), PlanError> {
     let stdin = std::io::stdin();
     let mut p = throughput_optimizer::interactive::Prompter::new(stdin.lock(), std::io::stdout());
     if let Some((plan, report)) = throughput_optimizer::interactive::run_session(&mut p, &raw, &argv)? {
+        if let Some(why) = throughput_optimizer::search::work_budget_spent(&report) {
+            return Err(PlanError::WorkBudget(why));
+        }
         let text = report::render(&plan, &report)?;
         // The summary closes with the disclaimer; do not print it twice.
         let text = text.trim_end().strip_suffix(throughput_optimizer::outcome::DISCLAIMER).unwrap_or(&text).trim_end();
@@ -94,6 +97,9 @@ fn run(raw: RawArgs) -> Result<(), PlanError> {
             let bar = Bar::new(plan.output.quiet);
             let report = throughput_optimizer::search::run_with_progress(&plan, &|d, t| bar.update(d, t));
             bar.finish();
+            if let Some(why) = throughput_optimizer::search::work_budget_spent(&report) {
+                return Err(PlanError::WorkBudget(why));
+            }
             for exporter in report::exporters(&plan) {
                 for artifact in exporter.export(&plan, &report)? {
                     report::write(&artifact)?;

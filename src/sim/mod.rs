@@ -233,6 +233,8 @@ pub enum SimError {
     NoKvCapacity,
     #[error("the simulation did not finish within {steps} engine steps")]
     StepLimit { steps: u64 },
+    #[error("the search's simulation work budget ({budget} sequence-steps) is spent")]
+    WorkBudget { budget: u64 },
     #[error("one engine step takes {seconds:e} s (more than an hour): the device profile's values are not physical")]
     StepTooSlow { seconds: f64 },
     #[error("a prompt of {prompt} tokens cannot be scheduled whole in a budget of {budget} tokens without chunked prefill")]
