@@ -1,6 +1,7 @@
 //! Command-line integration tests of `throughput-optimizer`, one test binary:
 //! `validation` (every rejected command line) and `modes` (every mode and output).
 
+mod hostile;
 mod interactive;
 mod layers;
 mod modes;
