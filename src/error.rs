@@ -89,6 +89,9 @@ pub enum Error {
     /// A measured-results file of `calibrate` (names the file, row and field).
     #[error(transparent)]
     Calibrate(#[from] crate::calibrate::CalibrateError),
+    /// The search ran out of its simulation work budget: the report is incomplete.
+    #[error("{0}")]
+    WorkBudget(String),
 }
 
 impl From<crate::report::ExportError> for Error {
@@ -99,6 +102,7 @@ impl From<crate::report::ExportError> for Error {
             crate::report::ExportError::Write { flag, path, source } => {
                 Error::Io { what: format!("{flag} {}: cannot write", path.display()), message: source.to_string() }
             }
+            crate::report::ExportError::Stdout(e) => Error::Io { what: "stdout: cannot write the report".into(), message: e.to_string() },
             other => Error::Output(other.to_string()),
         }
     }
@@ -141,7 +145,7 @@ impl Error {
 
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Io { .. } | Error::Output(_) => ErrorKind::Runtime,
+            Error::Io { .. } | Error::Output(_) | Error::WorkBudget(_) => ErrorKind::Runtime,
             Error::Scenario { source, .. } => source.kind(),
             _ => ErrorKind::Usage,
         }

@@ -11,11 +11,13 @@ use crate::cli::{self, Command, PlanError, RawArgs};
 use crate::model;
 use crate::outcome::{Report, DISCLAIMER};
 use crate::plan::{Mode, Plan};
-use clap::Parser;
 use std::io::{BufRead, Write};
 
 /// Attempts at one question before the session gives up.
 const MAX_ATTEMPTS: u32 = 3;
+
+/// Longest answer line read, in bytes (paths and lists of numbers fit easily).
+pub const MAX_ANSWER_BYTES: u64 = 4096;
 
 /// A question-and-answer channel.
 pub struct Prompter<R: BufRead, W: Write> {
@@ -34,8 +36,12 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
 
     fn read_line(&mut self) -> Result<String, PlanError> {
         let mut line = String::new();
-        match self.input.read_line(&mut line) {
+        // At most MAX_ANSWER_BYTES + 1 bytes are read: an endless line (`< /dev/zero`) is refused.
+        match std::io::Read::take(&mut self.input, MAX_ANSWER_BYTES + 1).read_line(&mut line) {
             Ok(0) => Err(PlanError::Interactive("the input ended before the session was complete".into())),
+            Ok(n) if n as u64 > MAX_ANSWER_BYTES => {
+                Err(PlanError::Interactive(format!("an answer is longer than {MAX_ANSWER_BYTES} bytes; answers are one short line")))
+            }
             Ok(_) => Ok(line.trim().to_string()),
             Err(e) => Err(PlanError::Io { what: "--interactive: cannot read the answer".into(), message: e.to_string() }),
         }
@@ -536,6 +542,14 @@ pub fn run_session<R: BufRead, W: Write>(
     raw: &RawArgs,
     argv: &[String],
 ) -> Result<Option<(Plan, Report)>, PlanError> {
+    if raw.scenario.is_some() {
+        // The answers would be command-line values next to the file's; refuse rather than drop them.
+        return Err(PlanError::conflict(
+            "--interactive",
+            "--scenario",
+            "--interactive cannot be combined with --scenario: the scenario file already describes the run; drop one of them",
+        ));
+    }
     let (args, summary) = complete_args(p, raw, argv)?;
     let command = std::iter::once("throughput-optimizer".to_string())
         .chain(args.iter().skip(1).map(|a| shell_quote(a)))
@@ -547,7 +561,7 @@ pub fn run_session<R: BufRead, W: Write>(
     for l in &summary {
         p.say(l);
     }
-    let raw = RawArgs::try_parse_from(&args).map_err(|e| PlanError::Args(e.to_string().lines().next().unwrap_or("").to_string()))?;
+    let raw = RawArgs::parse_argv(&args).map_err(|e| PlanError::Args(e.to_string().lines().next().unwrap_or("").to_string()))?;
     let plan = match cli::build(raw) {
         Ok(Command::Run(plan)) => *plan,
         Ok(_) => return Err(PlanError::conflict("--interactive", "--list-devices", "--interactive runs a search; drop the listing flags")),
@@ -598,7 +612,7 @@ mod tests {
                 .split_whitespace()
                 .map(str::to_string)
                 .collect();
-        let raw = RawArgs::try_parse_from(&base).unwrap();
+        let raw = RawArgs::parse_argv(&base).unwrap();
         // Remaining questions: mode, prefix cache, quantization.
         let answers = "1\nn\ny\n";
         let mut out = Vec::new();

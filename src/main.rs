@@ -1,6 +1,7 @@
 //! The binary: parse arguments, validate them into a plan, run it, print the report.
 //! Usage errors exit with 2, runtime failures with 1.
 
+use std::io::Write as _;
 use std::process::ExitCode;
 use throughput_optimizer::cli::{self, Command, PlanError, RawArgs};
 use throughput_optimizer::report;
@@ -21,7 +22,8 @@ fn main() -> ExitCode {
     match run(raw) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            // A closed stderr must not turn a clean error into a panic.
+            let _ = writeln!(std::io::stderr(), "error: {e}");
             ExitCode::from(e.exit_code())
         }
     }
@@ -92,11 +94,13 @@ fn interactive(raw: RawArgs) -> Result<(), PlanError> {
     let stdin = std::io::stdin();
     let mut p = throughput_optimizer::interactive::Prompter::new(stdin.lock(), std::io::stdout());
     if let Some((plan, report)) = throughput_optimizer::interactive::run_session(&mut p, &raw, &argv)? {
+        if let Some(why) = throughput_optimizer::search::work_budget_spent(&report) {
+            return Err(PlanError::WorkBudget(why));
+        }
         let text = report::render(&plan, &report)?;
         // The summary closes with the disclaimer; do not print it twice.
         let text = text.trim_end().strip_suffix(throughput_optimizer::outcome::DISCLAIMER).unwrap_or(&text).trim_end();
-        println!("{text}");
-        print!("{}", throughput_optimizer::interactive::summarise(&plan, &report));
+        report::write_stdout(&format!("{text}\n{}", throughput_optimizer::interactive::summarise(&plan, &report)))?;
     }
     Ok(())
 }
@@ -106,36 +110,32 @@ fn run(raw: RawArgs) -> Result<(), PlanError> {
         return interactive(raw);
     }
     match cli::build(raw)? {
-        Command::ListDevices(reg) => {
-            print!("{}", throughput_optimizer::report::table::device_list(&reg));
-            Ok(())
-        }
-        Command::ListModels => {
-            print!("{}", throughput_optimizer::report::table::model_list());
-            Ok(())
-        }
+        Command::ListDevices(reg) => Ok(report::write_stdout(&throughput_optimizer::report::table::device_list(&reg))?),
+        Command::ListModels => Ok(report::write_stdout(&throughput_optimizer::report::table::model_list())?),
         Command::ShowModel(m) => {
             let text = throughput_optimizer::yaml::to_string(&*m).map_err(|e| PlanError::Output(e.to_string()))?;
-            print!("# {}\n{text}", m.summary());
-            Ok(())
+            Ok(report::write_stdout(&format!("# {}\n{text}", m.summary()))?)
         }
         Command::Run(plan) => {
             if !plan.output.quiet {
                 for w in &plan.warnings {
-                    eprintln!("warning: {w}");
+                    let _ = writeln!(std::io::stderr(), "warning: {w}");
                 }
             }
             let started = std::time::Instant::now();
             let bar = Bar::new(plan.output.quiet);
             let report = throughput_optimizer::search::run_with_progress(&plan, &|d, t| bar.update(d, t));
             bar.finish();
+            if let Some(why) = throughput_optimizer::search::work_budget_spent(&report) {
+                return Err(PlanError::WorkBudget(why));
+            }
             for exporter in report::exporters(&plan) {
                 for artifact in exporter.export(&plan, &report)? {
                     report::write(&artifact)?;
                 }
             }
             if !plan.output.quiet {
-                eprintln!("All experiments completed in {:.2} seconds.", started.elapsed().as_secs_f64());
+                let _ = writeln!(std::io::stderr(), "All experiments completed in {:.2} seconds.", started.elapsed().as_secs_f64());
             }
             Ok(())
         }

@@ -1,24 +1,23 @@
 //! Small helpers shared across modules.
 
-/// Levenshtein distance, for "did you mean" hints.
+/// Longest text compared by [`edit_distance`]: the distance costs time quadratic in the
+/// lengths, and no name worth suggesting is longer.
+pub const MAX_EDIT_LEN: usize = 256;
+
+/// Levenshtein distance (case-insensitive), for "did you mean" hints; texts longer than
+/// [`MAX_EDIT_LEN`] are as far as their length.
 pub fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.to_lowercase().chars().collect();
-    let b: Vec<char> = b.to_lowercase().chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for i in 1..=a.len() {
-        cur[0] = i;
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
-        }
-        std::mem::swap(&mut prev, &mut cur);
+    if a.len() > MAX_EDIT_LEN || b.len() > MAX_EDIT_LEN {
+        return a.len().max(b.len());
     }
-    prev[b.len()]
+    strsim::levenshtein(&a.to_lowercase(), &b.to_lowercase())
 }
 
 /// Up to `n` candidates closest to `needle`, nearest first, only those reasonably close.
 pub fn closest<'a>(needle: &str, candidates: &[&'a str], n: usize) -> Vec<&'a str> {
+    if needle.len() > MAX_EDIT_LEN {
+        return Vec::new();
+    }
     let lower = needle.to_lowercase();
     let mut scored: Vec<(usize, &str)> = candidates
         .iter()
@@ -35,12 +34,45 @@ pub fn closest<'a>(needle: &str, candidates: &[&'a str], n: usize) -> Vec<&'a st
 
 /// Python's `round()` (banker's rounding) for the places where the original relies on it.
 pub fn round_half_even(x: f64) -> f64 {
-    let r = x.round();
-    if (x - x.trunc()).abs() == 0.5 {
-        2.0 * (x / 2.0).round()
-    } else {
-        r
+    x.round_ties_even()
+}
+
+/// Why an input file was not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read the file: {0}")]
+    Io(String),
+    #[error("not a regular file; give the path of a file")]
+    NotAFile,
+    #[error("the file is {size} bytes; at most {cap} bytes are read")]
+    TooLarge { size: u64, cap: u64 },
+}
+
+/// Cap of a scenario, device-profile, length-distribution or model config file: 16 MiB (the
+/// largest real ones are a few kB).
+pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+/// Cap of an arrival-trace file: 256 MiB (about ten million requests of CSV).
+pub const MAX_TRACE_BYTES: u64 = 256 << 20;
+
+/// Read a whole text file after checking that it is a regular file of at most `cap` bytes
+/// (never a device such as `/dev/zero` or a FIFO that would be read forever). The read itself
+/// is also capped, should the file grow meanwhile.
+pub fn read_bounded(path: &std::path::Path, cap: u64) -> Result<String, ReadError> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| ReadError::Io(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(ReadError::NotAFile);
     }
+    if meta.len() > cap {
+        return Err(ReadError::TooLarge { size: meta.len(), cap });
+    }
+    let file = std::fs::File::open(path).map_err(|e| ReadError::Io(e.to_string()))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(cap + 1).read_to_end(&mut bytes).map_err(|e| ReadError::Io(e.to_string()))?;
+    if bytes.len() as u64 > cap {
+        return Err(ReadError::TooLarge { size: bytes.len() as u64, cap });
+    }
+    String::from_utf8(bytes).map_err(|e| ReadError::Io(format!("stream did not contain valid UTF-8 ({e})")))
 }
 
 #[cfg(test)]
@@ -59,5 +91,21 @@ mod tests {
         let c = ["Qwen/Qwen3-32B", "Qwen/Qwen3-8B", "meta-llama/Meta-Llama-3.1-8B"];
         assert_eq!(closest("qwen3-32b", &c, 2)[0], "Qwen/Qwen3-32B");
         assert!(closest("zzzzzzzzzzzz", &c, 2).is_empty());
+        // Fails if edit_distance drops its length guard (a 2 MB answer would take seconds).
+        let long = "q".repeat(2_000_000);
+        let started = std::time::Instant::now();
+        assert!(closest(&long, &c, 2).is_empty());
+        assert!(started.elapsed().as_secs_f64() < 1.0);
+    }
+    #[test]
+    fn inputs_are_regular_files_under_a_cap() {
+        // Fails if read_bounded stops checking the file type (/dev/zero would be read forever).
+        assert_eq!(read_bounded(std::path::Path::new("/dev/zero"), 10), Err(ReadError::NotAFile));
+        let dir = std::env::temp_dir().join(format!("tput-read-{}", std::process::id()));
+        std::fs::write(&dir, "0123456789abc").unwrap();
+        // Fails if the size cap is not checked before reading.
+        assert_eq!(read_bounded(&dir, 10), Err(ReadError::TooLarge { size: 13, cap: 10 }));
+        assert_eq!(read_bounded(&dir, 13).unwrap(), "0123456789abc");
+        let _ = std::fs::remove_file(&dir);
     }
 }

@@ -41,6 +41,7 @@ impl From<serde_yaml::Error> for YamlError {
 /// is reported by serde_yaml at the enclosing mapping; when the message quotes the value in
 /// backticks, the error is pointed at the line that holds it and names its field.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
+    check_nesting(text)?;
     serde_yaml::from_str(text).map_err(|e| {
         let mut err = YamlError::from(e);
         if let Some((line, key)) = quoted_value(&err.message).and_then(|v| line_of_value(text, v)) {
@@ -52,6 +53,46 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
         }
         err
     })
+}
+
+/// Deepest flow nesting (`[`, `{`) a document may have; the parser's time grows with the
+/// square of the depth (100 000 levels took half a minute before its own recursion limit).
+pub const MAX_NESTING: usize = 64;
+/// Deepest indentation, in columns, of a block-style line.
+pub const MAX_INDENT: usize = 512;
+
+/// Refuse documents nested deeper than [`MAX_NESTING`] brackets or indented more than
+/// [`MAX_INDENT`] columns, in one linear pass before the parser sees them. Quoted text and
+/// comments are skipped.
+fn check_nesting(text: &str) -> Result<(), YamlError> {
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    for (i, line) in text.lines().enumerate() {
+        let too_deep = |column: usize, message: String| YamlError { line: Some(i + 1), column: Some(column), message };
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        if indent > MAX_INDENT && quote.is_none() {
+            return Err(too_deep(indent + 1, format!("indented {indent} columns; at most {MAX_INDENT} are read")));
+        }
+        let mut prev = ' ';
+        for (col, c) in line.chars().enumerate() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '#') if prev.is_whitespace() => break,
+                (None, '\'' | '"') if depth > 0 || prev.is_whitespace() || prev == ':' => quote = Some(c),
+                (None, '[' | '{') => {
+                    depth += 1;
+                    if depth > MAX_NESTING {
+                        return Err(too_deep(col + 1, format!("nested more than {MAX_NESTING} levels deep")));
+                    }
+                }
+                (None, ']' | '}') => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            prev = c;
+        }
+    }
+    Ok(())
 }
 
 /// The first backticked text of a message.
@@ -74,6 +115,7 @@ fn line_of_value(text: &str, value: &str) -> Option<(usize, Option<String>)> {
 
 /// Parse a YAML document into an untyped value (used to find the line of a field).
 pub fn value_from_str(text: &str) -> Result<serde_yaml::Value, YamlError> {
+    check_nesting(text)?;
     serde_yaml::from_str(text).map_err(YamlError::from)
 }
 
@@ -125,6 +167,18 @@ mod tests {
         assert_eq!(e.line, Some(2), "{e}");
         assert!(e.to_string().contains("field `bandwidth`"), "{e}");
     }
+    #[test]
+    fn deep_nesting_is_refused_before_parsing() {
+        // Fails if check_nesting is not called: the parser would spend seconds on this.
+        let deep = format!("model: {}\n", "[".repeat(100_000));
+        let started = std::time::Instant::now();
+        let e = value_from_str(&deep).unwrap_err();
+        assert!(e.to_string().contains("nested more than 64 levels"), "{e}");
+        assert!(started.elapsed().as_secs_f64() < 1.0);
+        // Brackets inside quotes or comments do not count.
+        assert!(value_from_str(&format!("a: '{}' # {}\n", "[".repeat(100), "{".repeat(100))).is_ok());
+    }
+
     #[test]
     fn finds_keys_in_block_and_flow_style() {
         let t = "a: 1\nbins:\n  - {min_tokens: 1, max_tokens: 2}\n  - min_tokens: 3\n";

@@ -51,6 +51,11 @@ fn finite_f64(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// A seed: a whole number in 0..=u64::MAX.
+fn seed_u64(s: &str) -> Result<u64, String> {
+    s.trim().parse().map_err(|_| format!("`{s}` is not a seed; give a whole number from 0 to {}", u64::MAX))
+}
+
 /// A latency limit in ms: a positive number or `inf`.
 fn limit_ms(s: &str) -> Result<f64, String> {
     if s.trim().eq_ignore_ascii_case("inf") {
@@ -191,10 +196,10 @@ pub struct RawArgs {
 
     // ---- SLO and serving ----
     /// TTFT limit in ms (positive number or `inf`). [default: none]
-    #[arg(long, visible_alias = "ttft-limit", value_parser = limit_ms, value_name = "MS", help_heading = "SLO and serving")]
+    #[arg(long, visible_alias = "ttft-limit", value_parser = limit_ms, allow_hyphen_values = true, value_name = "MS", help_heading = "SLO and serving")]
     pub ttft_limits: Option<f64>,
     /// TPOT limit in ms (positive number or `inf`). [default: none]
-    #[arg(long, visible_alias = "tpot-limit", value_parser = limit_ms, value_name = "MS", help_heading = "SLO and serving")]
+    #[arg(long, visible_alias = "tpot-limit", value_parser = limit_ms, allow_hyphen_values = true, value_name = "MS", help_heading = "SLO and serving")]
     pub tpot_limits: Option<f64>,
     /// Token budget of one prefill or mixed step per DP replica; prompts longer than it are
     /// prefilled in chunks. Several values run a chunk-budget sweep. [default: auto: 4×, then
@@ -352,7 +357,7 @@ pub struct RawArgs {
     #[arg(long, short = 'j', value_parser = positive_u32, value_name = "N", help_heading = "Engine")]
     pub jobs: Option<u32>,
     /// Seed of every random stream (arrivals, lengths, MTP acceptance). [default: 0]
-    #[arg(long, value_name = "SEED", help_heading = "Engine")]
+    #[arg(long, value_parser = seed_u64, value_name = "SEED", help_heading = "Engine")]
     pub seed: Option<u64>,
 
     // ---- Output ----

@@ -91,40 +91,45 @@ pub fn to_argv_in(text: &str, path: &str, base: Option<&Path>, skip: &[String]) 
         }
         let flag = format!("--{}", key.replace('_', "-"));
         let fix = |x: String| if PATH_KEYS.contains(&key) { resolve(x, base) } else { x };
+        // Values are data: each is attached to its flag (`--flag=value`), so the parser never
+        // reads a value such as `--list-devices` as a flag of its own.
         match v {
             Value::Null => {}
             Value::Bool(false) => {}
             Value::Bool(true) => argv.push(flag),
             Value::Sequence(items) => {
-                argv.push(flag);
+                if items.is_empty() {
+                    argv.push(flag.clone());
+                }
                 for it in items {
                     let item =
                         scalar(it).ok_or_else(|| err(path, line(key), format!("field `{key}`: list items must be numbers or text")))?;
-                    argv.push(fix(item));
+                    argv.push(format!("{flag}={}", fix(item)));
                 }
             }
             other => {
-                argv.push(flag);
-                argv.push(fix(scalar(other).ok_or_else(|| err(path, line(key), format!("field `{key}` must be a value or a list")))?));
+                let value = scalar(other).ok_or_else(|| err(path, line(key), format!("field `{key}` must be a value or a list")))?;
+                argv.push(format!("{flag}={}", fix(value)));
             }
         }
     }
     let Some(model) = model else {
         return Err(err(path, None, "field `model` is required (a catalog id such as Qwen/Qwen3-32B)".into()));
     };
-    argv.insert(1, model);
+    argv.insert(1, format!("--model-id={model}"));
     Ok(argv)
 }
 
 /// Point an error whose message names a `--flag` at the scenario key and its line.
 fn locate(source: PlanError, text: &str, path: &str) -> PlanError {
     let msg = source.to_string();
-    let flag = msg
-        .split(|c: char| c.is_whitespace() || c == '\'' || c == '`' || c == ':' || c == '<' || c == ',')
-        .find(|w| w.starts_with("--") && w.len() > 2);
-    let key = flag.map(|f| f.trim_start_matches('-').replace('-', "_"));
-    let line = key.as_deref().and_then(|k| yaml::line_of_key(text, k, 1));
-    let key = key.filter(|_| line.is_some());
+    // The first `--flag` the message names that is a key of the file (a value such as
+    // `--list-devices` quoted in the message is not).
+    let flags = msg
+        .split(|c: char| c.is_whitespace() || c == '\'' || c == '`' || c == ':' || c == '<' || c == ',' || c == '=')
+        .filter(|w| w.starts_with("--") && w.len() > 2);
+    let found = flags.map(|f| f.trim_start_matches('-').replace('-', "_")).find_map(|k| yaml::line_of_key(text, &k, 1).map(|l| (k, l)));
+    let (key, line) = found.map_or((None, None), |(k, l)| (Some(k), Some(l)));
     PlanError::Scenario { path: path.to_string(), key, line, source: Box::new(source) }
 }
 
@@ -154,7 +159,7 @@ impl Loaded {
 /// to the file's profiles, and a model given on the command line replaces the file's `model`.
 pub fn load(path: &Path, cli: &RawArgs) -> Result<Loaded, PlanError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| err(&shown, None, format!("cannot read the file: {e}")))?;
+    let text = crate::util::read_bounded(path, crate::util::MAX_CONFIG_BYTES).map_err(|e| err(&shown, None, e.to_string()))?;
     let extra = cli.explicit_flags().map_err(|e| PlanError::Args(first_line(&e)))?;
     // Keys the command line gives; `device_file` is repeatable and adds instead.
     let given: Vec<String> = extra
@@ -166,7 +171,7 @@ pub fn load(path: &Path, cli: &RawArgs) -> Result<Loaded, PlanError> {
     let mut argv: Vec<std::ffi::OsString> = to_argv_in(&text, &shown, path.parent(), &given)?.into_iter().map(Into::into).collect();
     let mut overridden = Vec::new();
     if let Some(m) = cli.model_id.as_ref().or(cli.model_id_flag.as_ref()) {
-        argv[1] = m.into();
+        argv[1] = format!("--model-id={m}").into();
         overridden.push("MODEL_ID".to_string());
     }
     overridden.extend(given.iter().filter(|k| text_has_key(&text, k)).map(|k| format!("--{}", k.replace('_', "-"))));
@@ -196,19 +201,14 @@ mod tests {
             argv,
             [
                 "throughput-optimizer",
-                "Qwen/Qwen3-32B",
-                "--num-devices",
-                "8",
-                "--input-length",
-                "3500",
-                "--output-length",
-                "1500",
+                "--model-id=Qwen/Qwen3-32B",
+                "--num-devices=8",
+                "--input-length=3500",
+                "--output-length=1500",
                 "--compile",
-                "--tp-sizes",
-                "4",
-                "8",
-                "--tpot-limits",
-                "50"
+                "--tp-sizes=4",
+                "--tp-sizes=8",
+                "--tpot-limits=50"
             ]
         );
     }

@@ -195,8 +195,10 @@ impl DeviceProfile {
     }
 
     /// Number of devices the communication grid can model.
+    /// Devices the grid holds (saturating: a product that would overflow is `u64::MAX`, which
+    /// [`Self::validate`] refuses).
     pub fn grid_size(&self) -> u64 {
-        self.comm_grid.iter().map(|l| l.size as u64).product()
+        self.comm_grid.iter().fold(1u64, |n, l| n.saturating_mul(l.size as u64))
     }
 
     /// "256 x 8"
@@ -266,6 +268,7 @@ impl DeviceProfile {
             for (dt, v) in peaks.entries() {
                 if let Some(v) = v {
                     positive(&format!("{table}.{dt}"), v)?;
+                    physical(&format!("{table}.{dt}"), v, TFLOPS_RANGE)?;
                 }
             }
         }
@@ -276,11 +279,18 @@ impl DeviceProfile {
             return Err("field `vector_tflops` needs at least one peak (e.g. `bf16`)".into());
         }
         positive("memory", self.memory.bytes)?;
+        physical("memory", self.memory.bytes, MEMORY_RANGE)?;
         positive("memory_bandwidth", self.memory_bandwidth.bytes_per_s)?;
-        non_negative("op_overhead_us.matrix", self.op_overhead_us.matrix)?;
-        non_negative("op_overhead_us.vector", self.op_overhead_us.vector)?;
-        non_negative("op_overhead_us.collective", self.op_overhead_us.collective)?;
-        non_negative("host_overhead_us", self.host_overhead_us)?;
+        physical("memory_bandwidth", self.memory_bandwidth.bytes_per_s, MEMORY_BANDWIDTH_RANGE)?;
+        for (field, v) in [
+            ("op_overhead_us.matrix", self.op_overhead_us.matrix),
+            ("op_overhead_us.vector", self.op_overhead_us.vector),
+            ("op_overhead_us.collective", self.op_overhead_us.collective),
+            ("host_overhead_us", self.host_overhead_us),
+        ] {
+            non_negative(field, v)?;
+            physical(field, v, OVERHEAD_US_RANGE)?;
+        }
         if self.comm_grid.is_empty() {
             return Err("field `comm_grid` needs at least one level".into());
         }
@@ -289,16 +299,44 @@ impl DeviceProfile {
                 return Err(format!("field `comm_grid[{i}].size` is {}; each level must have ≥ 2 devices", l.size));
             }
             positive(&format!("comm_grid[{i}].bandwidth"), l.bandwidth.bytes_per_s)?;
+            physical(&format!("comm_grid[{i}].bandwidth"), l.bandwidth.bytes_per_s, LINK_BANDWIDTH_RANGE)?;
             non_negative(&format!("comm_grid[{i}].latency_us"), l.latency_us)?;
+            physical(&format!("comm_grid[{i}].latency_us"), l.latency_us, OVERHEAD_US_RANGE)?;
             frac(&format!("comm_grid[{i}].efficiency"), l.efficiency)?;
         }
         if self.grid_size() > 1 << 20 {
-            return Err(format!("field `comm_grid` models {} devices; at most 1048576 are supported", self.grid_size()));
+            return Err(format!("field `comm_grid` models {} devices; at most 1048576 are supported", self.grid_shape()));
         }
         positive("kv_transfer.bandwidth", self.kv_transfer.bandwidth.bytes_per_s)?;
+        physical("kv_transfer.bandwidth", self.kv_transfer.bandwidth.bytes_per_s, LINK_BANDWIDTH_RANGE)?;
         non_negative("kv_transfer.latency_us", self.kv_transfer.latency_us)?;
+        physical("kv_transfer.latency_us", self.kv_transfer.latency_us, OVERHEAD_US_RANGE)?;
         frac("kv_transfer.efficiency", self.kv_transfer.efficiency)?;
         Ok(())
+    }
+}
+
+/// A physical range of a device field: (lowest, highest, how the range reads in messages).
+type Range = (f64, f64, &'static str, &'static str);
+
+/// Peak TFLOPS of one data type: a gigaflop to an exaflop per device.
+const TFLOPS_RANGE: Range = (1e-3, 1e6, "TFLOPS", "between 0.001 and 1000000 TFLOPS");
+/// Device memory: 1 GiB to 1 PiB.
+const MEMORY_RANGE: Range = (1_073_741_824.0, 1_125_899_906_842_624.0, "bytes", "between 1 GiB and 1 PiB");
+/// Memory bandwidth: 1 GB/s to 1 PB/s.
+const MEMORY_BANDWIDTH_RANGE: Range = (1e9, 1e15, "B/s", "between 1 GB/s and 1 PB/s");
+/// Link bandwidth (comm grid, KV transfer): 1 MB/s to 1 PB/s.
+const LINK_BANDWIDTH_RANGE: Range = (1e6, 1e15, "B/s", "between 1 MB/s and 1 PB/s");
+/// Overheads and latencies: at most one second.
+const OVERHEAD_US_RANGE: Range = (0.0, 1e6, "µs", "between 0 and 1000000 µs (one second)");
+
+/// A value outside what hardware can be: the cost model would price steps at zero or at
+/// centuries, and the search would rank nonsense.
+fn physical(field: &str, v: f64, (lo, hi, unit, what): Range) -> Result<(), String> {
+    if (lo..=hi).contains(&v) {
+        Ok(())
+    } else {
+        Err(format!("field `{field}` is {v:e} {unit}; a physical device has it {what}"))
     }
 }
 

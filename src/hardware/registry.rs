@@ -31,6 +31,9 @@ const BUILTIN: &[(&str, &str)] = builtin_profiles!(
     "L40S.yaml",
 );
 
+/// Most profiles one `--device-file` may hold.
+pub const MAX_PROFILES_PER_FILE: usize = 1024;
+
 /// Why a device profile could not be loaded or found.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum DeviceError {
@@ -67,8 +70,8 @@ impl DeviceRegistry {
     /// Add the profile(s) of a YAML file: one profile, or a list of profiles.
     pub fn add_file(&mut self, path: &Path) -> Result<Vec<String>, DeviceError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| DeviceError::File { path: shown.clone(), message: format!("cannot read the file: {e}") })?;
+        let text = crate::util::read_bounded(path, crate::util::MAX_CONFIG_BYTES)
+            .map_err(|e| DeviceError::File { path: shown.clone(), message: e.to_string() })?;
         self.add_text(&text, &shown)
     }
 
@@ -80,6 +83,12 @@ impl DeviceRegistry {
         } else {
             vec![yaml::from_str(text).map_err(|e| file_err(e.to_string()))?]
         };
+        if list.is_empty() {
+            return Err(file_err("the file holds no device profile; give one profile or a non-empty list of them".into()));
+        }
+        if list.len() > MAX_PROFILES_PER_FILE {
+            return Err(file_err(format!("the file holds {} profiles; at most {MAX_PROFILES_PER_FILE} are read", list.len())));
+        }
         let mut names = Vec::new();
         for p in list {
             p.validate().map_err(|m| {
@@ -148,6 +157,30 @@ mod tests {
         assert_eq!(a2.display_comm_gb_s(), "17.5 | 137.2");
         assert_eq!(reg.get("ATLAS_800_A2_280T_32G_PCIE").unwrap().grid_size(), 8);
         assert_eq!(reg.get("ATLAS_800_A3_560T_128G_DIE_ROCE").unwrap().grid_size(), 32);
+    }
+
+    #[test]
+    fn non_physical_values_are_refused_with_field_and_range() {
+        let text = include_str!("../../profiles/devices/TEST_DEVICE.yaml").replace("name: TEST_DEVICE", "name: ODD");
+        let refuse = |from: &str, to: &str, field: &str| {
+            let mut reg = DeviceRegistry::builtin();
+            let e = reg.add_text(&text.replace(from, to), "odd.yaml").unwrap_err().to_string();
+            assert!(e.contains(&format!("field `{field}`")) && e.contains("a physical device has it between"), "{e}");
+        };
+        // Each fails if its `physical` check in DeviceProfile::validate is removed.
+        refuse("memory_bandwidth: 1.6 TiB/s", "memory_bandwidth: 0.000000001 MB/s", "memory_bandwidth");
+        refuse("bf16: 353.9", "bf16: 1e-300", "matrix_tflops.bf16");
+        refuse("host_overhead_us: 0", "host_overhead_us: 1e14", "host_overhead_us");
+        refuse("memory: 64 GiB", "memory: 1 MB", "memory");
+        // Fails if grid_size multiplies with wrapping arithmetic (the product wraps to 8).
+        let wrap = text.replace("size: 256,", "size: 27905,").replace(
+            "comm_grid:  # outermost level first; ranks row-major, last level fastest\n",
+            "comm_grid:\n  - {size: 429509837, bandwidth: 50 GB/s, latency_us: 10, efficiency: 0.7, topology: clos}\n  - {size: 384773, bandwidth: 50 GB/s, latency_us: 10, efficiency: 0.7, topology: clos}\n",
+        );
+        let e = DeviceRegistry::builtin().add_text(&wrap, "g.yaml").unwrap_err().to_string();
+        assert!(e.contains("at most 1048576"), "{e}");
+        // Fails if an empty list of profiles is accepted.
+        assert!(DeviceRegistry::builtin().add_text("[]\n", "e.yaml").unwrap_err().to_string().contains("no device profile"));
     }
 
     #[test]

@@ -29,6 +29,30 @@ pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
     "qwen3_next",
 ];
 
+/// The largest value a config field may hold: counts that size memory (layers, experts,
+/// heads) and dimensions are bounded, so that a mistyped config is refused instead of
+/// allocating gigabytes or overflowing the parameter count.
+fn limit(key: &str) -> u64 {
+    use super::{MAX_CONTEXT, MAX_DIM, MAX_EXPERTS, MAX_HEADS, MAX_LAYERS, MAX_VOCAB};
+    match key {
+        "num_hidden_layers"
+        | "mtp_num_hidden_layers"
+        | "num_nextn_predict_layers"
+        | "depth"
+        | "first_k_dense_replace"
+        | "decoder_sparse_step"
+        | "moe_layer_freq"
+        | "full_attention_interval" => MAX_LAYERS,
+        "num_experts" | "n_routed_experts" | "num_local_experts" | "n_shared_experts" | "num_experts_per_tok" | "experts_per_token" => {
+            MAX_EXPERTS
+        }
+        "num_attention_heads" | "num_key_value_heads" | "linear_num_key_heads" | "linear_num_value_heads" | "num_heads" => MAX_HEADS,
+        "vocab_size" => MAX_VOCAB,
+        "max_position_embeddings" | "sliding_window" => MAX_CONTEXT,
+        _ => MAX_DIM,
+    }
+}
+
 struct Fields<'a> {
     text: &'a Map<String, Value>,
     top: &'a Map<String, Value>,
@@ -52,8 +76,11 @@ impl<'a> Fields<'a> {
             Some(v) => v
                 .as_u64()
                 .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
-                .map(Some)
-                .ok_or_else(|| format!("field `{}` is {v}; expected a non-negative integer", self.name(key))),
+                .ok_or_else(|| format!("field `{}` is {v}; expected a non-negative integer", self.name(key)))
+                .and_then(|n| match limit(key) {
+                    max if n > max => Err(format!("field `{}` is {n}; at most {max} is modelled", self.name(key))),
+                    _ => Ok(Some(n)),
+                }),
         }
     }
     fn u64(&self, key: &str) -> Result<u64, String> {
@@ -377,11 +404,11 @@ fn vision(v: &Map<String, Value>) -> Result<VisionTower, String> {
     let req = |k: &str| f.u64(k).map_err(|e| e.replace(&format!("`{k}`"), &format!("`vision_config.{k}`")));
     let hidden = req("hidden_size")?;
     Ok(VisionTower {
-        depth: req("depth")? as u32,
+        depth: f.u32("depth").map_err(|e| e.replace("`depth`", "`vision_config.depth`"))?,
         hidden_size: hidden,
         intermediate_size: req("intermediate_size")?,
-        heads: req("num_heads")? as u32,
-        patch_size: req("patch_size")? as u32,
+        heads: f.u32("num_heads").map_err(|e| e.replace("`num_heads`", "`vision_config.num_heads`"))?,
+        patch_size: f.u32("patch_size").map_err(|e| e.replace("`patch_size`", "`vision_config.patch_size`"))?,
         spatial_merge_size: f.u32_opt("spatial_merge_size")?.unwrap_or(2),
         temporal_patch_size: f.u32_opt("temporal_patch_size")?.unwrap_or(2),
         in_channels: f.u32_opt("in_channels")?.unwrap_or(3),
@@ -397,6 +424,23 @@ mod tests {
     const QWEN3_32B: &str = r#"{"model_type":"qwen3","hidden_size":5120,"intermediate_size":25600,
         "num_attention_heads":64,"num_key_value_heads":8,"head_dim":128,"num_hidden_layers":64,
         "vocab_size":151936,"tie_word_embeddings":false}"#;
+
+    #[test]
+    fn counts_that_size_memory_are_bounded() {
+        // Fails if `limit` stops bounding layers: qwen3_5 would allocate a billion layer types.
+        let huge = QWEN3_32B.replace(r#""num_hidden_layers":64"#, r#""num_hidden_layers":1000000000"#).replace("\"qwen3\"", "\"qwen3_5\"");
+        let e = parse_config(&huge, "x").unwrap_err();
+        assert_eq!(e, "field `num_hidden_layers` is 1000000000; at most 1024 is modelled");
+        // Fails if dimensions are unbounded (2^54 overflows the parameter count to 0).
+        let wide = QWEN3_32B.replace(r#""hidden_size":5120"#, r#""hidden_size":18014398509481984"#);
+        assert!(parse_config(&wide, "x").unwrap_err().starts_with("field `hidden_size` is 18014398509481984; at most"));
+        // Fails if the vision depth is read with `as u32` (4294967297 would become 1).
+        let vl = format!(
+            r#"{{"model_type":"qwen3_vl","text_config":{},"vision_config":{{"depth":4294967297,"hidden_size":1152,"intermediate_size":4304,"num_heads":16,"patch_size":16}}}}"#,
+            QWEN3_32B.replace("\"qwen3\"", "\"qwen3_vl_text\"")
+        );
+        assert!(parse_config(&vl, "x").unwrap_err().contains("`vision_config.depth` is 4294967297"));
+    }
 
     #[test]
     fn qwen3_32b_parameter_count_matches_reference() {

@@ -13,6 +13,20 @@ pub use resolve::{resolve_model, ModelError, ModelSource};
 
 use serde::{Deserialize, Serialize};
 
+/// Most decoder (or MTP, or vision) layers a config may declare; real models have under 200.
+pub const MAX_LAYERS: u64 = 1024;
+/// Most experts (routed, shared or per token) a config may declare; real models have under 400.
+pub const MAX_EXPERTS: u64 = 4096;
+/// Most attention heads of any kind.
+pub const MAX_HEADS: u64 = 4096;
+/// Largest vocabulary (real ones are under 300 k).
+pub const MAX_VOCAB: u64 = 1 << 24;
+/// Largest context length or sliding window.
+pub const MAX_CONTEXT: u64 = 1 << 32;
+/// Largest hidden, intermediate or head dimension (real ones are under 100 k): keeps every
+/// parameter and FLOP count far from overflow.
+pub const MAX_DIM: u64 = 1 << 20;
+
 /// A decoder-only language model (optionally with a vision encoder in front).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -34,7 +34,10 @@ fn hf_cache_dirs() -> Vec<PathBuf> {
 
 fn from_file(path: &Path, id: &str) -> Result<ModelArch, ModelError> {
     let bad = |message: String| ModelError::BadConfig { path: path.display().to_string(), message };
-    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read: {e}")))?;
+    let text = crate::util::read_bounded(path, crate::util::MAX_CONFIG_BYTES).map_err(|e| match e {
+        crate::util::ReadError::Io(e) => bad(format!("cannot read: {e}")),
+        other => bad(other.to_string()),
+    })?;
     hf::parse_config(&text, id).map_err(bad)
 }
 

@@ -13,7 +13,7 @@ pub mod trace;
 use crate::outcome::Report;
 use crate::plan::{OutputFormat, Plan};
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Why an output could not be produced or written (a runtime failure: exit 1).
 #[derive(Debug, thiserror::Error)]
@@ -27,6 +27,9 @@ pub enum ExportError {
     Chart(String),
     #[error("{flag} {}: cannot write: {source}", path.display())]
     Write { flag: &'static str, path: PathBuf, source: std::io::Error },
+    /// Standard output failed for a reason other than a closed pipe (a full disk, `/dev/full`).
+    #[error("cannot write the report to standard output: {0}")]
+    Stdout(std::io::Error),
 }
 
 /// Where an artifact goes.
@@ -111,15 +114,73 @@ pub fn render(plan: &Plan, report: &Report) -> Result<String, ExportError> {
     }
 }
 
-/// Put an artifact where it belongs. A closed stdout pipe (e.g. `| head`) is not reported.
+/// Put an artifact where it belongs. A closed stdout pipe (e.g. `| head`) is not reported;
+/// any other stdout failure is. A file is written whole or not at all (see [`write_file`]).
 pub fn write(artifact: &Artifact) -> Result<(), ExportError> {
     match &artifact.destination {
-        Destination::Stdout => {
-            let _ = std::io::stdout().lock().write_all(artifact.contents.as_bytes());
-            Ok(())
-        }
+        Destination::Stdout => write_stdout(&artifact.contents),
         Destination::File { flag, path } => {
-            std::fs::write(path, &artifact.contents).map_err(|source| ExportError::Write { flag, path: path.clone(), source })
+            write_file(path, &artifact.contents).map_err(|source| ExportError::Write { flag, path: path.clone(), source })
         }
+    }
+}
+
+/// Write `text` to standard output and flush it. A closed pipe (EPIPE) is not an error: the
+/// reader has seen what it wanted.
+pub fn write_stdout(text: &str) -> Result<(), ExportError> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(ExportError::Stdout(e)),
+        _ => Ok(()),
+    }
+}
+
+/// Write `contents` to `path` atomically: into a temporary file beside it, flushed to disk,
+/// then renamed over the target, so a failure (a full disk) leaves the previous file intact
+/// and never a truncated one. A target that exists and is not a regular file (`/dev/null`, a
+/// FIFO) is written directly: renaming over a device would replace it.
+pub fn write_file(path: &Path, contents: &str) -> std::io::Result<()> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+        return f.write_all(contents.as_bytes()).and_then(|()| f.flush());
+    }
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "output".into());
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        f.write_all(contents.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_write_leaves_the_previous_file() {
+        let dir = std::env::temp_dir().join(format!("tput-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("report.json");
+        std::fs::write(&target, "previous").unwrap();
+        // The temporary file cannot be created (a directory holds its name): the write fails.
+        let tmp = dir.join(format!(".report.json.{}.tmp", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        // Fails if write_file writes the target in place (std::fs::write): it would succeed and
+        // replace the contents instead of leaving them.
+        assert!(write_file(&target, "new").is_err());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "previous");
+        std::fs::remove_dir(&tmp).unwrap();
+        write_file(&target, "new").unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+        // Fails if a device is renamed over instead of written to.
+        write_file(Path::new("/dev/null"), "x").unwrap();
+        assert!(std::os::unix::fs::FileTypeExt::is_char_device(&Path::new("/dev/null").metadata().unwrap().file_type()));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

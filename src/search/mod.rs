@@ -300,8 +300,8 @@ pub fn run_with_progress(plan: &Plan, report: ProgressFn) -> Report {
     let progress = Progress { done: 0.into(), total: count_candidates(plan).max(1), report };
     let engine: Box<dyn Engine> = match plan.engine {
         EngineKind::Analytic => Box::new(AnalyticEngine),
-        EngineKind::Sim => Box::new(SimEngine),
-        EngineKind::Compare => Box::new(CompareEngine),
+        EngineKind::Sim => Box::new(SimEngine::default()),
+        EngineKind::Compare => Box::new(CompareEngine::default()),
     };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(plan.jobs).build();
     let devices: Vec<DeviceResult> = match pool {
@@ -371,6 +371,25 @@ fn kv_transfer_ms(plan: &Plan, device: &DeviceProfile, row: &crate::outcome::PdR
 }
 
 /// Fail early when a phase has no runnable layout (a usage error).
+/// When the simulator's work budget ran out during the search, the flags to change: the
+/// report is then incomplete and must not be presented as a result.
+pub fn work_budget_spent(report: &Report) -> Option<String> {
+    let spent = report
+        .devices
+        .iter()
+        .flat_map(|d| &d.phases)
+        .flat_map(|p| &p.rows)
+        .any(|r| matches!(r.sim_error, Some(crate::sim::SimError::WorkBudget { .. })));
+    spent.then(|| {
+        format!(
+            "the search stopped: its simulations used the whole work budget ({} sequence-steps, about ten seconds). \
+             Small token budgets (--max-batched-tokens, by default 4 × the input length) let few sequences run per step; \
+             raise --max-batched-tokens, narrow --batch-range or --tp-sizes, lower --num-requests, or use --engine analytic",
+            engine::sim::WORK_BUDGET
+        )
+    })
+}
+
 pub fn check_candidates(plan: &Plan) -> Result<(), String> {
     candidates::check(plan)
 }

@@ -74,6 +74,15 @@ impl Recorder {
         self.record_n(ms, 1);
     }
 
+    /// A recorder holding `samples` (in milliseconds).
+    pub fn of(samples: &[f64]) -> Self {
+        let mut r = Recorder::default();
+        for &ms in samples {
+            r.record(ms);
+        }
+        r
+    }
+
     pub fn stat(&self) -> Stat {
         if self.count == 0 {
             return Stat::default();

@@ -253,6 +253,10 @@ pub enum SimError {
     NoKvCapacity,
     #[error("the simulation did not finish within {steps} engine steps")]
     StepLimit { steps: u64 },
+    #[error("the search's simulation work budget ({budget} sequence-steps) is spent")]
+    WorkBudget { budget: u64 },
+    #[error("one engine step takes {seconds:e} s (more than an hour): the device profile's values are not physical")]
+    StepTooSlow { seconds: f64 },
     #[error("a prompt of {prompt} tokens cannot be scheduled whole in a budget of {budget} tokens without chunked prefill")]
     PromptTooLong { prompt: u64, budget: u64 },
     #[error("instance {instance} stalled: {waiting} requests wait but none can be scheduled")]
@@ -260,6 +264,10 @@ pub enum SimError {
     #[error("{batch} requests in flight need about {needed} KV blocks at their mean context, but the cache holds {capacity}")]
     KvOversubscribed { needed: u64, capacity: u64, batch: u64 },
 }
+
+/// Longest engine step the simulator accepts, in seconds. Real steps take milliseconds; a
+/// longer one comes from non-physical device values and would saturate the clock.
+pub const MAX_STEP_SECONDS: f64 = 3600.0;
 
 /// Completion counts at which the closed loop checks its stopping rule, relative to warm-up.
 const MIN_WINDOW: u64 = 8;
@@ -772,6 +780,10 @@ impl<'s, 'a> Simulation<'s, 'a> {
         }
         let now = self.now;
         let secs = grp.cost.step_seconds(&inst.shape);
+        if !(secs.is_finite() && secs <= MAX_STEP_SECONDS) {
+            // A step this slow means the device values are not physical; never a result.
+            return Err(SimError::StepTooSlow { seconds: secs });
+        }
         let ns = ((secs * 1e9).round() as u64).max(1);
         inst.step_ms = ns as f64 / 1e6;
         let st = &mut self.stats;
@@ -860,7 +872,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             good: 0,
             finished_in_window: 0,
             out_tokens: 0,
-            per_bin: run.bins.iter().map(|_| (0, Recorder::default(), Recorder::default())).collect(),
+            per_bin: vec![(Vec::new(), Vec::new()); run.bins.len()],
         };
         for (idx, r) in self.reqs.iter().enumerate() {
             let Some(fin) = r.finish else { continue };
@@ -900,10 +912,11 @@ impl<'s, 'a> Simulation<'s, 'a> {
                 m.good += 1;
             }
             let prompt = r.input - self.image_tokens;
-            if let Some(i) = run.bins.iter().position(|&(lo, hi)| prompt >= lo && prompt < hi) {
-                m.per_bin[i].0 += 1;
-                m.per_bin[i].1.record(ttft);
-                m.per_bin[i].2.record(inter);
+            // Bins are sorted and disjoint (validated): the last one starting at or below.
+            let i = run.bins.partition_point(|&(lo, _)| lo <= prompt);
+            if i > 0 && prompt < run.bins[i - 1].1 {
+                m.per_bin[i - 1].0.push(ttft);
+                m.per_bin[i - 1].1.push(inter);
             }
         }
         m
@@ -966,13 +979,13 @@ impl<'s, 'a> Simulation<'s, 'a> {
                 .bins
                 .iter()
                 .zip(&m.per_bin)
-                .filter(|(_, b)| b.0 > 0)
+                .filter(|(_, b)| !b.0.is_empty())
                 .map(|(&(lo, hi), b)| BinStat {
                     min_tokens: lo,
                     max_tokens: hi,
-                    requests: b.0,
-                    ttft: b.1.stat(),
-                    tpot_inter_token: b.2.stat(),
+                    requests: b.0.len() as u64,
+                    ttft: Recorder::of(&b.0).stat(),
+                    tpot_inter_token: Recorder::of(&b.1).stat(),
                 })
                 .collect(),
         };
@@ -990,7 +1003,10 @@ struct Measured {
     finished_in_window: u64,
     /// Output tokens of the measured requests.
     out_tokens: u64,
-    per_bin: Vec<(u64, Recorder, Recorder)>,
+    /// TTFT and inter-token TPOT samples per input bin. Samples, not a histogram per bin:
+    /// memory grows with the measured requests (bounded), not with bins × histogram size; a
+    /// bin's recorder is built only while its statistics are read.
+    per_bin: Vec<(Vec<f64>, Vec<f64>)>,
 }
 
 /// Closed loop: after warm-up (the first C completions), measure throughput over a window of

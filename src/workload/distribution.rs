@@ -6,6 +6,12 @@ use crate::yaml;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+/// Most bins a distribution may have: each is a representative row of every batch composition
+/// and a line of the per-bin latency table.
+pub const MAX_BINS: usize = 1000;
+/// Largest bin weight: weights are relative, and [`MAX_BINS`] of them must sum to a finite number.
+pub const MAX_WEIGHT: f64 = 1e12;
+
 /// The built-in distribution (`--length-distribution` without a file).
 pub const BUILTIN_TEXT: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/distributions/default.yaml"));
 
@@ -71,10 +77,10 @@ impl LengthDistribution {
 
     pub fn load(path: &Path, flag: &str) -> Result<Self, LengthError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| LengthError {
+        let text = crate::util::read_bounded(path, crate::util::MAX_CONFIG_BYTES).map_err(|e| LengthError {
             flag: flag.into(),
             path: shown.clone(),
-            message: format!("cannot read the file: {e}"),
+            message: e.to_string(),
         })?;
         Self::parse(&text, &shown, flag)
     }
@@ -152,6 +158,10 @@ fn validate_bins(mut bins: Vec<LengthBin>, text: &str, key: &str) -> Result<Vec<
         let line = yaml::line_of_key(text, key, 1).map(|l| format!("line {l}: ")).unwrap_or_default();
         return Err(format!("{line}`{key}` needs at least one bin"));
     }
+    if bins.len() > MAX_BINS {
+        let line = yaml::line_of_key(text, key, 1).map(|l| format!("line {l}: ")).unwrap_or_default();
+        return Err(format!("{line}`{key}` has {} bins; at most {MAX_BINS} are modelled (merge neighbouring bins)", bins.len()));
+    }
     let start = yaml::line_of_key(text, key, 1).unwrap_or(1);
     // Line of the i-th bin in file order, for messages.
     let mut lines = Vec::new();
@@ -171,6 +181,12 @@ fn validate_bins(mut bins: Vec<LengthBin>, text: &str, key: &str) -> Result<Vec<
         }
         if !(b.weight.is_finite() && b.weight > 0.0) {
             return Err(format!("{at}: `weight` is {}; it must be a positive number", b.weight));
+        }
+        if b.weight > MAX_WEIGHT {
+            return Err(format!(
+                "{at}: `weight` is {:e}; weights are relative, at most {MAX_WEIGHT:e} (their sum must stay finite)",
+                b.weight
+            ));
         }
     }
     let mut idx: Vec<usize> = (0..bins.len()).collect();

@@ -2,6 +2,7 @@
 //! `validation` (every rejected command line) and `modes` (every mode and output).
 
 mod calibrate;
+mod hostile;
 mod interactive;
 mod layers;
 mod modes;

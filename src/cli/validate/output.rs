@@ -5,6 +5,7 @@ use crate::cli::args::RawArgs;
 use crate::error::Error;
 use crate::plan::{OutputFormat, OutputOptions};
 use crate::quant::NamedEnum;
+use std::path::{Path, PathBuf};
 
 const MAX_JOBS: u32 = 1024;
 
@@ -57,6 +58,12 @@ pub(crate) fn validate_output(
         }
         other => other.clone(),
     };
+    for (flag, path) in [("--output-file", &raw.output_file), ("--plot-file", &plot_file), ("--chrome-trace-file", &raw.chrome_trace_file)]
+    {
+        if let Some(p) = path {
+            check_output_path(flag, p, &input_files(raw))?;
+        }
+    }
     let output = OutputOptions {
         format,
         file: raw.output_file.clone(),
@@ -68,4 +75,35 @@ pub(crate) fn validate_output(
         quiet,
     };
     Ok((output, jobs as usize))
+}
+
+/// Every file the run reads (as given), so that no output overwrites one of them.
+fn input_files(raw: &RawArgs) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = raw.device_file.clone();
+    v.extend(raw.scenario.clone());
+    v.extend(raw.length_distribution.iter().chain(raw.input_length.iter()).map(PathBuf::from));
+    if let Some([_, f]) = raw.arrival.as_deref() {
+        v.push(PathBuf::from(f));
+    }
+    v.extend(raw.model_id.iter().chain(raw.model_id_flag.iter()).map(|m| Path::new(m).join("config.json")));
+    v.extend(raw.model_id.iter().chain(raw.model_id_flag.iter()).map(PathBuf::from));
+    v
+}
+
+/// An output path is checked before the search, so that a mistake costs no run: its directory
+/// must exist, it must not be a directory, and it must not be one of the run's input files.
+fn check_output_path(flag: &str, path: &Path, inputs: &[PathBuf]) -> Result<(), Error> {
+    if path.as_os_str().is_empty() || path.is_dir() {
+        return Err(Error::invalid(flag, path.display(), "is a directory or empty; give a file path"));
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(Error::invalid(flag, path.display(), format!("the directory {} does not exist", parent.display())));
+    }
+    if let Ok(target) = path.canonicalize() {
+        if inputs.iter().filter_map(|i| i.canonicalize().ok()).any(|i| i == target && target.is_file()) {
+            return Err(Error::invalid(flag, path.display(), "is an input file of this run; writing there would destroy it"));
+        }
+    }
+    Ok(())
 }

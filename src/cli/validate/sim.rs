@@ -6,7 +6,7 @@ use crate::error::Error;
 use crate::plan::{EngineKind, ServingEngine, SimOptions};
 use crate::quant::NamedEnum;
 use crate::sim::Percentile;
-use crate::workload::arrival::{ArrivalProcess, SharedPrefix, Trace};
+use crate::workload::arrival::{ArrivalProcess, SharedPrefix, Trace, MAX_REQUESTS};
 use crate::workload::Lengths;
 use std::path::Path;
 
@@ -82,6 +82,7 @@ pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, w
     };
     let chunked_prefill = !raw.no_chunked_prefill;
     let budgets = raw.max_batched_tokens.as_ref().or(raw.max_prefill_tokens.as_ref());
+    check_budget_work(budgets.map(Vec::as_slice).unwrap_or_default(), input)?;
     if let (false, Some(b)) = (chunked_prefill, budgets) {
         let longest = input.max_effective(0.0);
         if let Some(&small) = b.iter().find(|&&x| (x as u64) < longest) {
@@ -89,6 +90,13 @@ pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, w
                 "--no-chunked-prefill with --max-batched-tokens {small}: prompts of up to {longest} tokens cannot be scheduled whole; raise the budget or allow chunked prefill"
             )));
         }
+    }
+    if let Some(n) = raw.num_requests.filter(|&n| u64::from(n) > MAX_REQUESTS) {
+        return Err(Error::invalid(
+            "--num-requests",
+            n,
+            format!("at most {MAX_REQUESTS} requests per simulation (each is kept in memory and simulated per candidate)"),
+        ));
     }
     let measure = validate_measure(raw, &arrival)?;
     Ok(SimOptions {
@@ -109,6 +117,36 @@ pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, w
             Some(e) => Some(ServingEngine::parse_choice(e).map_err(|m| Error::choice("--serving-engine", m))?),
         },
     })
+}
+
+/// Most `--max-batched-tokens` values one run sweeps (each is a whole search).
+const MAX_BUDGET_VALUES: usize = 32;
+/// Most prefill chunks (engine steps) the longest prompt may need under a token budget.
+const MAX_CHUNKS: u64 = 1000;
+
+/// Refuse token budgets that would make the simulation crawl: too many values, or a budget so
+/// small that the longest prompt needs more than [`MAX_CHUNKS`] steps to prefill.
+fn check_budget_work(budgets: &[u32], input: &Lengths) -> Result<(), Error> {
+    if budgets.len() > MAX_BUDGET_VALUES {
+        return Err(Error::invalid(
+            "--max-batched-tokens",
+            format!("({} values)", budgets.len()),
+            format!("at most {MAX_BUDGET_VALUES} values are swept; each is a whole search"),
+        ));
+    }
+    let longest = input.max_effective(0.0);
+    if let Some(&b) = budgets.iter().find(|&&b| longest.div_ceil(b as u64) > MAX_CHUNKS) {
+        return Err(Error::invalid(
+            "--max-batched-tokens",
+            b,
+            format!(
+                "a {longest}-token prompt would take {} prefill steps; at most {MAX_CHUNKS} are simulated, so give at least {} tokens",
+                longest.div_ceil(b as u64),
+                longest.div_ceil(MAX_CHUNKS)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `--arrival` with `--request-rate` and `--burstiness`.

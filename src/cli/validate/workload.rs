@@ -9,6 +9,9 @@ use crate::workload::arrival::Trace;
 use crate::workload::{LengthDistribution, Lengths, MAX_LENGTH};
 use std::path::Path;
 
+/// Most images one request may carry (their tokens join the prompt).
+const MAX_IMAGES_PER_REQUEST: u32 = 256;
+
 fn parse_length(flag: &str, raw: &str) -> Result<Option<u64>, Error> {
     let t = raw.trim();
     match t.parse::<i128>() {
@@ -161,7 +164,15 @@ fn validate_images(raw: &RawArgs, model: &ModelArch, warnings: &mut Warnings) ->
                         format!("--image-height {h} / --image-width {w}: at most 16384 pixels per side"),
                     ));
                 }
-                Some(ImageSpec { height: h, width: w, per_request: raw.image_batch_size.unwrap_or(1) })
+                let per_request = raw.image_batch_size.unwrap_or(1);
+                if per_request > MAX_IMAGES_PER_REQUEST {
+                    return Err(Error::invalid(
+                        "--image-batch-size",
+                        per_request,
+                        format!("at most {MAX_IMAGES_PER_REQUEST} images per request are modelled"),
+                    ));
+                }
+                Some(ImageSpec { height: h, width: w, per_request })
             }
         }
         (h, w) => {

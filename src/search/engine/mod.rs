@@ -64,11 +64,12 @@ pub trait Engine: Sync {
 
 /// `--engine compare`: the simulator decides feasibility; every row also carries the analytic
 /// engine's figures at the same batch size.
-pub struct CompareEngine;
+#[derive(Debug, Default)]
+pub struct CompareEngine(SimEngine);
 
 impl Engine for CompareEngine {
     fn probe(&self, ctx: &CandidateCtx, batch: u32, budget: u64) -> (Probe, ProbeStats) {
-        let (mut p, st) = SimEngine.probe(ctx, batch, budget);
+        let (mut p, st) = self.0.probe(ctx, batch, budget);
         let (a, _) = AnalyticEngine.probe(ctx, batch, budget);
         p.row.analytic = Some(AnalyticFigures {
             ttft_ms: a.row.ttft_ms,

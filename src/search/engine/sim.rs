@@ -17,12 +17,33 @@ use crate::search::batch::{Probe, ProbeStats};
 use crate::sim::{simulate, DecodeMode, InstanceConfig, Role, RunParams, SimConfig, SimError, SimReport};
 use crate::workload::arrival::{ArrivalProcess, RequestFactory};
 
-/// Simulates every probe.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SimEngine;
+/// Simulates every probe, within one search's work budget.
+#[derive(Debug, Default)]
+pub struct SimEngine {
+    /// Work spent so far by this search's simulations (see [`WORK_BUDGET`]).
+    work: std::sync::atomic::AtomicU64,
+}
 
 /// Steps after which one simulation is abandoned (a typed error, not a hang).
-pub const MAX_STEPS: u64 = 20_000_000;
+pub const MAX_STEPS: u64 = 1_000_000;
+
+/// Work one search may spend simulating, in sequence-steps (each engine step counts the
+/// sequences it carries, plus one). About ten seconds on one core of the CI machine; real
+/// searches use a few percent of it. Once spent, every further probe is refused with
+/// [`SimError::WorkBudget`] and the run ends with an error naming the flags to change.
+pub const WORK_BUDGET: u64 = 150_000_000;
+
+impl SimEngine {
+    /// Charge a finished simulation to the budget.
+    fn charge(&self, steps: u64, mean_batch: f64) {
+        let work = steps.saturating_add((steps as f64 * mean_batch) as u64);
+        self.work.fetch_add(work, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn exhausted(&self) -> bool {
+        self.work.load(std::sync::atomic::Ordering::Relaxed) >= WORK_BUDGET
+    }
+}
 
 /// The decode mode a candidate implies.
 pub fn decode_mode(ctx: &CandidateCtx) -> DecodeMode {
@@ -199,8 +220,14 @@ impl Engine for SimEngine {
         let (ttft_limit, tpot_limit) = crate::search::phase_limits(plan, ctx.phase);
         let result = match kv_demand_exceeds(ctx, &cfg) {
             Some(e) => Err(e),
+            None if self.exhausted() => Err(SimError::WorkBudget { budget: WORK_BUDGET }),
             None => simulate(&cfg, &step_cost(ctx), factory),
         };
+        match &result {
+            Ok(rep) => self.charge(rep.steps, rep.mean_batch_size),
+            Err(SimError::StepLimit { steps }) => self.charge(*steps, cfg.run.concurrency as f64),
+            Err(_) => {}
+        }
         let stop = match result {
             Err(e) => {
                 row.memory = MemoryUse {
@@ -212,7 +239,7 @@ impl Engine for SimEngine {
                 row.sim_error = Some(e.clone());
                 Some(match e {
                     SimError::PromptTooLong { .. } => StopReason::PrefillOom,
-                    SimError::StepLimit { .. } => StopReason::StepLimit,
+                    SimError::StepLimit { .. } | SimError::StepTooSlow { .. } | SimError::WorkBudget { .. } => StopReason::StepLimit,
                     _ => StopReason::MemoryOom,
                 })
             }
