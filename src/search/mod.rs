@@ -382,7 +382,7 @@ pub fn work_budget_spent(report: &Report) -> Option<String> {
         .any(|r| matches!(r.sim_error, Some(crate::sim::SimError::WorkBudget { .. })));
     spent.then(|| {
         format!(
-            "the search stopped: its simulations used the whole work budget ({} sequence-steps, about ten seconds). \
+            "the search stopped: its simulations used the whole work budget ({} engine steps, about ten seconds). \
              Small token budgets (--max-batched-tokens, by default 4 × the input length) let few sequences run per step; \
              raise --max-batched-tokens, narrow --batch-range or --tp-sizes, lower --num-requests, or use --engine analytic",
             engine::sim::WORK_BUDGET

@@ -253,7 +253,7 @@ pub enum SimError {
     NoKvCapacity,
     #[error("the simulation did not finish within {steps} engine steps")]
     StepLimit { steps: u64 },
-    #[error("the search's simulation work budget ({budget} sequence-steps) is spent")]
+    #[error("the search's simulation work budget ({budget} engine steps) is spent")]
     WorkBudget { budget: u64 },
     #[error("one engine step takes {seconds:e} s (more than an hour): the device profile's values are not physical")]
     StepTooSlow { seconds: f64 },

@@ -27,16 +27,19 @@ pub struct SimEngine {
 /// Steps after which one simulation is abandoned (a typed error, not a hang).
 pub const MAX_STEPS: u64 = 1_000_000;
 
-/// Work one search may spend simulating, in sequence-steps (each engine step counts the
-/// sequences it carries, plus one). About ten seconds on one core of the CI machine; real
-/// searches use a few percent of it. Once spent, every further probe is refused with
+/// Work one search may spend simulating, in step units: a step without speculative decoding
+/// is one unit whatever its batch (lockstep decodes are O(1)); with MTP or draft blocks every
+/// sequence is walked, about a fiftieth of a step each. The event loop runs about a million
+/// steps a second on one core, so this is on the order of ten seconds; the headline search
+/// uses about 2 % of it. Once spent, every further probe is refused with
 /// [`SimError::WorkBudget`] and the run ends with an error naming the flags to change.
-pub const WORK_BUDGET: u64 = 150_000_000;
+pub const WORK_BUDGET: u64 = 10_000_000;
 
 impl SimEngine {
     /// Charge a finished simulation to the budget.
-    fn charge(&self, steps: u64, mean_batch: f64) {
-        let work = steps.saturating_add((steps as f64 * mean_batch) as u64);
+    fn charge(&self, steps: u64, mean_batch: f64, per_sequence: bool) {
+        let walk = if per_sequence { steps as f64 * mean_batch / 50.0 } else { 0.0 };
+        let work = steps.saturating_add(walk as u64);
         self.work.fetch_add(work, std::sync::atomic::Ordering::Relaxed);
     }
 
@@ -224,8 +227,8 @@ impl Engine for SimEngine {
             None => simulate(&cfg, &step_cost(ctx), factory),
         };
         match &result {
-            Ok(rep) => self.charge(rep.steps, rep.mean_batch_size),
-            Err(SimError::StepLimit { steps }) => self.charge(*steps, cfg.run.concurrency as f64),
+            Ok(rep) => self.charge(rep.steps, rep.mean_batch_size, cfg.instance.decode != DecodeMode::Plain),
+            Err(SimError::StepLimit { steps }) => self.charge(*steps, cfg.run.concurrency as f64, cfg.instance.decode != DecodeMode::Plain),
             Err(_) => {}
         }
         let stop = match result {
