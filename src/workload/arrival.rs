@@ -89,6 +89,9 @@ pub struct TraceRequest {
 pub struct Trace {
     pub source: String,
     pub requests: Vec<TraceRequest>,
+    /// CSV columns the tool does not read (left out, and named in a warning).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignored_columns: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -156,6 +159,7 @@ impl Trace {
                 break Some(b);
             }
         };
+        let mut ignored_columns = Vec::new();
         let requests = match first {
             None => {
                 return Err(err(
@@ -163,7 +167,7 @@ impl Trace {
                 ))
             }
             Some(b'{') => parse_json_lines(input, &err)?,
-            Some(_) => parse_csv(input, &err)?,
+            Some(_) => parse_csv(input, &err, &mut ignored_columns)?,
         };
         let requests: Numbered = requests.into_iter().map(|(line, r)| (line + skipped, r)).collect();
         if requests.is_empty() {
@@ -175,7 +179,7 @@ impl Trace {
         let mut requests: Vec<TraceRequest> = requests.into_iter().map(|(_, r)| r).collect();
         // Replay in time order; ties keep file order.
         requests.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s));
-        Ok(Trace { source: source.to_string(), requests })
+        Ok(Trace { source: source.to_string(), requests, ignored_columns })
     }
 }
 
@@ -202,13 +206,22 @@ fn parse_json_lines<R: std::io::BufRead>(input: R, err: &dyn Fn(String) -> Trace
     Ok(requests)
 }
 
-/// The header's column indices for each known column; unknown and repeated columns are errors.
-fn csv_columns(header: &csv::StringRecord, err: &dyn Fn(String) -> TraceError) -> Result<[Option<usize>; 5], TraceError> {
+/// The header's column indices for each known column; unknown columns are collected in
+/// `ignored` (a trace exported by another tool often carries more), repeated ones are errors.
+fn csv_columns(
+    header: &csv::StringRecord,
+    err: &dyn Fn(String) -> TraceError,
+    ignored: &mut Vec<String>,
+) -> Result<[Option<usize>; 5], TraceError> {
     let mut idx = [None; 5];
     for (i, h) in header.iter().enumerate() {
         let h = h.trim();
         let Some(k) = TRACE_COLUMNS.iter().position(|c| *c == h) else {
-            return Err(err(format!("line 1: unknown column `{h}`; columns are {}", TRACE_COLUMNS.join(", "))));
+            if ignored.iter().any(|c| c == h) {
+                return Err(err(format!("line 1: column `{h}` appears twice")));
+            }
+            ignored.push(h.to_string());
+            continue;
         };
         if idx[k].is_some() {
             return Err(err(format!("line 1: column `{h}` appears twice")));
@@ -223,10 +236,10 @@ fn csv_columns(header: &csv::StringRecord, err: &dyn Fn(String) -> TraceError) -
     Ok(idx)
 }
 
-fn parse_csv<R: std::io::Read>(input: R, err: &dyn Fn(String) -> TraceError) -> Result<Numbered, TraceError> {
+fn parse_csv<R: std::io::Read>(input: R, err: &dyn Fn(String) -> TraceError, ignored: &mut Vec<String>) -> Result<Numbered, TraceError> {
     let mut reader = csv::ReaderBuilder::new().flexible(true).trim(csv::Trim::All).from_reader(input);
     let header = reader.headers().map_err(|e| err(format!("line 1: {e}")))?.clone();
-    let idx = csv_columns(&header, err)?;
+    let idx = csv_columns(&header, err, ignored)?;
     let mut requests = Vec::new();
     let mut record = csv::StringRecord::new();
     loop {
@@ -529,8 +542,10 @@ mod tests {
         );
         let e = Trace::parse("arrival_s,input_tokens,output_tokens\n0.5,0,10\n", "t.csv").unwrap_err();
         assert!(e.message.contains("line 2: field `input_tokens`: 0 is not between 1"), "{e}");
-        let e = Trace::parse("arrival_s,input_tokens,output_tokens,speed\n", "t.csv").unwrap_err();
-        assert!(e.message.contains("line 1: unknown column `speed`"), "{e}");
+        // An extra column is left out and named (mutation: return the old "unknown column"
+        // error and this fails).
+        let t = Trace::parse("arrival_s,input_tokens,output_tokens,speed\n0,5,5,9\n", "t.csv").unwrap();
+        assert_eq!((t.requests.len(), t.ignored_columns.clone()), (1, vec!["speed".to_string()]));
         let e =
             Trace::parse("{\"arrival_s\": 0, \"input_tokens\": 5, \"output_tokens\": 5}\n{\"arrival_s\": 1, \"input\": 5}\n", "t.jsonl")
                 .unwrap_err();

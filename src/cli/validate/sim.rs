@@ -52,7 +52,7 @@ pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, w
             format!("{} only apply to the simulator; drop them or use --engine sim (or compare)", given.join(", ")),
         ));
     }
-    let arrival = arrival(raw)?;
+    let arrival = arrival(raw, warnings)?;
     if raw.request_rate.is_some()
         && !matches!(arrival, ArrivalProcess::Poisson { .. } | ArrivalProcess::Constant { .. } | ArrivalProcess::Gamma { .. })
     {
@@ -150,7 +150,7 @@ fn check_budget_work(budgets: &[u32], input: &Lengths) -> Result<(), Error> {
 }
 
 /// `--arrival` with `--request-rate` and `--burstiness`.
-fn arrival(raw: &RawArgs) -> Result<ArrivalProcess, Error> {
+fn arrival(raw: &RawArgs, warnings: &mut Warnings) -> Result<ArrivalProcess, Error> {
     let rate = |name: &str| -> Result<f64, Error> {
         match raw.request_rate {
             None => {
@@ -184,7 +184,14 @@ fn arrival(raw: &RawArgs) -> Result<ArrivalProcess, Error> {
                     "--arrival trace needs a FILE (CSV or JSON Lines of arrival_s, input_tokens, output_tokens)",
                 ));
             };
-            ArrivalProcess::Trace(Trace::load(Path::new(f))?)
+            let trace = Trace::load(Path::new(f))?;
+            if !trace.ignored_columns.is_empty() {
+                warnings.push(format!(
+                    "--arrival trace {f}: column(s) {} are not read (the tool reads arrival_s, input_tokens, output_tokens, prefix_group, prefix_len)",
+                    trace.ignored_columns.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+                ));
+            }
+            ArrivalProcess::Trace(trace)
         }
         other => {
             return Err(Error::rejected(
