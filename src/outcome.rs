@@ -436,6 +436,8 @@ pub struct Inputs {
     pub max_batched_tokens: Option<Vec<u64>>,
     pub batch_range: (u32, Option<u32>),
     pub reserved_memory_gb: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_memory_utilization: Option<f64>,
     pub serving_cost_ms: f64,
     pub seed: u64,
 }

@@ -196,6 +196,9 @@ pub struct SearchSpace {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServingOptions {
     pub reserved_memory_gb: f64,
+    /// `--gpu-memory-utilization F`: the engine may use this share of each device's memory (as
+    /// vLLM users size it); the rest is the reserve, replacing `reserved_memory_gb`.
+    pub gpu_memory_utilization: Option<f64>,
     pub serving_cost_ms: f64,
     pub mtp_acceptance_rates: Vec<f64>,
     pub speculative: Option<Speculative>,
@@ -206,6 +209,16 @@ pub struct ServingOptions {
     pub tpot_definition: TpotDefinition,
     /// Price prefill attention with causal masking (off: the original's convention).
     pub causal_attention: bool,
+}
+
+impl ServingOptions {
+    /// GiB per device kept back from the model on `device`.
+    pub fn reserved_gib(&self, device: &DeviceProfile) -> f64 {
+        match self.gpu_memory_utilization {
+            Some(f) => device.memory_gib() * (1.0 - f),
+            None => self.reserved_memory_gb,
+        }
+    }
 }
 
 /// Simulator options (`--arrival`, scheduler knobs, SLO statistic).

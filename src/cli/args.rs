@@ -114,6 +114,11 @@ pub struct RawArgs {
     /// Device memory kept back from the model, in GiB per device. [default: 10]
     #[arg(long, value_parser = finite_f64, value_name = "GIB", help_heading = "Core inputs")]
     pub reserved_memory_gb: Option<f64>,
+    /// Share of each device's memory the serving engine may use, as vLLM's
+    /// --gpu-memory-utilization sizes it (0 to 1); the rest is kept back. Replaces
+    /// --reserved-memory-gb. [default: --reserved-memory-gb]
+    #[arg(long, value_parser = finite_f64, value_name = "F", help_heading = "Core inputs")]
+    pub gpu_memory_utilization: Option<f64>,
 
     // ---- Mode ----
     /// Disaggregated serving: a prefill search under --ttft-limits and/or a decode search under

@@ -144,10 +144,13 @@ fn serving_line(sv: &crate::outcome::ServingSummary) -> String {
 }
 
 fn memory_info(plan: &Plan, dev: &DeviceResult) -> String {
-    format!(
-        "Memory Info:\nTotal device memory: {:.3} GiB\nReserved memory: {:.3} GiB\n",
-        dev.profile.memory_gib, plan.serving.reserved_memory_gb
-    )
+    let reserved = match (plan.serving.gpu_memory_utilization, plan.devices.iter().find(|d| d.name == dev.device)) {
+        (Some(f), Some(d)) => {
+            format!("{:.3} GiB (the {:.0} % --gpu-memory-utilization {f} leaves)", plan.serving.reserved_gib(d), (1.0 - f) * 100.0)
+        }
+        _ => format!("{:.3} GiB", plan.serving.reserved_memory_gb),
+    };
+    format!("Memory Info:\nTotal device memory: {:.3} GiB\nReserved memory: {reserved}\n", dev.profile.memory_gib)
 }
 
 fn bottleneck_line(r: &Row) -> Option<String> {

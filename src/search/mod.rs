@@ -358,6 +358,7 @@ fn inputs(plan: &Plan) -> Inputs {
         max_batched_tokens: s.max_batched_tokens.clone(),
         batch_range: (s.batch_min, s.batch_max),
         reserved_memory_gb: plan.serving.reserved_memory_gb,
+        gpu_memory_utilization: plan.serving.gpu_memory_utilization,
         serving_cost_ms: plan.serving.serving_cost_ms,
         seed: plan.seed,
     }

@@ -553,3 +553,10 @@ fn random_range_ratio_is_a_share_below_one() {
     usage_error(&sim(&["--random-range-ratio", "-0.1"]), &["--random-range-ratio", "[0, 1)"]);
     usage_error(&with(&["--random-range-ratio", "0.5"]), &["--random-range-ratio", "only apply to the simulator"]);
 }
+
+#[test]
+fn gpu_memory_utilization_is_a_share_and_replaces_the_reserve() {
+    usage_error(&with(&["--gpu-memory-utilization", "1.5"]), &["--gpu-memory-utilization 1.5", "(0, 1]"]);
+    usage_error(&with(&["--gpu-memory-utilization", "0"]), &["--gpu-memory-utilization 0", "(0, 1]"]);
+    usage_error(&with(&["--gpu-memory-utilization", "0.9", "--reserved-memory-gb", "4"]), &["--reserved-memory-gb", "give one"]);
+}

@@ -123,11 +123,12 @@ pub(crate) fn validate_serving(
     (rates, speculative): (Vec<f64>, Option<Speculative>),
     warnings: &mut Warnings,
 ) -> Result<ServingOptions, Error> {
+    let gpu_memory_utilization = validate_memory_share(raw)?;
     let reserved = raw.reserved_memory_gb.unwrap_or(10.0);
     if reserved < 0.0 {
         return Err(Error::invalid("--reserved-memory-gb", reserved, "must be ≥ 0"));
     }
-    for d in devices {
+    for d in devices.iter().filter(|_| gpu_memory_utilization.is_none()) {
         if reserved >= d.memory_gib() {
             return Err(Error::rejected(
                 "--reserved-memory-gb",
@@ -166,6 +167,7 @@ pub(crate) fn validate_serving(
     }
     Ok(ServingOptions {
         reserved_memory_gb: reserved,
+        gpu_memory_utilization,
         serving_cost_ms: serving_cost,
         mtp_acceptance_rates: rates,
         speculative,
@@ -184,4 +186,20 @@ fn markov_needs_dspark() -> Error {
         "--speculative-method dspark",
         "--dspark-markov-rank / --dspark-markov-head need --speculative-method dspark",
     )
+}
+
+/// `--gpu-memory-utilization F` in (0, 1], instead of (never beside) `--reserved-memory-gb`.
+fn validate_memory_share(raw: &RawArgs) -> Result<Option<f64>, Error> {
+    let Some(f) = raw.gpu_memory_utilization else { return Ok(None) };
+    if !(f > 0.0 && f <= 1.0) {
+        return Err(Error::invalid("--gpu-memory-utilization", f, "must be a share of device memory in (0, 1], e.g. 0.9"));
+    }
+    if raw.reserved_memory_gb.is_some() {
+        return Err(Error::conflict(
+            "--gpu-memory-utilization",
+            "--reserved-memory-gb",
+            "--gpu-memory-utilization and --reserved-memory-gb both size the reserve; give one",
+        ));
+    }
+    Ok(Some(f))
 }

@@ -184,7 +184,7 @@ pub fn stats(ctx: &CandidateCtx, row: &Row, lat: [(f64, f64); 2]) -> ProbeStats 
     ProbeStats {
         total_gib: ctx.device.memory_gib(),
         weight_gib: row.memory.weight_gib,
-        reserved_gib: ctx.plan.serving.reserved_memory_gb,
+        reserved_gib: ctx.plan.serving.reserved_gib(ctx.device),
         avail_gib: row.memory.avail_gib,
         latencies: lat,
     }

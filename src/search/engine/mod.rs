@@ -39,7 +39,7 @@ impl<'a> CandidateCtx<'a> {
     }
 
     pub fn reserved_bytes(&self) -> f64 {
-        crate::cost::memory::bytes_from_gib(self.plan.serving.reserved_memory_gb)
+        crate::cost::memory::bytes_from_gib(self.plan.serving.reserved_gib(self.device))
     }
 }
 
