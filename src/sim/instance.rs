@@ -410,25 +410,7 @@ impl Instance {
                     self.finish(slot, reqs, now, out);
                 }
             } else {
-                let mut i = 0;
-                while i < self.dec_members.len() {
-                    let slot = self.dec_members[i];
-                    let accepted = cfg.decode.draw_accepted(rng);
-                    let s = &mut self.seqs[slot as usize];
-                    let emitted = (1 + accepted).min(s.out_left);
-                    s.ctx += emitted;
-                    s.out_left -= emitted;
-                    self.dec_out_sum -= emitted;
-                    self.dec_ctx_sum += emitted;
-                    out.tokens += emitted;
-                    reqs[s.req as usize].generated += emitted;
-                    if s.out_left == 0 {
-                        self.leave_decode(slot);
-                        self.finish(slot, reqs, now, out);
-                    } else {
-                        i += 1;
-                    }
-                }
+                self.complete_walked_decodes(cfg, reqs, now, rng, out);
             }
         }
         // Prefill chunks.
@@ -485,6 +467,36 @@ impl Instance {
         }
         self.chunks = chunks;
         self.chunks.clear();
+    }
+
+    /// Speculative decodes (MTP, block drafts): each sequence accepts its own number of tokens.
+    fn complete_walked_decodes(
+        &mut self,
+        cfg: &InstanceConfig,
+        reqs: &mut [RequestState],
+        now: Nanos,
+        rng: &mut ChaCha8Rng,
+        out: &mut StepOutcome,
+    ) {
+        let mut i = 0;
+        while i < self.dec_members.len() {
+            let slot = self.dec_members[i];
+            let accepted = cfg.decode.draw_accepted(rng);
+            let s = &mut self.seqs[slot as usize];
+            let emitted = (1 + accepted).min(s.out_left);
+            s.ctx += emitted;
+            s.out_left -= emitted;
+            self.dec_out_sum -= emitted;
+            self.dec_ctx_sum += emitted;
+            out.tokens += emitted;
+            reqs[s.req as usize].generated += emitted;
+            if s.out_left == 0 {
+                self.leave_decode(slot);
+                self.finish(slot, reqs, now, out);
+            } else {
+                i += 1;
+            }
+        }
     }
 
     fn finish(&mut self, slot: u32, reqs: &mut [RequestState], now: Nanos, out: &mut StepOutcome) {
