@@ -68,11 +68,16 @@ crate::quant::named_enum!(SpeculativeMethod { Dflash => "dflash", Dspark => "dsp
 pub enum ServingEngine {
     /// vLLM V1's scheduler and its default budget and running cap ([`crate::sim::scheduler::Vllm`]).
     Vllm,
+    /// SGLang's prefill-first scheduler with conservative admission ([`crate::sim::scheduler::Sglang`]).
+    Sglang,
+    /// TensorRT-LLM's in-flight batching with guaranteed-no-evict admission
+    /// ([`crate::sim::scheduler::Trtllm`]).
+    Trtllm,
     /// The original msmodeling tool's decode-first scheduler with token-budget slack
     /// ([`crate::sim::scheduler::DecodeFirst`]), the tool's own auto budgets.
     Msmodeling,
 }
-crate::quant::named_enum!(ServingEngine { Vllm => "vllm", Msmodeling => "msmodeling" });
+crate::quant::named_enum!(ServingEngine { Vllm => "vllm", Sglang => "sglang", Trtllm => "trtllm", Msmodeling => "msmodeling" });
 
 impl ServingEngine {
     /// The engine a device is served with when `--serving-engine` is not given: vLLM on
@@ -89,6 +94,8 @@ impl ServingEngine {
     pub fn scheduler(self) -> crate::sim::scheduler::SchedulerKind {
         match self {
             ServingEngine::Vllm => crate::sim::scheduler::SchedulerKind::Vllm,
+            ServingEngine::Sglang => crate::sim::scheduler::SchedulerKind::Sglang,
+            ServingEngine::Trtllm => crate::sim::scheduler::SchedulerKind::Trtllm,
             ServingEngine::Msmodeling => crate::sim::scheduler::SchedulerKind::DecodeFirst,
         }
     }
@@ -105,9 +112,31 @@ impl ServingEngine {
     /// cap is then `min(max_num_seqs, max_num_batched_tokens)`. Without chunked prefill vLLM
     /// raises the budget to the model's context length; the search raises it to the longest
     /// prompt instead.
+    ///
+    /// SGLang: the budget is `chunked_prefill_size`, which `ServerArgs` sets by GPU memory in
+    /// `python/sglang/srt/server_args.py` (main at 469c63e): under 35 GiB 2048, under 60 GiB
+    /// 4096, under 160 GiB 8192 (H100, H200), else 16384 (B200). `max_running_requests` follows
+    /// the KV pool size (`model_runner.py`: at least 2048); 2048 here.
+    ///
+    /// TensorRT-LLM: `max_num_tokens` 8192 and `max_batch_size` 2048, the LLM API's and
+    /// `trtllm-serve`'s defaults (`BuildConfig`, also for the PyTorch backend).
     pub fn default_limits(self, device: &DeviceProfile) -> Option<(u64, u64)> {
         match self {
             ServingEngine::Msmodeling => None,
+            ServingEngine::Sglang => {
+                let gib = device.memory_gib();
+                let tokens = if gib < 35.0 {
+                    2048
+                } else if gib < 60.0 {
+                    4096
+                } else if gib < 160.0 {
+                    8192
+                } else {
+                    16384
+                };
+                Some((tokens, 2048))
+            }
+            ServingEngine::Trtllm => Some((8192, 2048)),
             ServingEngine::Vllm => {
                 let large = device.memory_gib() >= 70.0 && !device.name.to_lowercase().contains("a100");
                 let (tokens, seqs) = if large { (8192, 1024) } else { (2048, 256) };

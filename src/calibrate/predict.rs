@@ -4,9 +4,9 @@
 //! A benchmark client sends `num_prompts` requests (10 × C in the training file), the first C
 //! together at t = 0, keeps C in flight, and averages over all of them: the simulator's closed
 //! loop with `--num-requests` does exactly that (see `sim::RunParams::closed_requests`). The
-//! scheduler is the run's serving engine's where the simulator has it (vLLM); TensorRT-LLM and
-//! SGLang runs use the vLLM policy and limits until their own policies exist, which the error
-//! tables show per engine.
+//! scheduler and its default limits are the run's own serving engine's (vLLM, SGLang or
+//! TensorRT-LLM; any other engine name runs under vLLM's), which the error tables show per
+//! engine.
 
 use super::measured::MeasuredRun;
 use crate::hardware::DeviceProfile;
@@ -80,7 +80,13 @@ impl Predictor {
         plan.sim.arrival = ArrivalProcess::Closed;
         plan.sim.num_requests = Some(run.num_prompts.max(1));
         plan.sim.measure = crate::sim::Measure::WholeRun;
-        plan.sim.serving_engine = Some(crate::plan::ServingEngine::Vllm);
+        let engine = match run.engine.as_str() {
+            "sglang" => crate::plan::ServingEngine::Sglang,
+            "trtllm" => crate::plan::ServingEngine::Trtllm,
+            _ => crate::plan::ServingEngine::Vllm,
+        };
+        plan.sim.serving_engine = Some(engine);
+
         // vLLM, TensorRT-LLM and SGLang run fused graphs by default (torch.compile and CUDA
         // graphs; TensorRT engines): fused element-wise kernels and grouped MoE GEMMs, which
         // is what `--compile` prices. Eager pricing over-stated gpt-oss TPOT 3–7 times.

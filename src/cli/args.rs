@@ -305,8 +305,14 @@ pub struct RawArgs {
     /// Serving engine whose scheduler is simulated: vllm (vLLM V1: chunks cut to the remaining
     /// budget, no slack; without --max-batched-tokens / --max-num-seqs, vLLM's defaults: 8192
     /// tokens and 1024 sequences on GPUs of 70 GiB or more except A100, else 2048 and 256) or
-    /// msmodeling (decode-first with --token-budget-slack, auto budgets of 4×, 2×, 1× the
-    /// prompt). [default: vllm on NVIDIA devices, msmodeling on the others]
+    /// sglang (a prefill batch runs alone whenever one can be formed; conservative admission
+    /// reserving running requests' outputs; defaults: chunked prefill size 2048 / 4096 / 8192 /
+    /// 16384 tokens by GPU memory (<35, <60, <160 GiB, more), 2048 sequences), trtllm (in-flight
+    /// batching, a request admitted only when its whole prompt and output fit the KV left: never
+    /// a preemption; defaults max_num_tokens 8192, max_batch_size 2048; TensorRT-LLM's own default
+    /// is --no-chunked-prefill) or msmodeling (decode-first with --token-budget-slack, auto
+    /// budgets of 4×, 2×, 1× the prompt). [default: vllm on NVIDIA devices, msmodeling on the
+    /// others]
     #[arg(long, value_name = "ENGINE", help_heading = "Simulator")]
     pub serving_engine: Option<String>,
     /// Share by which prefill chunks may overflow the token budget after the decodes

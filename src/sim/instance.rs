@@ -58,6 +58,9 @@ struct Seq {
     publish_at: u64,
     /// The next chunk is the prompt's first (vision encoding runs with it).
     first_chunk: bool,
+    /// Private KV blocks the sequence holds once its last token is in the cache (prompt and
+    /// every output token): what a guaranteed-no-evict admission reserves.
+    reserve: u64,
 }
 
 /// A prefill chunk scheduled in the current step.
@@ -103,6 +106,12 @@ pub struct Instance {
     residue: Vec<u64>,
     finish_heap: BinaryHeap<Reverse<(u64, u64, u32, u32)>>,
     dec_members: Vec<u32>,
+    /// Output tokens the decoding sequences still have to produce: lockstep members count
+    /// `out_left + base_step` (the set's step count is subtracted when read), walked members
+    /// their current `out_left`.
+    dec_out_sum: u64,
+    /// Σ [`Seq::reserve`] over running sequences.
+    reserve_sum: u64,
     /// The step policy; `None` only while it plans a step (it is lent out of the instance
     /// so that it can drive the instance's [`StepBuilder`]).
     scheduler: Option<Box<dyn Scheduler>>,
@@ -142,6 +151,8 @@ impl Instance {
             residue: vec![0; cfg.block_size as usize],
             finish_heap: BinaryHeap::new(),
             dec_members: Vec::new(),
+            dec_out_sum: 0,
+            reserve_sum: 0,
             scheduler: Some(scheduler),
             busy: false,
             chunks: Vec::new(),
@@ -227,7 +238,9 @@ impl Instance {
             let r = ((s.ctx + bs - (self.dec_steps % bs)) % bs) as usize;
             self.residue[r] += 1;
             self.finish_heap.push(Reverse((self.dec_steps + s.out_left, s.admit_seq, slot, s.epoch)));
+            self.dec_out_sum += s.out_left + s.base_step;
         } else {
+            self.dec_out_sum += s.out_left;
             self.dec_members.push(slot);
         }
         self.load = self.load.saturating_add(1);
@@ -243,7 +256,9 @@ impl Instance {
             let s = &self.seqs[slot as usize];
             let r = ((s.ctx + bs - (s.base_step % bs)) % bs) as usize;
             self.residue[r] -= 1;
+            self.dec_out_sum -= s.out_left + s.base_step;
         } else if let Some(p) = self.dec_members.iter().position(|&m| m == slot) {
+            self.dec_out_sum -= self.seqs[slot as usize].out_left;
             self.dec_members.swap_remove(p);
         }
         self.load = self.load.saturating_sub(1);
@@ -270,6 +285,7 @@ impl Instance {
         }
         let admit = self.seqs[slot as usize].admit_seq;
         self.running.remove(&(admit, slot));
+        self.reserve_sum -= self.seqs[slot as usize].reserve;
     }
 
     /// Preempt (recompute) the newest running sequence; it goes back to the front of the
@@ -394,24 +410,7 @@ impl Instance {
                     self.finish(slot, reqs, now, out);
                 }
             } else {
-                let mut i = 0;
-                while i < self.dec_members.len() {
-                    let slot = self.dec_members[i];
-                    let accepted = cfg.decode.draw_accepted(rng);
-                    let s = &mut self.seqs[slot as usize];
-                    let emitted = (1 + accepted).min(s.out_left);
-                    s.ctx += emitted;
-                    s.out_left -= emitted;
-                    self.dec_ctx_sum += emitted;
-                    out.tokens += emitted;
-                    reqs[s.req as usize].generated += emitted;
-                    if s.out_left == 0 {
-                        self.leave_decode(slot);
-                        self.finish(slot, reqs, now, out);
-                    } else {
-                        i += 1;
-                    }
-                }
+                self.complete_walked_decodes(cfg, reqs, now, rng, out);
             }
         }
         // Prefill chunks.
@@ -431,6 +430,10 @@ impl Instance {
                     let s = &mut self.seqs[slot as usize];
                     s.private_blocks -= blocks;
                     s.shared_blocks = blocks;
+                    // Those blocks are the group's now, no longer this sequence's to hold.
+                    let moved = blocks.min(s.reserve);
+                    s.reserve -= moved;
+                    self.reserve_sum -= moved;
                 } else {
                     self.seqs[slot as usize].group = None;
                 }
@@ -464,6 +467,36 @@ impl Instance {
         }
         self.chunks = chunks;
         self.chunks.clear();
+    }
+
+    /// Speculative decodes (MTP, block drafts): each sequence accepts its own number of tokens.
+    fn complete_walked_decodes(
+        &mut self,
+        cfg: &InstanceConfig,
+        reqs: &mut [RequestState],
+        now: Nanos,
+        rng: &mut ChaCha8Rng,
+        out: &mut StepOutcome,
+    ) {
+        let mut i = 0;
+        while i < self.dec_members.len() {
+            let slot = self.dec_members[i];
+            let accepted = cfg.decode.draw_accepted(rng);
+            let s = &mut self.seqs[slot as usize];
+            let emitted = (1 + accepted).min(s.out_left);
+            s.ctx += emitted;
+            s.out_left -= emitted;
+            self.dec_out_sum -= emitted;
+            self.dec_ctx_sum += emitted;
+            out.tokens += emitted;
+            reqs[s.req as usize].generated += emitted;
+            if s.out_left == 0 {
+                self.leave_decode(slot);
+                self.finish(slot, reqs, now, out);
+            } else {
+                i += 1;
+            }
+        }
     }
 
     fn finish(&mut self, slot: u32, reqs: &mut [RequestState], now: Nanos, out: &mut StepOutcome) {
@@ -570,6 +603,49 @@ impl StepBuilder<'_> {
     /// Tokens in the step so far: decode queries and prefill chunks.
     pub fn tokens(&self) -> u64 {
         self.inst.step_decodes * self.cfg.decode.query_tokens() + self.inst.step_chunk_tokens
+    }
+
+    /// Output tokens the decoding sequences still have to produce (O(1) in lockstep).
+    pub fn decode_output_left(&self) -> u64 {
+        let inst = &*self.inst;
+        if inst.lockstep {
+            inst.dec_out_sum - inst.dec_count * inst.dec_steps
+        } else {
+            inst.dec_out_sum
+        }
+    }
+
+    /// Output tokens the `i`-th prefilling sequence has to produce.
+    pub fn prefill_output_left(&self, i: usize) -> u64 {
+        self.inst.seqs[self.inst.prefilling[i] as usize].out_left
+    }
+
+    /// Output tokens the request of an open admission has to produce.
+    pub fn admission_output_left(&self, a: &Admission) -> u64 {
+        let r = &self.reqs[a.req as usize];
+        r.output - r.generated
+    }
+
+    /// KV cache tokens free now or after evicting unreferenced cached prefixes.
+    pub fn kv_available_tokens(&self) -> u64 {
+        self.inst.kv.available() * self.inst.kv.block_size
+    }
+
+    /// KV blocks free now or after evicting unreferenced cached prefixes.
+    pub fn kv_available_blocks(&self) -> u64 {
+        self.inst.kv.available()
+    }
+
+    /// KV blocks the running sequences still need to hold their prompt and every output token
+    /// (their full reservations minus what they hold).
+    pub fn kv_blocks_to_completion(&self) -> u64 {
+        self.inst.reserve_sum.saturating_sub(self.inst.kv.private_used())
+    }
+
+    /// Private KV blocks an open admission's request holds once its last token is cached: its
+    /// prompt left to compute plus its whole output.
+    pub fn admission_reserve(&self, a: &Admission) -> u64 {
+        self.inst.kv.blocks_for(a.prompt + self.admission_output_left(a)).saturating_sub(a.shared)
     }
 
     /// Schedule the next step of every decoding sequence, allocating the KV blocks their new
@@ -714,7 +790,9 @@ impl StepBuilder<'_> {
             group: r.prefix_group.filter(|_| a.shared > 0 || publish_at > 0),
             publish_at,
             first_chunk: true,
+            reserve: inst.kv.blocks_for(a.prompt + r.output - r.generated).saturating_sub(a.shared),
         };
+        inst.reserve_sum += seq.reserve;
         inst.next_admit += 1;
         inst.waiting.pop_front();
         inst.load = inst.load.saturating_sub(a.prompt) + left;
@@ -758,7 +836,9 @@ impl StepBuilder<'_> {
             group: None,
             publish_at: 0,
             first_chunk: false,
+            reserve: inst.kv.blocks_for(ctx + r.output - r.generated),
         };
+        inst.reserve_sum += seq.reserve;
         inst.next_admit += 1;
         inst.waiting.pop_front();
         inst.load = inst.load.saturating_sub(1);

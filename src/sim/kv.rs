@@ -46,6 +46,16 @@ impl KvBlockPool {
         self.capacity - self.used()
     }
 
+    /// Blocks free now or after evicting unreferenced cached prefixes.
+    pub fn available(&self) -> u64 {
+        self.free() + self.evictable()
+    }
+
+    /// Blocks held privately by sequences.
+    pub fn private_used(&self) -> u64 {
+        self.private_used
+    }
+
     /// Blocks that could be made free by evicting unreferenced prefixes.
     fn evictable(&self) -> u64 {
         self.prefixes.values().filter(|e| e.refs == 0).map(|e| e.blocks).sum()

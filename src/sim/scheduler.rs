@@ -13,11 +13,19 @@
 //! (running requests first: decodes, then unfinished partial prefills; then waiting requests
 //! FCFS, each prompt chunked to the remaining budget; preempt the most recently admitted on KV
 //! exhaustion). Both are the same loop with a different budget and chunk rule: preempting
-//! after some work is scheduled takes the victim's work out of the step.
+//! after some work is scheduled takes the victim's work out of the step. [`Sglang`] runs a
+//! prefill batch alone whenever it can form one and admits conservatively (each request's output
+//! reserved); [`Trtllm`] admits a request only when its whole prompt and output fit the KV left
+//! after every running request's own reservation, and so never preempts.
 
 pub use super::instance::Scheduler;
 use super::instance::{Role, StepBuilder};
 use super::InstanceConfig;
+pub use sglang::Sglang;
+pub use trtllm::Trtllm;
+
+mod sglang;
+mod trtllm;
 
 /// The policies an instance can run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -25,6 +33,8 @@ pub enum SchedulerKind {
     #[default]
     DecodeFirst,
     Vllm,
+    Sglang,
+    Trtllm,
 }
 
 impl SchedulerKind {
@@ -33,6 +43,8 @@ impl SchedulerKind {
         match self {
             SchedulerKind::DecodeFirst => Box::new(DecodeFirst),
             SchedulerKind::Vllm => Box::new(Vllm),
+            SchedulerKind::Sglang => Box::new(Sglang::default()),
+            SchedulerKind::Trtllm => Box::new(Trtllm),
         }
     }
 
@@ -46,6 +58,12 @@ impl SchedulerKind {
         match self {
             SchedulerKind::DecodeFirst => "decode-first, chunks whole within the budget plus slack (msmodeling)",
             SchedulerKind::Vllm => "vLLM V1: running first, waiting FCFS, chunks cut to the remaining budget, no slack",
+            SchedulerKind::Sglang => {
+                "SGLang: prefill batches first (alone), chunked prefill size, conservative admission reserving outputs"
+            }
+            SchedulerKind::Trtllm => {
+                "TensorRT-LLM: in-flight batching, guaranteed-no-evict admission (whole prompt + output), max_num_tokens"
+            }
         }
     }
 }

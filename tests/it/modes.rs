@@ -835,6 +835,29 @@ fn serving_engine_vllm_runs_and_every_report_names_the_policy_and_budget() {
 }
 
 #[test]
+fn serving_engines_sglang_and_trtllm_name_their_policy_and_limits() {
+    // TEST_DEVICE has 64 GiB: SGLang's chunked prefill size for it is 8192, TensorRT-LLM's
+    // max_num_tokens 8192; both run 2048 sequences at most by default.
+    let base = "Qwen/Qwen3-8B --device TEST_DEVICE --num-devices 1 --input-length 1024 --output-length 128 --tpot-limits 50 --tp-sizes 1 --serving-engine";
+    for (engine, policy) in
+        [("sglang", "SGLang: prefill batches first"), ("trtllm", "TensorRT-LLM: in-flight batching, guaranteed-no-evict")]
+    {
+        let argv: Vec<&str> = base.split_whitespace().chain([engine]).collect();
+        let text = run_ok(&argv);
+        assert!(text.contains(&format!("Serving engine: {engine} ({policy}")), "{text}");
+        assert!(text.contains("Token budget: 8192 tokens"), "{text}");
+        let v = run_json(&argv);
+        let sv = &v["devices"][0]["serving"];
+        assert_eq!(sv["engine"], engine);
+        assert_eq!(sv["max_batched_tokens"], serde_json::json!([8192]));
+        assert_eq!(sv["max_num_seqs"], 2048);
+        let row = &phase(&v, 0, "aggregated")["best"][0];
+        assert_eq!(row["serving_engine"].as_str(), Some(engine));
+        assert!(row["throughput"].as_f64().unwrap() > 0.0, "{row}");
+    }
+}
+
+#[test]
 fn nvidia_devices_default_to_vllm_and_its_limits() {
     let p = crate::util::plan_of(&[
         "throughput-optimizer",

@@ -358,7 +358,7 @@ fn engine_invalid() {
 #[test]
 fn serving_engine_invalid() {
     let a = [MODEL8, LENGTHS, &["--tpot-limits", "50", "--serving-engine", "bogus"]].concat();
-    usage_error(&a, &["--serving-engine", "bogus", "vllm", "msmodeling"]);
+    usage_error(&a, &["--serving-engine", "bogus", "vllm", "sglang", "trtllm", "msmodeling"]);
 }
 
 /// Simulator-only flags are refused with the analytic engine.

@@ -144,9 +144,9 @@ pub fn sim_config(ctx: &CandidateCtx, batch: u32, budget: u64) -> (SimConfig, Re
     let max_num_seqs = limits.max_num_seqs.unwrap_or(batch as u64);
     let (ttft_limit, tpot_limit) = crate::search::phase_limits(plan, ctx.phase);
     let mut instance = instance_config(ctx, budget, max_num_seqs);
-    if limits.engine.scheduler() == crate::sim::scheduler::SchedulerKind::Vllm && !open {
-        // vLLM reserves no per-sequence state for `max_num_seqs` sequences up front: a closed
-        // loop holds at most its concurrency.
+    if limits.engine.scheduler() != crate::sim::scheduler::SchedulerKind::DecodeFirst && !open {
+        // vLLM, SGLang and TensorRT-LLM reserve no per-sequence state for `max_num_seqs`
+        // sequences up front: a closed loop holds at most its concurrency.
         instance.kv_blocks = kv_blocks(ctx, budget, max_num_seqs.min(batch as u64));
     }
     let cfg = SimConfig {

@@ -32,6 +32,20 @@ type Step = (Vec<u32>, Vec<(u32, u64)>);
 /// `scheduler` and 1 ms steps until every request finished; returns every step and the
 /// instance (to inspect its KV pool) and the requests.
 fn trace(scheduler: Box<dyn Scheduler>, cfg: &InstanceConfig, lens: &[(u64, u64)]) -> (Vec<Step>, Instance, Vec<RequestState>) {
+    trace_up_to(scheduler, cfg, lens, 100)
+}
+
+/// [`trace`] for runs of up to 1,000 steps.
+fn trace_long(scheduler: Box<dyn Scheduler>, cfg: &InstanceConfig, lens: &[(u64, u64)]) -> (Vec<Step>, Instance, Vec<RequestState>) {
+    trace_up_to(scheduler, cfg, lens, 1000)
+}
+
+fn trace_up_to(
+    scheduler: Box<dyn Scheduler>,
+    cfg: &InstanceConfig,
+    lens: &[(u64, u64)],
+    max: usize,
+) -> (Vec<Step>, Instance, Vec<RequestState>) {
     let cost = FixedCost { per_step_s: 1e-3, per_token_s: 0.0 };
     let mut inst = Instance::with_scheduler(0, Role::Mixed, cfg, scheduler);
     let mut reqs: Vec<RequestState> = lens.iter().map(|&(input, output)| RequestState { input, output, ..Default::default() }).collect();
@@ -40,7 +54,7 @@ fn trace(scheduler: Box<dyn Scheduler>, cfg: &InstanceConfig, lens: &[(u64, u64)
     }
     let (mut now, mut rng, mut out, mut steps) = (0, rng(0, Stream::MtpAcceptance), StepOutcome::default(), Vec::new());
     while inst.has_work() {
-        assert!(steps.len() < 100, "runaway: {steps:?}");
+        assert!(steps.len() < max, "runaway: {steps:?}");
         assert!(inst.plan(cfg, &mut reqs, now), "stalled after {steps:?}");
         steps.push(inst.planned());
         now += (cost.step_seconds(&inst.shape) * 1e9).round() as u64;
@@ -241,4 +255,106 @@ fn vllm_has_no_ttft_cliff_at_a_small_budget() {
     assert!(v64.0 < 64.0 / 40.0 * 1.5 * v40.0 && v64.1 < 3.0 * v40.1, "smooth to 64: {v40:?} {v64:?}");
     assert!(v64.2 > 1.25 * d64.2, "vllm's throughput at 64: {v64:?} vs {d64:?}");
     assert!((v39.0 - 98.27).abs() < 0.01 && (v40.0 - 100.44).abs() < 0.01 && (v64.0 - 201.72).abs() < 0.01, "{v39:?} {v40:?} {v64:?}");
+}
+
+#[test]
+fn sglang_runs_a_waiting_prefill_before_the_next_decode_step() {
+    // Chunked prefill size 2, KV plentiful. Step 1: R0's prompt. Step 2: R1's prompt runs alone
+    // although R0 could decode: a prefill batch runs whenever one can be formed, without the
+    // decodes. Steps 3–4: R2's 3 tokens in two chunks (the chunked request continues first),
+    // still without decodes. Step 5: the three decode; R1 and R2 finish. Step 6: R0's last.
+    // Fails if decodes run beside the prefill batch (`return` after `prefill_batch` in
+    // `Sglang::schedule` replaced by a fall-through to the decodes, tried): step 2 becomes
+    // ([0], [(1, 2)]).
+    let c = cfg(2, 0.0, 8, 4);
+    let (steps, inst, reqs) = trace(Box::new(Sglang::default()), &c, &[(2, 3), (2, 2), (3, 2)]);
+    let want: Vec<Step> = vec![
+        (vec![], vec![(0, 2)]),
+        (vec![], vec![(1, 2)]),
+        (vec![], vec![(2, 2)]),
+        (vec![], vec![(2, 1)]),
+        (vec![0, 1, 2], vec![]),
+        (vec![0], vec![]),
+    ];
+    assert_eq!(steps, want);
+    assert!(reqs.iter().all(|r| r.generated == r.output && r.preemptions == 0));
+    assert_eq!(inst.kv.used(), 0);
+}
+
+#[test]
+fn sglang_admits_conservatively_reserving_outputs() {
+    // 10 KV blocks of 1 token, budget 64: memory, not the budget, decides. Step 1: R0 needs its
+    // 2 prompt + 4 output tokens (6 < 10 free): admitted, leaving 10 − 6 = 4; R1's 6 do not fit.
+    // Steps 2–4: 8, 7, 6 blocks free, minus R0's remaining output × new_token_ratio (≈ 0.7):
+    // 5.9, 5.6, 5.3 < 6, so R1 waits while R0 decodes. Step 5: R0 has finished; R1 admitted,
+    // R2 waits for it, and so on: one request at a time, never a retraction.
+    // Fails if the running requests' outputs are not reserved (drop the
+    // `decode_output_left() * new_token_ratio` term in `Sglang::prefill_batch`, tried): step 2
+    // admits R1, ([], [(1, 2)]). Without the request's own output in the check (`left + out` →
+    // `left`) step 1 admits all three.
+    let mut c = cfg(64, 0.0, 8, 1);
+    c.kv_blocks = 10;
+    let (steps, inst, reqs) = trace(Box::new(Sglang::default()), &c, &[(2, 4), (2, 4), (2, 4)]);
+    let one = |r: u32| -> Vec<Step> { vec![(vec![], vec![(r, 2)]), (vec![r], vec![]), (vec![r], vec![]), (vec![r], vec![])] };
+    let want: Vec<Step> = [one(0), one(1), one(2)].concat();
+    assert_eq!(steps, want);
+    assert!(reqs.iter().all(|r| r.generated == r.output && r.preemptions == 0));
+    assert_eq!(inst.kv.used(), 0);
+}
+
+#[test]
+fn trtllm_admits_only_when_the_whole_reservation_fits() {
+    // 10 KV blocks of 1 token, budget 64. Each request reserves its 2 prompt + 4 output = 6
+    // blocks. Step 1: R0 admitted (6 ≤ 10); R1 does not fit the 10 − 6 left. Steps 2–4: R0
+    // decodes (in-flight batching would run R1's prompt beside it, but 8 − 1 free blocks minus
+    // R0's 3 still to come leave 4 < 6). Step 5: R1 is admitted in the step R0 no longer runs.
+    // Fails if the running requests' remaining reservations are not set aside (drop
+    // `- step.kv_blocks_to_completion()` in `Trtllm::schedule`, tried): only the prompts' blocks
+    // then count, step 1 admits all three, [(0, 2), (1, 2), (2, 2)], and R2 is preempted in step 5.
+    // Reserving the prompt without the output (`a.prompt + self.admission_output_left(a)` →
+    // `a.prompt` in `StepBuilder::admission_reserve`, tried): step 1 admits R0 and R1.
+    let mut c = cfg(64, 0.0, 8, 1);
+    c.kv_blocks = 10;
+    let (steps, inst, reqs) = trace(Box::new(Trtllm), &c, &[(2, 4), (2, 4), (2, 4)]);
+    let one = |r: u32| -> Vec<Step> { vec![(vec![], vec![(r, 2)]), (vec![r], vec![]), (vec![r], vec![]), (vec![r], vec![])] };
+    let want: Vec<Step> = [one(0), one(1), one(2)].concat();
+    assert_eq!(steps, want);
+    assert!(reqs.iter().all(|r| r.generated == r.output && r.preemptions == 0));
+    assert_eq!(inst.kv.used(), 0);
+}
+
+#[test]
+fn trtllm_runs_prefill_beside_decodes_within_max_num_tokens() {
+    // KV plentiful, max_num_tokens 4, no chunked context. Step 1: R0's 3 tokens; R1's 2 do not
+    // fit the 1 left and wait (a whole prompt, not cut). Step 2: R0 decodes (1) beside R1's 2;
+    // R2's 2 do not fit the 1 left. Step 3: R0 and R1 decode beside R2's prompt. Step 4: R1
+    // and R2 decode their last tokens (R0 finished with 3).
+    // Fails if context chunks are cut to the room left (`cfg.chunked_prefill` ignored in
+    // `Trtllm::schedule`'s `chunk_of`, tried): step 1 becomes [(0, 3), (1, 1)].
+    let mut c = cfg(4, 0.0, 8, 4);
+    c.chunked_prefill = false;
+    let (steps, inst, reqs) = trace(Box::new(Trtllm), &c, &[(3, 3), (2, 3), (2, 2)]);
+    let want: Vec<Step> = vec![(vec![], vec![(0, 3)]), (vec![0], vec![(1, 2)]), (vec![0, 1], vec![(2, 2)]), (vec![1, 2], vec![])];
+    assert_eq!(steps, want);
+    assert!(reqs.iter().all(|r| r.generated == r.output && r.preemptions == 0));
+    assert_eq!(inst.kv.used(), 0);
+}
+
+#[test]
+fn trtllm_never_preempts_under_kv_pressure() {
+    // Twenty requests of mixed lengths on a pool that holds a few of them at once (block size
+    // 4): vLLM preempts there; guaranteed-no-evict admission never does, and every request
+    // finishes. Fails if the running requests' remaining reservations are not set aside (drop
+    // `- step.kv_blocks_to_completion()` in `Trtllm::schedule`, tried): 2 preemptions.
+    let mut c = cfg(16, 0.0, 64, 4);
+    c.kv_blocks = 12;
+    let lens: Vec<(u64, u64)> = (0..20).map(|i| (3 + (i * 7) % 11, 2 + (i * 5) % 13)).collect();
+    let run = |s: Box<dyn Scheduler>| {
+        let (steps, inst, reqs) = trace_long(s, &c, &lens);
+        assert!(reqs.iter().all(|r| r.generated == r.output), "{steps:?}");
+        assert_eq!(inst.kv.used(), 0);
+        reqs.iter().map(|r| r.preemptions).sum::<u32>()
+    };
+    assert!(run(Box::new(Vllm)) > 0, "the pool is tight enough for vLLM to preempt");
+    assert_eq!(run(Box::new(Trtllm)), 0);
 }
