@@ -41,6 +41,19 @@ pub enum Percentile {
 }
 crate::quant::named_enum!(Percentile { Mean => "mean", P50 => "p50", P90 => "p90", P95 => "p95", P99 => "p99" });
 
+impl Percentile {
+    /// Requests a measurement needs for this statistic to rest on more than a handful of
+    /// values: five beyond a tail percentile (none for the mean and median).
+    pub fn min_sample(self) -> u64 {
+        match self {
+            Percentile::Mean | Percentile::P50 => 0,
+            Percentile::P90 => 50,
+            Percentile::P95 => 100,
+            Percentile::P99 => 500,
+        }
+    }
+}
+
 /// A latency recorder: exact sum for the mean, a histogram (µs, 3 significant digits) for
 /// percentiles.
 #[derive(Debug, Clone)]
@@ -145,7 +158,7 @@ pub struct SimReport {
     /// The measurement window in simulated seconds.
     pub window_s: f64,
     pub makespan_s: f64,
-    /// Whether the stopping rule was met (doubling the window moved throughput < 1 %).
+    /// Whether the stopping rule was met (closed loop: the batch means settled, see [`super::steady`]).
     pub converged: bool,
     /// The run stopped early because its latencies were far past the limits.
     pub abandoned: bool,

@@ -17,6 +17,7 @@ pub mod kv;
 pub mod metrics;
 pub mod queue;
 pub mod scheduler;
+pub mod steady;
 
 pub use instance::{Instance, Role};
 pub use metrics::{BinStat, LatencyStats, Percentile, Recorder, SimReport, Stat};
@@ -25,6 +26,7 @@ pub use queue::{Event, EventQueue, Nanos};
 use crate::cost::{Breakdown, StepCostModel};
 use crate::workload::arrival::{rng, ArrivalProcess, NewRequest, RequestFactory, Stream};
 use instance::StepOutcome;
+use steady::Window;
 
 /// How decode steps draft tokens.
 #[derive(Debug, Clone, PartialEq)]
@@ -140,6 +142,9 @@ pub struct RunParams {
     pub measure: Measure,
     /// Open loop: at most this many requests in flight (client side).
     pub max_concurrency: Option<u64>,
+    /// Closed loop: completions measured at least before the stopping rule may stop (a tail
+    /// percentile needs a tail: [`Percentile::min_sample`]).
+    pub min_measured: u64,
     /// Limits for goodput (ms).
     pub ttft_limit_ms: f64,
     pub tpot_limit_ms: f64,
@@ -261,9 +266,6 @@ pub enum SimError {
     KvOversubscribed { needed: u64, capacity: u64, batch: u64 },
 }
 
-/// Completion counts at which the closed loop checks its stopping rule, relative to warm-up.
-const MIN_WINDOW: u64 = 8;
-const MAX_DOUBLINGS: u32 = 5;
 /// A probe whose measured mean latency exceeds its limit by this factor is abandoned: the
 /// search only needs to know it is infeasible.
 const ABANDON_FACTOR: f64 = 1.5;
@@ -288,16 +290,6 @@ const BREAKDOWN_EVERY: u64 = 16;
 
 /// (time, output tokens, prefilled prompt tokens) at a window boundary.
 type Mark = (Nanos, u64, u64);
-
-struct Window {
-    warm_completions: u64,
-    window: u64,
-    start: Option<(Nanos, u64)>,
-    prev_throughput: Option<f64>,
-    end: Option<(Nanos, u64)>,
-    converged: bool,
-    doublings: u32,
-}
 
 /// Simulate a stream of requests over `cfg.instances` identical instances.
 pub fn simulate(cfg: &SimConfig, cost: &dyn StepCostModel, factory: RequestFactory) -> Result<SimReport, SimError> {
@@ -479,15 +471,13 @@ impl<'s, 'a> Simulation<'s, 'a> {
             in_flight: 0,
             issued: 0,
             pending_open: None,
-            win: Window {
-                warm_completions: if closed && bench_total.is_none() { run.concurrency } else { 0 },
-                window: run.concurrency.max(MIN_WINDOW),
-                // A benchmark run measures from its start.
-                start: bench_total.map(|_| (0, 0)),
-                prev_throughput: None,
-                end: None,
-                converged: !closed || bench_total.is_some(),
-                doublings: 0,
+            // A benchmark run measures from its start; only the endless closed loop has a
+            // stopping rule.
+            win: if closed && bench_total.is_none() {
+                let bounded = [run.ttft_limit_ms.is_finite(), run.tpot_limit_ms.is_finite()];
+                Window::closed(run.concurrency, run.concurrency, bounded, run.min_measured)
+            } else {
+                Window::whole(bench_total.is_some())
             },
             completed: 0,
             tokens_out: 0,
@@ -676,6 +666,28 @@ impl<'s, 'a> Simulation<'s, 'a> {
         done_now
     }
 
+    /// Closed loop: what the requests leaving in this event add to the stopping rule's batch
+    /// (TTFT and TPOT sums of those measured: the first wave is not, as in [`Self::measure`]).
+    fn done_latencies(&self, completions: u64) -> steady::Done {
+        let mut d = steady::Done { completions, ..Default::default() };
+        let handed = if self.decoders.is_empty() { self.out.handed_off.iter() } else { [].iter() };
+        for &r in self.out.finished.iter().chain(handed) {
+            let rq = &self.reqs[r as usize];
+            if (r as u64) < self.sys.run.concurrency {
+                continue;
+            }
+            if let (Some(first), Some(fin)) = (rq.first_token, rq.finish) {
+                d.ttft_ms += (first - rq.arrival) as f64 / 1e6;
+                d.measured += 1;
+                if rq.output > 1 && !self.prefill_only {
+                    d.tpot_ms += (fin - first) as f64 / 1e6 / (rq.output - 1) as f64;
+                    d.tpot_measured += 1;
+                }
+            }
+        }
+        d
+    }
+
     /// Closed loop: latency of requests finishing inside the window, to abandon hopeless
     /// probes.
     fn watch_latencies(&mut self) {
@@ -743,7 +755,8 @@ impl<'s, 'a> Simulation<'s, 'a> {
                 self.issue(n)?;
             }
             let before = self.win.start;
-            self.stop = closed_loop_stop(&mut self.win, self.completed, self.now, self.tokens_out);
+            let done = self.done_latencies(done_now);
+            self.stop = self.win.advance(self.completed, self.now, self.tokens_out, done);
             if before.is_none() && self.win.start.is_some() {
                 self.window_marks.0 = Some(self.mark());
             }
@@ -991,37 +1004,6 @@ struct Measured {
     /// Output tokens of the measured requests.
     out_tokens: u64,
     per_bin: Vec<(u64, Recorder, Recorder)>,
-}
-
-/// Closed loop: after warm-up (the first C completions), measure throughput over a window of
-/// W completions, then 2W, 4W, …; stop once doubling moves throughput by less than 1 %.
-fn closed_loop_stop(w: &mut Window, completed: u64, now: Nanos, tokens: u64) -> bool {
-    if w.start.is_none() {
-        if completed >= w.warm_completions {
-            w.start = Some((now, tokens));
-        }
-        return false;
-    }
-    let (t0, k0) = w.start.unwrap();
-    if completed < w.warm_completions + w.window {
-        return false;
-    }
-    let thr = (tokens - k0) as f64 / (now - t0).max(1) as f64;
-    if let Some(prev) = w.prev_throughput {
-        if (thr - prev).abs() <= 0.01 * thr {
-            w.converged = true;
-            w.end = Some((now, tokens));
-            return true;
-        }
-    }
-    w.prev_throughput = Some(thr);
-    w.doublings += 1;
-    if w.doublings > MAX_DOUBLINGS {
-        w.end = Some((now, tokens));
-        return true;
-    }
-    w.window *= 2;
-    false
 }
 
 #[cfg(test)]

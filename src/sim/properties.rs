@@ -60,6 +60,7 @@ fn case() -> impl Strategy<Value = Case> {
                             concurrency: conc,
                             num_requests: 40,
                             max_concurrency: None,
+                            min_measured: 0,
                             ttft_limit_ms: f64::INFINITY,
                             tpot_limit_ms: f64::INFINITY,
                             seed,

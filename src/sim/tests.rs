@@ -29,6 +29,7 @@ fn cfg(budget: u64, concurrency: u64) -> SimConfig {
             concurrency,
             num_requests: 0,
             max_concurrency: None,
+            min_measured: 0,
             ttft_limit_ms: f64::INFINITY,
             tpot_limit_ms: f64::INFINITY,
             seed: 0,

@@ -118,6 +118,7 @@ pub fn sim_config(ctx: &CandidateCtx, batch: u32, budget: u64) -> (SimConfig, Re
                 _ => None,
             },
             max_concurrency: so.max_concurrency,
+            min_measured: so.slo_percentile.min_sample(),
             ttft_limit_ms: ttft_limit,
             tpot_limit_ms: tpot_limit,
             seed: plan.seed,
