@@ -396,7 +396,16 @@ struct Simulation<'s, 'a> {
     queue: EventQueue,
     mtp_rng: rand_chacha::ChaCha8Rng,
     out: StepOutcome,
+    /// Inter-token gaps of the measurement window (closed loop: steps ending after the window
+    /// opened; burst and benchmark runs: every step). Open loops keep `itl_steps` instead.
     itl: Recorder,
+    /// Open loop: (end, step ms, decode sequences) of every step, and the cumulative KV
+    /// integral after it (aligned with `series`), to read ITL and KV use over the window
+    /// chosen once the run is over.
+    itl_steps: Vec<(Nanos, f64, u64)>,
+    kv_series: Vec<f64>,
+    /// Closed loop: the KV integral when the measurement window opened.
+    kv_at_start: f64,
     now: Nanos,
     rr_entry: usize,
     rr_decode: usize,
@@ -465,6 +474,9 @@ impl<'s, 'a> Simulation<'s, 'a> {
             mtp_rng: rng(run.seed, Stream::MtpAcceptance),
             out: StepOutcome::default(),
             itl: Recorder::default(),
+            itl_steps: Vec::new(),
+            kv_series: Vec::new(),
+            kv_at_start: 0.0,
             now: 0,
             rr_entry: 0,
             rr_decode: 0,
@@ -641,13 +653,18 @@ impl<'s, 'a> Simulation<'s, 'a> {
         let inst = &mut self.instances[instance as usize];
         let step_ms = inst.step_ms;
         inst.complete(&self.sys.groups[g].cfg, &mut self.reqs, self.now, &mut self.mtp_rng, &mut self.out);
-        self.itl.record_n(step_ms, self.out.decode_seqs);
+        if self.open {
+            self.itl_steps.push((self.now, step_ms, self.out.decode_seqs));
+        } else if !self.closed || self.bench_total.is_some() || self.window_marks.0.is_some() {
+            self.itl.record_n(step_ms, self.out.decode_seqs);
+        }
         self.tokens_out += self.out.tokens;
         for &r in &self.out.first_tokens {
             self.prefilled_input += self.reqs[r as usize].input;
         }
         if self.open {
             self.series.push((self.now, self.tokens_out, self.prefilled_input));
+            self.kv_series.push(self.stats.kv_integral);
         }
         let mut done_now = self.out.finished.len() as u64;
         for i in 0..self.out.handed_off.len() {
@@ -759,6 +776,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             self.stop = self.win.advance(self.completed, self.now, self.tokens_out, done);
             if before.is_none() && self.win.start.is_some() {
                 self.window_marks.0 = Some(self.mark());
+                self.kv_at_start = self.stats.kv_integral;
             }
             if self.stop {
                 self.window_marks.1 = Some(self.mark());
@@ -851,6 +869,48 @@ impl<'s, 'a> Simulation<'s, 'a> {
         }
     }
 
+    /// The open loop's cumulative KV integral at the last step ending by `t`.
+    fn kv_integral_at(&self, t: Nanos) -> f64 {
+        let i = self.series.partition_point(|m| m.0 <= t);
+        if i == 0 {
+            0.0
+        } else {
+            self.kv_series[i - 1]
+        }
+    }
+
+    /// ITL over the measurement window, and the time-weighted KV use over it (per instance).
+    /// Closed loop: the stopping rule's window; open loop: the steady window (the rates'
+    /// window) when there is one; otherwise the whole run.
+    fn windowed_itl_kv(&self, open_window: Option<(Nanos, Nanos)>, t0: Nanos, t1: Nanos) -> (Stat, f64) {
+        let per_instance = |integral: f64, span: Nanos| {
+            if span > 0 {
+                integral / (span as f64 * self.instances.len() as f64)
+            } else {
+                0.0
+            }
+        };
+        let integral = self.stats.kv_integral;
+        if self.open {
+            let (a, b) = open_window.unwrap_or((0, Nanos::MAX));
+            let mut itl = Recorder::default();
+            for &(_, ms, n) in self.itl_steps.iter().filter(|s| s.0 > a && s.0 <= b) {
+                itl.record_n(ms, n);
+            }
+            let kv = match open_window {
+                Some((a, b)) => per_instance(self.kv_integral_at(b) - self.kv_integral_at(a), b - a),
+                None => per_instance(integral, self.now),
+            };
+            return (itl.stat(), kv);
+        }
+        let kv = if self.closed && self.bench_total.is_none() {
+            per_instance(integral - self.kv_at_start, t1.saturating_sub(t0))
+        } else {
+            per_instance(integral, self.now)
+        };
+        (self.itl.stat(), kv)
+    }
+
     /// The measurement window's ends. Closed loop: the stopping rule's marks. Burst: the whole
     /// run. Open loop: the steady window, or the whole run when there is none.
     fn window(&self, open_window: Option<(Nanos, Nanos)>) -> (Mark, Mark) {
@@ -929,6 +989,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
         let ((t0, tok0, in0), (t1, tok1, in1)) = self.window(open_window);
         let window_s = (t1.saturating_sub(t0)) as f64 / 1e9;
         let m = self.measure(t0, t1);
+        let (itl, kv_utilization) = self.windowed_itl_kv(open_window, t0, t1);
         let window_tokens = tok1.saturating_sub(tok0);
         let window_input = in1.saturating_sub(in0);
         let per_s = |x: u64| if window_s > 0.0 { x as f64 / window_s } else { 0.0 };
@@ -943,7 +1004,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
                 ttft: m.rec[0].stat(),
                 tpot_inter_token: m.rec[1].stat(),
                 tpot_amortized: m.rec[2].stat(),
-                itl: self.itl.stat(),
+                itl,
                 e2e: m.rec[3].stat(),
                 queueing: m.rec[4].stat(),
             },
@@ -958,7 +1019,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
                 per_s(m.finished_in_window)
             },
             goodput: if m.measured > 0 { m.good as f64 / m.measured as f64 } else { 0.0 },
-            kv_utilization: if self.now > 0 { st.kv_integral / (self.now as f64 * self.instances.len() as f64) } else { 0.0 },
+            kv_utilization,
             kv_peak_utilization: st.kv_peak,
             mean_batch_size: mean(st.batch_sum as f64),
             mean_step_tokens: mean(st.token_sum as f64),

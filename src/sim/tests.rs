@@ -341,3 +341,19 @@ fn names_with_hyphens_parse_in_both_spellings() {
     assert_eq!(Measure::parse_choice("whole-run").unwrap(), Measure::WholeRun);
     assert!(Measure::parse_choice("whole").is_err());
 }
+
+#[test]
+fn itl_and_kv_use_cover_the_measurement_window() {
+    // A closed loop of fixed lengths: every request has the same number of gaps, so over the
+    // stopping rule's window the mean ITL (over gaps) equals the mean inter-token TPOT (over
+    // requests). The warm-up, where the first wave prefills together and its decodes stall
+    // behind 16 prompts, is not in either. Mutation: record ITL on every step in `step_done`
+    // (as before the fix) and the warm-up's stalls lift the ITL mean above the TPOT.
+    let mut c = cfg(2048, 16);
+    c.instance.kv_blocks = 20_000;
+    let (rep, _, _) = run(&c, &PER_TOKEN, closed(2000, 64));
+    let (itl, tpot) = (rep.latency.itl.mean, rep.latency.tpot_inter_token.mean);
+    assert!((itl - tpot).abs() < 0.01 * tpot, "ITL mean {itl} ms against TPOT {tpot} ms");
+    // KV use is read over the same window (a time average, so at most the run's peak).
+    assert!(rep.kv_utilization > 0.0 && rep.kv_utilization <= rep.kv_peak_utilization + 1e-12);
+}
