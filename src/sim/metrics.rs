@@ -163,6 +163,13 @@ pub struct SimReport {
     /// The run stopped early because its latencies were far past the limits.
     pub abandoned: bool,
     pub kv_capacity_blocks: u64,
+    /// Output tokens the steps emitted over the whole run, counted as they are emitted.
+    #[serde(default)]
+    pub tokens_emitted: u64,
+    /// KV blocks requests still held when the run ended, over all instances (unreferenced
+    /// cached prefixes excluded): zero once every request has finished.
+    #[serde(default)]
+    pub kv_held_at_end: u64,
     /// Per input-length bin (variable-length workloads).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bins: Vec<BinStat>,

@@ -226,6 +226,10 @@ pub struct RequestState {
     pub decode_admitted: Option<Nanos>,
     pub generated: u64,
     pub preemptions: u32,
+    /// Σ over its preemptions of the tokens it had generated then (recomputed with the prompt).
+    pub generated_at_preemptions: u64,
+    /// Preemptions that caught it still prefilling (part of its prompt computed, then dropped).
+    pub preempted_in_prefill: u32,
     pub instance: u32,
 }
 
@@ -306,6 +310,8 @@ pub struct StepRecord {
     pub prefill_tokens: u64,
     pub decode_seqs: u64,
     pub decode_tokens: u64,
+    /// KV blocks in use on the instance once the step's blocks are allocated.
+    pub kv_used: u64,
 }
 
 /// [`simulate`], also returning every request's record and reporting each step to `on_step`.
@@ -824,6 +830,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             prefill_tokens: inst.shape.prefill.tokens,
             decode_seqs: inst.shape.decode.seqs,
             decode_tokens: inst.shape.decode.tokens,
+            kv_used: inst.kv.used(),
         });
         self.queue.push(now + ns, Event::StepDone { instance: touched });
         if st.steps > self.sys.run.max_steps {
@@ -869,13 +876,13 @@ impl<'s, 'a> Simulation<'s, 'a> {
         }
     }
 
-    /// The open loop's cumulative KV integral at the last step ending by `t`.
-    fn kv_integral_at(&self, t: Nanos) -> f64 {
+    /// The open loop's (time, cumulative KV integral) at the last step ending by `t`.
+    fn kv_integral_at(&self, t: Nanos) -> (Nanos, f64) {
         let i = self.series.partition_point(|m| m.0 <= t);
         if i == 0 {
-            0.0
+            (0, 0.0)
         } else {
-            self.kv_series[i - 1]
+            (self.series[i - 1].0, self.kv_series[i - 1])
         }
     }
 
@@ -898,7 +905,11 @@ impl<'s, 'a> Simulation<'s, 'a> {
                 itl.record_n(ms, n);
             }
             let kv = match open_window {
-                Some((a, b)) => per_instance(self.kv_integral_at(b) - self.kv_integral_at(a), b - a),
+                Some((a, b)) => {
+                    // Between the steps ending last by each end: the integral and its span agree.
+                    let ((ta, ka), (tb, kb)) = (self.kv_integral_at(a), self.kv_integral_at(b));
+                    per_instance(kb - ka, tb.saturating_sub(ta))
+                }
                 None => per_instance(integral, self.now),
             };
             return (itl.stat(), kv);
@@ -1034,6 +1045,8 @@ impl<'s, 'a> Simulation<'s, 'a> {
             converged: if self.open { steady || self.sys.run.measure == Measure::WholeRun } else { self.win.converged && !self.abandoned },
             abandoned: self.abandoned,
             kv_capacity_blocks: self.instances.iter().map(|i| i.kv.capacity).max().unwrap_or(0),
+            tokens_emitted: self.tokens_out,
+            kv_held_at_end: self.instances.iter().map(|i| i.kv.held()).sum(),
             bins: self
                 .sys
                 .run

@@ -73,15 +73,30 @@ fn chunked_prefill_schedules_whole_chunks_decode_first() {
 
 #[test]
 fn slack_lets_a_full_chunk_join_a_few_decodes() {
-    // Budget 10 (11 with 15 % slack). Four 1-token prompts decode for 5 tokens; a fifth request
-    // with a 10-token prompt arrives behind them. While 4 decodes run, 11 − 4 = 7 < 10: the chunk
-    // waits; once 1 decode is left (room 10) it joins.
+    // Budget 10 (11 with 15 % slack). Four 1-token prompts arrive with a 10-token prompt behind
+    // them; they decode 2, 3, 4 and 5 tokens. The first step prefills the four (4 ≤ 11); the
+    // 10-token chunk then waits while more than one decode runs (11 − 2 = 9 < 10) and joins the
+    // step that has a single decode left (11 − 1 = 10). Mutation: drop the slack from the
+    // chunk's room in the decode-first policy and it waits until no decode runs.
+    let row = |input, output| crate::workload::arrival::TraceRequest {
+        arrival_s: 0.0,
+        input_tokens: input,
+        output_tokens: output,
+        prefix_group: None,
+        prefix_len: 0,
+    };
+    let trace =
+        crate::workload::arrival::Trace { source: "test".into(), requests: vec![row(1, 2), row(1, 3), row(1, 4), row(1, 5), row(10, 2)] };
     let mut c = cfg(10, 5);
-    c.instance.slack = 0.15;
-    let (_, reqs, steps) = run(&c, &MS, RequestFactory::new(Lengths::Fixed(1), Lengths::Fixed(5), None, ArrivalProcess::Burst, 0));
+    c.run.num_requests = 5;
+    let f = RequestFactory::new(Lengths::Fixed(1), Lengths::Fixed(1), None, ArrivalProcess::Trace(trace), 0);
+    let (_, reqs, steps) = run(&c, &MS, f);
     assert_eq!(reqs.len(), 5);
-    // All five 1-token prompts fit the first step (5 ≤ 11).
-    assert_eq!(steps[0].prefill_seqs, 5);
+    let shapes: Vec<(u64, u64)> = steps.iter().map(|s| (s.prefill_tokens, s.decode_seqs)).collect();
+    assert_eq!(shapes[0], (4, 0), "{shapes:?}");
+    let joined = shapes.iter().position(|&(p, _)| p == 10).expect("the 10-token chunk runs");
+    assert_eq!(shapes[joined].1, 1, "it joins a step with one decode: {shapes:?}");
+    assert!(shapes[1..joined].iter().all(|&(_, d)| d >= 2), "it waited while two or more decoded: {shapes:?}");
     let mut c = cfg(10, 2);
     c.instance.slack = 0.0;
     let f = RequestFactory::new(Lengths::Fixed(10), Lengths::Fixed(3), None, ArrivalProcess::Burst, 0);
