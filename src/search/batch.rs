@@ -7,9 +7,10 @@
 //! requests settles into a periodic pattern whose TTFT depends on how prompts line up with the
 //! token budget), so a probe that misses its limit by a little says little about its
 //! neighbours. The search bisects, but a probe within [`MARGIN`] of its limit is checked
-//! against its neighbours (up to [`NEIGHBOURS`] each side, above first, at most
-//! [`EXTRA_PROBES`] in all): one feasible neighbour keeps the bisection going upward. Probes far
-//! past the limit, and memory verdicts, are trusted as before.
+//! against the [`NEIGHBOURS`] batch sizes above it (at most [`EXTRA_PROBES`] in all): one
+//! feasible neighbour keeps the bisection going upward. (A feasible neighbour below needs no
+//! probe: the bisection goes there anyway.) Probes far past the limit, and memory verdicts, are
+//! trusted as before.
 
 use crate::outcome::{Row, StopReason};
 use crate::plan::SearchStrategy;
@@ -24,7 +25,7 @@ pub const FALLBACK_RIGHT: u32 = (1 << 19) - 1;
 /// A latency-bound probe whose latencies are all within this share above their limits is
 /// marginal: its neighbours may well be feasible.
 pub const MARGIN: f64 = 0.02;
-/// Neighbours probed on each side of a marginal probe.
+/// Neighbours probed above a marginal probe.
 pub const NEIGHBOURS: u32 = 2;
 /// Neighbour probes one search may spend in all (the search stays a bisection in cost).
 pub const EXTRA_PROBES: usize = 16;
@@ -100,18 +101,16 @@ impl Probes<'_> {
             && s.latencies.iter().all(|&(lat, limit)| !limit.is_finite() || lat <= limit * (1.0 + MARGIN))
     }
 
-    /// Whether `b` is feasible or, when it misses its limits by a little, one of its neighbours
-    /// in `[lo, hi]` is (above first; neighbours count against [`EXTRA_PROBES`]).
-    fn feasible_near(&mut self, b: u32, lo: u32, hi: u32) -> bool {
+    /// Whether `b` is feasible or, when it misses its limits by a little, one of the neighbours
+    /// above it up to `hi` is (neighbours count against [`EXTRA_PROBES`]).
+    fn feasible_near(&mut self, b: u32, hi: u32) -> bool {
         if self.feasible(b) {
             return true;
         }
         if !self.marginal(b) {
             return false;
         }
-        let above = (1..=NEIGHBOURS).filter_map(|d| b.checked_add(d));
-        let below = (1..=NEIGHBOURS).filter_map(|d| b.checked_sub(d));
-        for n in above.chain(below).filter(|n| (lo..=hi).contains(n)) {
+        for n in (1..=NEIGHBOURS).filter_map(|d| b.checked_add(d)).filter(|&n| n <= hi) {
             if !self.seen.contains_key(&n) {
                 if self.extra >= EXTRA_PROBES {
                     return false;
@@ -178,7 +177,7 @@ pub fn search(min: u32, max: Option<u32>, strategy: SearchStrategy, probe: &mut 
     let (mut l, mut r) = (left, right);
     while l <= r {
         let mid = l + (r - l) / 2;
-        if probes.feasible_near(mid, min, hi) {
+        if probes.feasible_near(mid, hi) {
             l = mid + 1;
         } else {
             if mid == 0 {
