@@ -39,6 +39,7 @@ fn config(decode: DecodeMode) -> SimConfig {
             concurrency: 256,
             num_requests: 0,
             max_concurrency: None,
+            min_measured: 0,
             ttft_limit_ms: f64::INFINITY,
             tpot_limit_ms: f64::INFINITY,
             seed: 0,

@@ -342,7 +342,7 @@ fn sim_block(plan: &Plan, r: &Row) -> String {
             (a, _) if a.is_open() && plan.sim.measure == crate::sim::Measure::WholeRun => {
                 " (whole run: every request, rates from the first arrival to the last finish)"
             }
-            (crate::workload::arrival::ArrivalProcess::Closed, true) => " (steady state: doubling the window moved throughput < 1 %)",
+            (crate::workload::arrival::ArrivalProcess::Closed, true) => " (steady state: 95 % intervals of the batch means within ±1 % (rate), ±2 % (bounded latencies))",
             (crate::workload::arrival::ArrivalProcess::Closed, false) => " (NOT converged within the window limit)",
             (crate::workload::arrival::ArrivalProcess::Burst, _) => " (one pass from t = 0)",
             (_, true) => " (open loop: the middle 80 % of arrivals; rates from when the system filled to the last of them)",

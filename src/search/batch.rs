@@ -1,5 +1,16 @@
 //! The batch-size search of one candidate: probe the minimum, bracket the feasibility boundary
-//! by doubling (or by extrapolation), then bisect; every feasible probe is kept.
+//! by doubling (or by extrapolation), then search the bracket for the boundary without
+//! trusting one probe near the limit; every probe is kept and the caller ranks the feasible
+//! ones.
+//!
+//! Simulated latencies need not be monotone in the batch size (a closed loop of identical
+//! requests settles into a periodic pattern whose TTFT depends on how prompts line up with the
+//! token budget), so a probe that misses its limit by a little says little about its
+//! neighbours. The search bisects, but a probe within [`MARGIN`] of its limit is checked
+//! against the [`NEIGHBOURS`] batch sizes above it (at most [`EXTRA_PROBES`] in all): one
+//! feasible neighbour keeps the bisection going upward. (A feasible neighbour below needs no
+//! probe: the bisection goes there anyway.) Probes far past the limit, and memory verdicts, are
+//! trusted as before.
 
 use crate::outcome::{Row, StopReason};
 use crate::plan::SearchStrategy;
@@ -11,6 +22,13 @@ pub const INITIAL_RIGHT: u32 = 512;
 pub const MAX_EXPANSIONS: usize = 10;
 /// Fallback bound of the extrapolating strategy when nothing can be estimated.
 pub const FALLBACK_RIGHT: u32 = (1 << 19) - 1;
+/// A latency-bound probe whose latencies are all within this share above their limits is
+/// marginal: its neighbours may well be feasible.
+pub const MARGIN: f64 = 0.02;
+/// Neighbours probed above a marginal probe.
+pub const NEIGHBOURS: u32 = 2;
+/// Neighbour probes one search may spend in all (the search stays a bisection in cost).
+pub const EXTRA_PROBES: usize = 16;
 
 /// One probe of a batch size.
 #[derive(Debug, Clone)]
@@ -63,51 +81,103 @@ pub fn latency_bound(bs_l: u32, lat_l: f64, bs_r: u32, lat_r: f64, limit: f64) -
     Some(est.max(1.0) as u32)
 }
 
-/// Search `[min, max]` (max unbounded when `None`) with `probe`, memoised per batch size.
+/// The probes of one search, memoised per batch size, and the neighbour probes spent.
+struct Probes<'p> {
+    seen: BTreeMap<u32, (Probe, ProbeStats)>,
+    probe: &'p mut dyn FnMut(u32) -> (Probe, ProbeStats),
+    extra: usize,
+}
+
+impl Probes<'_> {
+    fn feasible(&mut self, b: u32) -> bool {
+        let probe = &mut *self.probe;
+        self.seen.entry(b).or_insert_with(|| probe(b)).0.stop.is_none()
+    }
+
+    /// Whether a probed batch missed only latency limits, each by at most [`MARGIN`].
+    fn marginal(&self, b: u32) -> bool {
+        let Some((p, s)) = self.seen.get(&b) else { return false };
+        matches!(p.stop, Some(StopReason::TtftLimit | StopReason::TpotLimit))
+            && s.latencies.iter().all(|&(lat, limit)| !limit.is_finite() || lat <= limit * (1.0 + MARGIN))
+    }
+
+    /// Whether `b` is feasible or, when it misses its limits by a little, one of the neighbours
+    /// above it up to `hi` is (neighbours count against [`EXTRA_PROBES`]).
+    fn feasible_near(&mut self, b: u32, hi: u32) -> bool {
+        if self.feasible(b) {
+            return true;
+        }
+        if !self.marginal(b) {
+            return false;
+        }
+        for n in (1..=NEIGHBOURS).filter_map(|d| b.checked_add(d)).filter(|&n| n <= hi) {
+            if !self.seen.contains_key(&n) {
+                if self.extra >= EXTRA_PROBES {
+                    return false;
+                }
+                self.extra += 1;
+            }
+            if self.feasible(n) {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn into_result(self, first_stop: Option<StopReason>) -> SearchResult {
+        SearchResult { probes: self.seen.into_values().map(|(p, _)| p).collect(), first_stop }
+    }
+}
+
+/// The next upper bracket after a feasible `right` (`left` is the feasible probe before it).
+fn next_bracket(strategy: SearchStrategy, seen: &BTreeMap<u32, (Probe, ProbeStats)>, left: u32, right: u32) -> u32 {
+    let next = right.saturating_mul(2);
+    match strategy {
+        SearchStrategy::Exponential => next,
+        SearchStrategy::LinearExponential => {
+            let (_, sl) = seen[&left];
+            let (_, sr) = seen[&right];
+            let mut est: Option<u32> = memory_bound(right, &sr);
+            for i in 0..2 {
+                let (lat_l, limit) = sl.latencies[i];
+                let (lat_r, _) = sr.latencies[i];
+                if let Some(e) = latency_bound(left, lat_l, right, lat_r, limit) {
+                    est = Some(est.map_or(e, |x| x.min(e)));
+                }
+            }
+            let est = est.unwrap_or(FALLBACK_RIGHT);
+            next.min(est.max(right + 1))
+        }
+    }
+}
+
+/// Search `[min, max]` (max unbounded when `None`) with `probe`, memoised per batch size:
+/// bracket the boundary, then bisect the bracket, checking the neighbours of marginal probes
+/// (see the module doc). Every probe is returned; the best feasible one is the caller's pick.
 pub fn search(min: u32, max: Option<u32>, strategy: SearchStrategy, probe: &mut dyn FnMut(u32) -> (Probe, ProbeStats)) -> SearchResult {
-    let mut seen: BTreeMap<u32, (Probe, ProbeStats)> = BTreeMap::new();
-    let mut run = |b: u32, seen: &mut BTreeMap<u32, (Probe, ProbeStats)>| -> bool {
-        let entry = seen.entry(b).or_insert_with(|| probe(b));
-        entry.0.stop.is_none()
-    };
+    let mut probes = Probes { seen: BTreeMap::new(), probe, extra: 0 };
     let mut left = min;
     let mut right = max.unwrap_or(INITIAL_RIGHT.max(min));
-    if !run(left, &mut seen) {
-        let first = seen.get(&left).and_then(|(p, _)| p.stop);
-        return SearchResult { probes: seen.into_values().map(|(p, _)| p).collect(), first_stop: first };
+    if !probes.feasible(left) {
+        let first = probes.seen.get(&left).and_then(|(p, _)| p.stop);
+        return probes.into_result(first);
     }
     if max.is_none() {
         for _ in 0..MAX_EXPANSIONS {
-            if !run(right, &mut seen) {
+            if !probes.feasible(right) {
                 break;
             }
-            let next = right.saturating_mul(2);
-            let bound = match strategy {
-                SearchStrategy::Exponential => next,
-                SearchStrategy::LinearExponential => {
-                    let (_, sl) = seen[&left];
-                    let (_, sr) = seen[&right];
-                    let mut est: Option<u32> = memory_bound(right, &sr);
-                    for i in 0..2 {
-                        let (lat_l, limit) = sl.latencies[i];
-                        let (lat_r, _) = sr.latencies[i];
-                        if let Some(e) = latency_bound(left, lat_l, right, lat_r, limit) {
-                            est = Some(est.map_or(e, |x| x.min(e)));
-                        }
-                    }
-                    let est = est.unwrap_or(FALLBACK_RIGHT);
-                    next.min(est.max(right + 1))
-                }
-            };
+            let bound = next_bracket(strategy, &probes.seen, left, right);
             left = right;
             right = bound;
         }
     }
-    // Bisect: feasibility is assumed monotone in the batch size.
+    // Bisect; a marginal probe with a feasible neighbour counts as feasible.
+    let hi = max.unwrap_or(right);
     let (mut l, mut r) = (left, right);
     while l <= r {
         let mid = l + (r - l) / 2;
-        if run(mid, &mut seen) {
+        if probes.feasible_near(mid, hi) {
             l = mid + 1;
         } else {
             if mid == 0 {
@@ -116,7 +186,7 @@ pub fn search(min: u32, max: Option<u32>, strategy: SearchStrategy, probe: &mut 
             r = mid - 1;
         }
     }
-    SearchResult { probes: seen.into_values().map(|(p, _)| p).collect(), first_stop: None }
+    probes.into_result(None)
 }
 
 #[cfg(test)]
@@ -125,6 +195,12 @@ mod tests {
 
     fn stats() -> ProbeStats {
         ProbeStats { total_gib: 64.0, weight_gib: 20.0, reserved_gib: 10.0, avail_gib: 12.0, latencies: [(0.0, f64::INFINITY); 2] }
+    }
+
+    /// A probe whose TTFT is `ttft` against a limit of 100 ms.
+    fn ttft_probe(b: u32, ttft: f64) -> (Probe, ProbeStats) {
+        let stop = (ttft > 100.0).then_some(StopReason::TtftLimit);
+        (Probe { row: Row::probe_stub(b), stop }, ProbeStats { latencies: [(0.0, f64::INFINITY), (ttft, 100.0)], ..stats() })
     }
 
     fn fake(limit: u32) -> impl FnMut(u32) -> (Probe, ProbeStats) {
@@ -136,15 +212,32 @@ mod tests {
 
     #[test]
     fn extrapolation_estimates_match_the_original() {
-        let s = stats();
-        // per request (64 − 20 − 10 − 12) / 4 = 5.5 GiB
-        assert_eq!((s.total_gib - s.weight_gib - s.reserved_gib - s.avail_gib) / 4.0, 5.5);
-        let m = ProbeStats { avail_gib: 10.0, total_gib: 64.0, weight_gib: 20.0, reserved_gib: 18.0, ..s };
-        // bs 8, 2 GiB per request, 10 GiB free ⇒ 14
+        // (64 − 20 − 10 − 12) / 4 = 5.5 GiB per request, 12 GiB free: round(4 + 2.18) + 1.
+        assert_eq!(memory_bound(4, &stats()), Some(7));
+        let m = ProbeStats { reserved_gib: 18.0, avail_gib: 10.0, ..stats() };
+        // bs 8, 2 GiB per request, 10 GiB free ⇒ round(8 + 5) + 1
         assert_eq!(memory_bound(8, &m), Some(14));
+        // Nothing held per request: no estimate.
+        assert_eq!(memory_bound(8, &ProbeStats { avail_gib: 34.0, ..stats() }), None);
+        // slope 5 ms per batch: (2 + 10 / 5) × 1.5 + 1
         assert_eq!(latency_bound(2, 10.0, 6, 30.0, 20.0), Some(7));
         assert_eq!(latency_bound(2, 10.0, 6, 10.0, 20.0), None);
-        assert_eq!(FALLBACK_RIGHT, 524_287);
+    }
+
+    #[test]
+    fn the_extrapolating_bracket_probes_the_memory_estimate() {
+        // Mutation: make `next_bracket` return `right * 2` for LinearExponential and 1024 is
+        // probed instead of the memory estimate. Feasible up to 700; at 512, 22 GiB over 512
+        // requests with 12 GiB free ⇒ round(512 + 279.27) + 1 = 792.
+        let mut probed = Vec::new();
+        let mut f = fake(700);
+        let mut g = |b: u32| {
+            probed.push(b);
+            f(b)
+        };
+        let r = search(1, None, SearchStrategy::LinearExponential, &mut g);
+        assert_eq!(probed[..3], [1, 512, 792]);
+        assert_eq!(r.feasible().map(|p| p.row.batch_size).max(), Some(700));
     }
 
     #[test]
@@ -154,6 +247,49 @@ mod tests {
         assert_eq!(*feasible.last().unwrap(), 700);
         assert!(feasible.contains(&1) && feasible.contains(&512));
         assert!(r.probes.iter().any(|p| p.row.batch_size == 1024 && p.stop.is_some()));
+    }
+
+    #[test]
+    fn a_periodic_ttft_near_the_limit_does_not_stop_the_search() {
+        // As a closed loop of identical 3000-token prompts with a 12000-token budget shows it:
+        // TTFT climbs to the limit by batch 4, then hovers just around it with period 4 (only
+        // b ≡ 2 mod 4 meets it) up to batch 80, and is far past it beyond. Plain bisection
+        // probes 256, 128, 64, 32, 16, 8, 4 (all marginally infeasible) and settles on 3.
+        // Mutation: set NEIGHBOURS to 0 (or bisect on `feasible` alone) and the best is 3.
+        let mut ttft = |b: u32| match b {
+            1..=3 => ttft_probe(b, 30.0 * b as f64),
+            4..=80 if b % 4 == 2 => ttft_probe(b, 99.5),
+            4..=80 => ttft_probe(b, 101.0),
+            _ => ttft_probe(b, 150.0),
+        };
+        let r = search(1, None, SearchStrategy::Exponential, &mut ttft);
+        let best = r.feasible().map(|p| p.row.batch_size).max().unwrap();
+        assert!(best >= 70, "best feasible batch {best}");
+        assert!(r.probes.len() <= 11 + EXTRA_PROBES, "{} probes", r.probes.len());
+    }
+
+    #[test]
+    fn probes_far_past_the_limit_cost_no_neighbours() {
+        // Monotone, and every infeasible probe is 50 % past the limit: the search is the plain
+        // bisection (1, 512, then 9 bisection steps). Mutation: drop the `marginal` check in
+        // `feasible_near` and neighbours are probed around every infeasible midpoint.
+        let mut probed = 0;
+        let mut f = |b: u32| {
+            probed += 1;
+            ttft_probe(b, if b <= 300 { 50.0 } else { 150.0 })
+        };
+        let r = search(1, None, SearchStrategy::Exponential, &mut f);
+        assert_eq!(r.feasible().map(|p| p.row.batch_size).max(), Some(300));
+        assert_eq!(probed, 11);
+        // Marginal misses of a monotone boundary spend at most EXTRA_PROBES more.
+        let mut probed = 0;
+        let mut f = |b: u32| {
+            probed += 1;
+            ttft_probe(b, if b <= 300 { 99.0 } else { 101.0 })
+        };
+        let r = search(1, None, SearchStrategy::Exponential, &mut f);
+        assert_eq!(r.feasible().map(|p| p.row.batch_size).max(), Some(300));
+        assert!(probed <= 11 + EXTRA_PROBES, "{probed} probes");
     }
 
     #[test]
@@ -182,10 +318,10 @@ mod tests {
         let mut probed = Vec::new();
         let mut f = |b: u32| {
             probed.push(b);
-            (Probe { row: Row::probe_stub(b), stop: None }, stats())
+            ttft_probe(b, if b % 2 == 0 { 100.5 } else { 50.0 })
         };
         search(3, Some(9), SearchStrategy::Exponential, &mut f);
-        assert!(probed.iter().all(|&b| (3..=9).contains(&b)));
+        assert!(probed.iter().all(|&b| (3..=9).contains(&b)), "{probed:?}");
         assert!(probed.contains(&9));
     }
 }

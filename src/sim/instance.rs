@@ -314,6 +314,7 @@ impl Instance {
             self.leave_decode(slot);
         } else if let Some(p) = self.prefilling.iter().position(|&x| x == slot) {
             self.prefilling.remove(p);
+            reqs[self.seqs[slot as usize].req as usize].preempted_in_prefill += 1;
             self.load = self.load.saturating_sub(self.seqs[slot as usize].prompt_left);
             if let Some(c) = self.chunks.iter().position(|c| c.slot == slot) {
                 // Its chunk's blocks are among its private blocks, released below.
@@ -325,6 +326,7 @@ impl Instance {
         self.free_slot(slot);
         let r = &mut reqs[req as usize];
         r.preemptions += 1;
+        r.generated_at_preemptions += r.generated;
         self.preemptions += 1;
         self.load += r.prompt_tokens();
         self.waiting.push_front(req);

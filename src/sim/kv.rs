@@ -128,6 +128,11 @@ impl KvBlockPool {
         }
     }
 
+    /// Blocks requests hold: everything in use but the unreferenced cached prefixes.
+    pub fn held(&self) -> u64 {
+        self.used() - self.evictable()
+    }
+
     pub fn cached_prefixes(&self) -> usize {
         self.prefixes.len()
     }

@@ -41,6 +41,19 @@ pub enum Percentile {
 }
 crate::quant::named_enum!(Percentile { Mean => "mean", P50 => "p50", P90 => "p90", P95 => "p95", P99 => "p99" });
 
+impl Percentile {
+    /// Requests a measurement needs for this statistic to rest on more than a handful of
+    /// values: five beyond a tail percentile (none for the mean and median).
+    pub fn min_sample(self) -> u64 {
+        match self {
+            Percentile::Mean | Percentile::P50 => 0,
+            Percentile::P90 => 50,
+            Percentile::P95 => 100,
+            Percentile::P99 => 500,
+        }
+    }
+}
+
 /// A latency recorder: exact sum for the mean, a histogram (µs, 3 significant digits) for
 /// percentiles.
 #[derive(Debug, Clone)]
@@ -154,11 +167,18 @@ pub struct SimReport {
     /// The measurement window in simulated seconds.
     pub window_s: f64,
     pub makespan_s: f64,
-    /// Whether the stopping rule was met (doubling the window moved throughput < 1 %).
+    /// Whether the stopping rule was met (closed loop: the batch means settled, see [`super::steady`]).
     pub converged: bool,
     /// The run stopped early because its latencies were far past the limits.
     pub abandoned: bool,
     pub kv_capacity_blocks: u64,
+    /// Output tokens the steps emitted over the whole run, counted as they are emitted.
+    #[serde(default)]
+    pub tokens_emitted: u64,
+    /// KV blocks requests still held when the run ended, over all instances (unreferenced
+    /// cached prefixes excluded): zero once every request has finished.
+    #[serde(default)]
+    pub kv_held_at_end: u64,
     /// Per input-length bin (variable-length workloads).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bins: Vec<BinStat>,

@@ -17,6 +17,7 @@ pub mod kv;
 pub mod metrics;
 pub mod queue;
 pub mod scheduler;
+pub mod steady;
 
 pub use instance::{Instance, Role};
 pub use metrics::{BinStat, LatencyStats, Percentile, Recorder, SimReport, Stat};
@@ -25,6 +26,7 @@ pub use queue::{Event, EventQueue, Nanos};
 use crate::cost::{Breakdown, StepCostModel};
 use crate::workload::arrival::{rng, ArrivalProcess, NewRequest, RequestFactory, Stream};
 use instance::StepOutcome;
+use steady::Window;
 
 /// How decode steps draft tokens.
 #[derive(Debug, Clone, PartialEq)]
@@ -140,6 +142,9 @@ pub struct RunParams {
     pub measure: Measure,
     /// Open loop: at most this many requests in flight (client side).
     pub max_concurrency: Option<u64>,
+    /// Closed loop: completions measured at least before the stopping rule may stop (a tail
+    /// percentile needs a tail: [`Percentile::min_sample`]).
+    pub min_measured: u64,
     /// Limits for goodput (ms).
     pub ttft_limit_ms: f64,
     pub tpot_limit_ms: f64,
@@ -221,6 +226,10 @@ pub struct RequestState {
     pub decode_admitted: Option<Nanos>,
     pub generated: u64,
     pub preemptions: u32,
+    /// Σ over its preemptions of the tokens it had generated then (recomputed with the prompt).
+    pub generated_at_preemptions: u64,
+    /// Preemptions that caught it still prefilling (part of its prompt computed, then dropped).
+    pub preempted_in_prefill: u32,
     pub instance: u32,
 }
 
@@ -269,9 +278,6 @@ pub enum SimError {
 /// longer one comes from non-physical device values and would saturate the clock.
 pub const MAX_STEP_SECONDS: f64 = 3600.0;
 
-/// Completion counts at which the closed loop checks its stopping rule, relative to warm-up.
-const MIN_WINDOW: u64 = 8;
-const MAX_DOUBLINGS: u32 = 5;
 /// A probe whose measured mean latency exceeds its limit by this factor is abandoned: the
 /// search only needs to know it is infeasible.
 const ABANDON_FACTOR: f64 = 1.5;
@@ -297,16 +303,6 @@ const BREAKDOWN_EVERY: u64 = 16;
 /// (time, output tokens, prefilled prompt tokens) at a window boundary.
 type Mark = (Nanos, u64, u64);
 
-struct Window {
-    warm_completions: u64,
-    window: u64,
-    start: Option<(Nanos, u64)>,
-    prev_throughput: Option<f64>,
-    end: Option<(Nanos, u64)>,
-    converged: bool,
-    doublings: u32,
-}
-
 /// Simulate a stream of requests over `cfg.instances` identical instances.
 pub fn simulate(cfg: &SimConfig, cost: &dyn StepCostModel, factory: RequestFactory) -> Result<SimReport, SimError> {
     simulate_detailed(cfg, cost, factory, &mut |_| {}).map(|(r, _)| r)
@@ -322,6 +318,8 @@ pub struct StepRecord {
     pub prefill_tokens: u64,
     pub decode_seqs: u64,
     pub decode_tokens: u64,
+    /// KV blocks in use on the instance once the step's blocks are allocated.
+    pub kv_used: u64,
 }
 
 /// [`simulate`], also returning every request's record and reporting each step to `on_step`.
@@ -412,7 +410,16 @@ struct Simulation<'s, 'a> {
     queue: EventQueue,
     mtp_rng: rand_chacha::ChaCha8Rng,
     out: StepOutcome,
+    /// Inter-token gaps of the measurement window (closed loop: steps ending after the window
+    /// opened; burst and benchmark runs: every step). Open loops keep `itl_steps` instead.
     itl: Recorder,
+    /// Open loop: (end, step ms, decode sequences) of every step, and the cumulative KV
+    /// integral after it (aligned with `series`), to read ITL and KV use over the window
+    /// chosen once the run is over.
+    itl_steps: Vec<(Nanos, f64, u64)>,
+    kv_series: Vec<f64>,
+    /// Closed loop: the KV integral when the measurement window opened.
+    kv_at_start: f64,
     now: Nanos,
     rr_entry: usize,
     rr_decode: usize,
@@ -481,21 +488,22 @@ impl<'s, 'a> Simulation<'s, 'a> {
             mtp_rng: rng(run.seed, Stream::MtpAcceptance),
             out: StepOutcome::default(),
             itl: Recorder::default(),
+            itl_steps: Vec::new(),
+            kv_series: Vec::new(),
+            kv_at_start: 0.0,
             now: 0,
             rr_entry: 0,
             rr_decode: 0,
             in_flight: 0,
             issued: 0,
             pending_open: None,
-            win: Window {
-                warm_completions: if closed && bench_total.is_none() { run.concurrency } else { 0 },
-                window: run.concurrency.max(MIN_WINDOW),
-                // A benchmark run measures from its start.
-                start: bench_total.map(|_| (0, 0)),
-                prev_throughput: None,
-                end: None,
-                converged: !closed || bench_total.is_some(),
-                doublings: 0,
+            // A benchmark run measures from its start; only the endless closed loop has a
+            // stopping rule.
+            win: if closed && bench_total.is_none() {
+                let bounded = [run.ttft_limit_ms.is_finite(), run.tpot_limit_ms.is_finite()];
+                Window::closed(run.concurrency, run.concurrency, bounded, run.min_measured)
+            } else {
+                Window::whole(bench_total.is_some())
             },
             completed: 0,
             tokens_out: 0,
@@ -659,13 +667,18 @@ impl<'s, 'a> Simulation<'s, 'a> {
         let inst = &mut self.instances[instance as usize];
         let step_ms = inst.step_ms;
         inst.complete(&self.sys.groups[g].cfg, &mut self.reqs, self.now, &mut self.mtp_rng, &mut self.out);
-        self.itl.record_n(step_ms, self.out.decode_seqs);
+        if self.open {
+            self.itl_steps.push((self.now, step_ms, self.out.decode_seqs));
+        } else if !self.closed || self.bench_total.is_some() || self.window_marks.0.is_some() {
+            self.itl.record_n(step_ms, self.out.decode_seqs);
+        }
         self.tokens_out += self.out.tokens;
         for &r in &self.out.first_tokens {
             self.prefilled_input += self.reqs[r as usize].input;
         }
         if self.open {
             self.series.push((self.now, self.tokens_out, self.prefilled_input));
+            self.kv_series.push(self.stats.kv_integral);
         }
         let mut done_now = self.out.finished.len() as u64;
         for i in 0..self.out.handed_off.len() {
@@ -682,6 +695,28 @@ impl<'s, 'a> Simulation<'s, 'a> {
             }
         }
         done_now
+    }
+
+    /// Closed loop: what the requests leaving in this event add to the stopping rule's batch
+    /// (TTFT and TPOT sums of those measured: the first wave is not, as in [`Self::measure`]).
+    fn done_latencies(&self, completions: u64) -> steady::Done {
+        let mut d = steady::Done { completions, ..Default::default() };
+        let handed = if self.decoders.is_empty() { self.out.handed_off.iter() } else { [].iter() };
+        for &r in self.out.finished.iter().chain(handed) {
+            let rq = &self.reqs[r as usize];
+            if (r as u64) < self.sys.run.concurrency {
+                continue;
+            }
+            if let (Some(first), Some(fin)) = (rq.first_token, rq.finish) {
+                d.ttft_ms += (first - rq.arrival) as f64 / 1e6;
+                d.measured += 1;
+                if rq.output > 1 && !self.prefill_only {
+                    d.tpot_ms += (fin - first) as f64 / 1e6 / (rq.output - 1) as f64;
+                    d.tpot_measured += 1;
+                }
+            }
+        }
+        d
     }
 
     /// Closed loop: latency of requests finishing inside the window, to abandon hopeless
@@ -751,9 +786,11 @@ impl<'s, 'a> Simulation<'s, 'a> {
                 self.issue(n)?;
             }
             let before = self.win.start;
-            self.stop = closed_loop_stop(&mut self.win, self.completed, self.now, self.tokens_out);
+            let done = self.done_latencies(done_now);
+            self.stop = self.win.advance(self.completed, self.now, self.tokens_out, done);
             if before.is_none() && self.win.start.is_some() {
                 self.window_marks.0 = Some(self.mark());
+                self.kv_at_start = self.stats.kv_integral;
             }
             if self.stop {
                 self.window_marks.1 = Some(self.mark());
@@ -805,6 +842,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             prefill_tokens: inst.shape.prefill.tokens,
             decode_seqs: inst.shape.decode.seqs,
             decode_tokens: inst.shape.decode.tokens,
+            kv_used: inst.kv.used(),
         });
         self.queue.push(now + ns, Event::StepDone { instance: touched });
         if st.steps > self.sys.run.max_steps {
@@ -848,6 +886,52 @@ impl<'s, 'a> Simulation<'s, 'a> {
         } else {
             (t, self.series[i - 1].1, self.series[i - 1].2)
         }
+    }
+
+    /// The open loop's (time, cumulative KV integral) at the last step ending by `t`.
+    fn kv_integral_at(&self, t: Nanos) -> (Nanos, f64) {
+        let i = self.series.partition_point(|m| m.0 <= t);
+        if i == 0 {
+            (0, 0.0)
+        } else {
+            (self.series[i - 1].0, self.kv_series[i - 1])
+        }
+    }
+
+    /// ITL over the measurement window, and the time-weighted KV use over it (per instance).
+    /// Closed loop: the stopping rule's window; open loop: the steady window (the rates'
+    /// window) when there is one; otherwise the whole run.
+    fn windowed_itl_kv(&self, open_window: Option<(Nanos, Nanos)>, t0: Nanos, t1: Nanos) -> (Stat, f64) {
+        let per_instance = |integral: f64, span: Nanos| {
+            if span > 0 {
+                integral / (span as f64 * self.instances.len() as f64)
+            } else {
+                0.0
+            }
+        };
+        let integral = self.stats.kv_integral;
+        if self.open {
+            let (a, b) = open_window.unwrap_or((0, Nanos::MAX));
+            let mut itl = Recorder::default();
+            for &(_, ms, n) in self.itl_steps.iter().filter(|s| s.0 > a && s.0 <= b) {
+                itl.record_n(ms, n);
+            }
+            let kv = match open_window {
+                Some((a, b)) => {
+                    // Between the steps ending last by each end: the integral and its span agree.
+                    let ((ta, ka), (tb, kb)) = (self.kv_integral_at(a), self.kv_integral_at(b));
+                    per_instance(kb - ka, tb.saturating_sub(ta))
+                }
+                None => per_instance(integral, self.now),
+            };
+            return (itl.stat(), kv);
+        }
+        let kv = if self.closed && self.bench_total.is_none() {
+            per_instance(integral - self.kv_at_start, t1.saturating_sub(t0))
+        } else {
+            per_instance(integral, self.now)
+        };
+        (self.itl.stat(), kv)
     }
 
     /// The measurement window's ends. Closed loop: the stopping rule's marks. Burst: the whole
@@ -929,6 +1013,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
         let ((t0, tok0, in0), (t1, tok1, in1)) = self.window(open_window);
         let window_s = (t1.saturating_sub(t0)) as f64 / 1e9;
         let m = self.measure(t0, t1);
+        let (itl, kv_utilization) = self.windowed_itl_kv(open_window, t0, t1);
         let window_tokens = tok1.saturating_sub(tok0);
         let window_input = in1.saturating_sub(in0);
         let per_s = |x: u64| if window_s > 0.0 { x as f64 / window_s } else { 0.0 };
@@ -943,7 +1028,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
                 ttft: m.rec[0].stat(),
                 tpot_inter_token: m.rec[1].stat(),
                 tpot_amortized: m.rec[2].stat(),
-                itl: self.itl.stat(),
+                itl,
                 e2e: m.rec[3].stat(),
                 queueing: m.rec[4].stat(),
             },
@@ -958,7 +1043,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
                 per_s(m.finished_in_window)
             },
             goodput: if m.measured > 0 { m.good as f64 / m.measured as f64 } else { 0.0 },
-            kv_utilization: if self.now > 0 { st.kv_integral / (self.now as f64 * self.instances.len() as f64) } else { 0.0 },
+            kv_utilization,
             kv_peak_utilization: st.kv_peak,
             mean_batch_size: mean(st.batch_sum as f64),
             mean_step_tokens: mean(st.token_sum as f64),
@@ -973,6 +1058,8 @@ impl<'s, 'a> Simulation<'s, 'a> {
             converged: if self.open { steady || self.sys.run.measure == Measure::WholeRun } else { self.win.converged && !self.abandoned },
             abandoned: self.abandoned,
             kv_capacity_blocks: self.instances.iter().map(|i| i.kv.capacity).max().unwrap_or(0),
+            tokens_emitted: self.tokens_out,
+            kv_held_at_end: self.instances.iter().map(|i| i.kv.held()).sum(),
             bins: self
                 .sys
                 .run
@@ -1007,37 +1094,6 @@ struct Measured {
     /// memory grows with the measured requests (bounded), not with bins × histogram size; a
     /// bin's recorder is built only while its statistics are read.
     per_bin: Vec<(Vec<f64>, Vec<f64>)>,
-}
-
-/// Closed loop: after warm-up (the first C completions), measure throughput over a window of
-/// W completions, then 2W, 4W, …; stop once doubling moves throughput by less than 1 %.
-fn closed_loop_stop(w: &mut Window, completed: u64, now: Nanos, tokens: u64) -> bool {
-    if w.start.is_none() {
-        if completed >= w.warm_completions {
-            w.start = Some((now, tokens));
-        }
-        return false;
-    }
-    let (t0, k0) = w.start.unwrap();
-    if completed < w.warm_completions + w.window {
-        return false;
-    }
-    let thr = (tokens - k0) as f64 / (now - t0).max(1) as f64;
-    if let Some(prev) = w.prev_throughput {
-        if (thr - prev).abs() <= 0.01 * thr {
-            w.converged = true;
-            w.end = Some((now, tokens));
-            return true;
-        }
-    }
-    w.prev_throughput = Some(thr);
-    w.doublings += 1;
-    if w.doublings > MAX_DOUBLINGS {
-        w.end = Some((now, tokens));
-        return true;
-    }
-    w.window *= 2;
-    false
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ fn cfg(budget: u64, concurrency: u64) -> SimConfig {
             concurrency,
             num_requests: 0,
             max_concurrency: None,
+            min_measured: 0,
             ttft_limit_ms: f64::INFINITY,
             tpot_limit_ms: f64::INFINITY,
             seed: 0,
@@ -72,15 +73,33 @@ fn chunked_prefill_schedules_whole_chunks_decode_first() {
 
 #[test]
 fn slack_lets_a_full_chunk_join_a_few_decodes() {
-    // Budget 10 (11 with 15 % slack). Four 1-token prompts decode for 5 tokens; a fifth request
-    // with a 10-token prompt arrives behind them. While 4 decodes run, 11 − 4 = 7 < 10: the chunk
-    // waits; once 1 decode is left (room 10) it joins.
+    // Budget 10 (11 with 15 % slack). Four 1-token prompts arrive with a 10-token prompt behind
+    // them; they decode 2, 3, 4 and 5 tokens. The first step prefills the four (4 ≤ 11); the
+    // 10-token chunk then waits while more than one decode runs (11 − 2 = 9 < 10) and joins the
+    // step that has a single decode left (11 − 1 = 10). Mutation: drop the slack from the
+    // chunk's room in the decode-first policy and it waits until no decode runs.
+    let row = |input, output| crate::workload::arrival::TraceRequest {
+        arrival_s: 0.0,
+        input_tokens: input,
+        output_tokens: output,
+        prefix_group: None,
+        prefix_len: 0,
+    };
+    let trace = crate::workload::arrival::Trace {
+        source: "test".into(),
+        ignored_columns: Vec::new(),
+        requests: vec![row(1, 2), row(1, 3), row(1, 4), row(1, 5), row(10, 2)],
+    };
     let mut c = cfg(10, 5);
-    c.instance.slack = 0.15;
-    let (_, reqs, steps) = run(&c, &MS, RequestFactory::new(Lengths::Fixed(1), Lengths::Fixed(5), None, ArrivalProcess::Burst, 0));
+    c.run.num_requests = 5;
+    let f = RequestFactory::new(Lengths::Fixed(1), Lengths::Fixed(1), None, ArrivalProcess::Trace(trace), 0);
+    let (_, reqs, steps) = run(&c, &MS, f);
     assert_eq!(reqs.len(), 5);
-    // All five 1-token prompts fit the first step (5 ≤ 11).
-    assert_eq!(steps[0].prefill_seqs, 5);
+    let shapes: Vec<(u64, u64)> = steps.iter().map(|s| (s.prefill_tokens, s.decode_seqs)).collect();
+    assert_eq!(shapes[0], (4, 0), "{shapes:?}");
+    let joined = shapes.iter().position(|&(p, _)| p == 10).expect("the 10-token chunk runs");
+    assert_eq!(shapes[joined].1, 1, "it joins a step with one decode: {shapes:?}");
+    assert!(shapes[1..joined].iter().all(|&(_, d)| d >= 2), "it waited while two or more decoded: {shapes:?}");
     let mut c = cfg(10, 2);
     c.instance.slack = 0.0;
     let f = RequestFactory::new(Lengths::Fixed(10), Lengths::Fixed(3), None, ArrivalProcess::Burst, 0);
@@ -339,4 +358,20 @@ fn names_with_hyphens_parse_in_both_spellings() {
     assert_eq!(Routing::parse_choice("Least_Loaded").unwrap(), Routing::LeastLoaded);
     assert_eq!(Measure::parse_choice("whole-run").unwrap(), Measure::WholeRun);
     assert!(Measure::parse_choice("whole").is_err());
+}
+
+#[test]
+fn itl_and_kv_use_cover_the_measurement_window() {
+    // A closed loop of fixed lengths: every request has the same number of gaps, so over the
+    // stopping rule's window the mean ITL (over gaps) equals the mean inter-token TPOT (over
+    // requests). The warm-up, where the first wave prefills together and its decodes stall
+    // behind 16 prompts, is not in either. Mutation: record ITL on every step in `step_done`
+    // (as before the fix) and the warm-up's stalls lift the ITL mean above the TPOT.
+    let mut c = cfg(2048, 16);
+    c.instance.kv_blocks = 20_000;
+    let (rep, _, _) = run(&c, &PER_TOKEN, closed(2000, 64));
+    let (itl, tpot) = (rep.latency.itl.mean, rep.latency.tpot_inter_token.mean);
+    assert!((itl - tpot).abs() < 0.01 * tpot, "ITL mean {itl} ms against TPOT {tpot} ms");
+    // KV use is read over the same window (a time average, so at most the run's peak).
+    assert!(rep.kv_utilization > 0.0 && rep.kv_utilization <= rep.kv_peak_utilization + 1e-12);
 }

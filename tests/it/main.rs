@@ -7,5 +7,6 @@ mod interactive;
 mod layers;
 mod modes;
 mod scenarios;
+mod search;
 mod util;
 mod validation;

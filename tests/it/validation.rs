@@ -299,6 +299,20 @@ fn mtp_acceptance_rate_above_one() {
     usage_error(&with(&["--mtp-acceptance-rates", "1.5"]), &["--mtp-acceptance-rates", "1.5", "[0, 1]"]);
 }
 
+/// Defect: increasing rates were clamped by the simulator and summed by the formulas (TPOT 20 %
+/// apart under `--engine compare`); both engines now see one rule: they are rejected.
+#[test]
+fn increasing_mtp_acceptance_rates_are_rejected() {
+    let a = [
+        &["Qwen/Qwen3.5-27B", "--num-devices", "4"],
+        LENGTHS,
+        SLO_ENGINE,
+        &["--num-mtp-tokens", "2", "--mtp-acceptance-rates", "0.5", "0.9"],
+    ]
+    .concat();
+    usage_error(&a, &["--mtp-acceptance-rates 0.5 0.9", "must not increase", "0.9 after 0.5"]);
+}
+
 #[test]
 fn speculative_tokens_without_method() {
     usage_error(&with(&["--num-speculative-tokens", "3"]), &["--num-speculative-tokens", "--speculative-method"]);

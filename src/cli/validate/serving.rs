@@ -17,6 +17,15 @@ pub(crate) fn validate_mtp(raw: &RawArgs, model: &ModelArch) -> Result<(Vec<u32>
             return Err(Error::rejected("--mtp-acceptance-rates", r, format!("--mtp-acceptance-rates: {r} is not in [0, 1]")));
         }
     }
+    // A draft is accepted only after its predecessors, so its marginal rate cannot exceed
+    // theirs: the simulator and the formulas would read increasing rates differently.
+    if let Some(w) = rates.windows(2).find(|w| w[1] > w[0]) {
+        let list = rates.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(" ");
+        return Err(Error::rejected("--mtp-acceptance-rates", &list, format!(
+            "--mtp-acceptance-rates {list}: the rates must not increase ({} after {}); each is the share of steps whose draft at that position is accepted, which needs every draft before it accepted",
+            w[1], w[0]
+        )));
+    }
     let mtp = match &raw.num_mtp_tokens {
         None => vec![0],
         Some(v) => {

@@ -66,6 +66,11 @@ pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, w
     if raw.num_requests.is_some() && matches!(arrival, ArrivalProcess::Burst) {
         warnings.push("--num-requests applies to closed and open-loop arrivals; with --arrival burst it is ignored");
     }
+    if let (ArrivalProcess::Trace(t), Some(n)) = (&arrival, raw.num_requests) {
+        if (n as usize) < t.requests.len() {
+            warnings.push(format!("--num-requests {n} simulates only the first {n} of the trace's {} requests", t.requests.len()));
+        }
+    }
     if raw.max_concurrency.is_some() && !arrival.is_open() {
         warnings.push("--max-concurrency applies to open-loop arrivals (poisson, gamma, trace); it is ignored");
     }

@@ -47,6 +47,8 @@ impl SimEngine {
         self.work.load(std::sync::atomic::Ordering::Relaxed) >= WORK_BUDGET
     }
 }
+/// Requests an open loop of a generated process simulates without `--num-requests`.
+pub const DEFAULT_OPEN_REQUESTS: u64 = 1000;
 
 /// The decode mode a candidate implies.
 pub fn decode_mode(ctx: &CandidateCtx) -> DecodeMode {
@@ -149,6 +151,7 @@ pub fn sim_config(ctx: &CandidateCtx, batch: u32, budget: u64) -> (SimConfig, Re
         // sequences up front: a closed loop holds at most its concurrency.
         instance.kv_blocks = kv_blocks(ctx, budget, max_num_seqs.min(batch as u64));
     }
+    let factory = factory(ctx, so.arrival.clone());
     let cfg = SimConfig {
         instance,
         instances: if open { ctx.cand.parallel.dp } else { 1 },
@@ -160,7 +163,8 @@ pub fn sim_config(ctx: &CandidateCtx, batch: u32, budget: u64) -> (SimConfig, Re
         run: RunParams {
             measure: so.measure,
             concurrency: batch as u64,
-            num_requests: so.num_requests.unwrap_or(1000),
+            // A trace runs whole unless --num-requests cuts it (the CLI warns then).
+            num_requests: so.num_requests.or(factory.trace_len()).unwrap_or(DEFAULT_OPEN_REQUESTS),
             // A closed loop with --num-requests runs as a benchmark client does; the search
             // simulates one replica, which receives its share of the requests.
             closed_requests: match (&so.arrival, so.num_requests) {
@@ -168,6 +172,7 @@ pub fn sim_config(ctx: &CandidateCtx, batch: u32, budget: u64) -> (SimConfig, Re
                 _ => None,
             },
             max_concurrency: so.max_concurrency,
+            min_measured: so.slo_percentile.min_sample(),
             ttft_limit_ms: ttft_limit,
             tpot_limit_ms: tpot_limit,
             seed: plan.seed,
@@ -175,7 +180,7 @@ pub fn sim_config(ctx: &CandidateCtx, batch: u32, budget: u64) -> (SimConfig, Re
             bins: input_bins(ctx.plan),
         },
     };
-    (cfg, factory(ctx, so.arrival.clone()))
+    (cfg, factory)
 }
 
 /// Latency figures of a simulated row under the plan's definition and percentile.
@@ -273,7 +278,10 @@ impl Engine for SimEngine {
 
 /// A closed-loop batch whose steady-state KV demand exceeds the pool would only thrash
 /// (preempt and recompute without end): it is out of memory, as the analytic engine's decode
-/// check at the mid-generation context says. Open loops are left to admission control.
+/// check at the mid-generation context says. Open loops are left to admission control. A
+/// shared prefix (`--prefix-groups/--prefix-length`) is held once per group, as the pool holds
+/// it: its full blocks count once for each group in use, not once per request (decode-only
+/// instances receive whole contexts and share nothing).
 fn kv_demand_exceeds(ctx: &CandidateCtx, cfg: &SimConfig) -> Option<SimError> {
     if ctx.plan.sim.arrival.is_open() {
         return None;
@@ -289,6 +297,12 @@ fn kv_demand_exceeds(ctx: &CandidateCtx, cfg: &SimConfig) -> Option<SimError> {
         Phase::Prefill => input,
         _ => input + output / 2 + ic.decode.query_tokens(),
     };
-    let needed = cfg.run.concurrency.min(ic.running_cap()) * per_request.div_ceil(ic.block_size);
+    let running = cfg.run.concurrency.min(ic.running_cap());
+    let (shared_blocks, groups) = match ctx.plan.sim.shared_prefix {
+        Some(p) if p.groups > 0 && ctx.phase != Phase::Decode => (p.length.min(input) / ic.block_size, p.groups as u64),
+        _ => (0, 0),
+    };
+    let private = (per_request - shared_blocks * ic.block_size).div_ceil(ic.block_size);
+    let needed = running * private + running.min(groups) * shared_blocks;
     (needed > ic.kv_blocks).then_some(SimError::KvOversubscribed { needed, capacity: ic.kv_blocks, batch: cfg.run.concurrency })
 }

@@ -77,6 +77,7 @@ pub fn simulate_split(
             concurrency: 0,
             num_requests: requests,
             max_concurrency: plan.sim.max_concurrency,
+            min_measured: 0,
             ttft_limit_ms: ttft_limit,
             tpot_limit_ms: tpot_limit,
             seed: plan.seed,
