@@ -859,35 +859,15 @@ fn serving_engines_sglang_and_trtllm_name_their_policy_and_limits() {
 
 #[test]
 fn nvidia_devices_default_to_vllm_and_its_limits() {
-    let p = crate::util::plan_of(&[
-        "throughput-optimizer",
-        "Qwen/Qwen3-8B",
-        "--input-length",
-        "1024",
-        "--output-length",
-        "128",
-        "--device",
-        "H100_SXM",
-        "A100_SXM_80G",
-        "TEST_DEVICE",
-    ]);
+    let plan = |line: &str| crate::util::plan_of(&line.split_whitespace().collect::<Vec<_>>());
+    let base = "throughput-optimizer Qwen/Qwen3-8B --input-length 1024 --output-length 128 --device H100_SXM";
+    let p = plan(&format!("{base} A100_SXM_80G TEST_DEVICE"));
     let limits: Vec<_> = p.devices.iter().map(|d| p.engine_limits(d)).collect();
     use throughput_optimizer::plan::ServingEngine::{Msmodeling, Vllm};
     let got: Vec<_> = limits.iter().map(|l| (l.engine, l.default_budget, l.max_num_seqs)).collect();
     assert_eq!(got, vec![(Vllm, Some(8192), Some(1024)), (Vllm, Some(2048), Some(256)), (Msmodeling, None, None)]);
     // The analytic engine keeps the tool's budgets.
-    let a = crate::util::plan_of(&[
-        "throughput-optimizer",
-        "Qwen/Qwen3-8B",
-        "--input-length",
-        "1024",
-        "--output-length",
-        "128",
-        "--device",
-        "H100_SXM",
-        "--engine",
-        "analytic",
-    ]);
+    let a = plan(&format!("{base} --engine analytic"));
     assert_eq!(a.engine_limits(&a.devices[0]).default_budget, None);
 }
 
