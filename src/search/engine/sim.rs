@@ -24,8 +24,10 @@ pub struct SimEngine {
     work: std::sync::atomic::AtomicU64,
 }
 
-/// Steps after which one simulation is abandoned (a typed error, not a hang).
-pub const MAX_STEPS: u64 = 1_000_000;
+/// Steps after which one simulation is abandoned (a typed error, not a hang). A search probe
+/// is held to what is left of [`WORK_BUDGET`] as well; a P/D verification of thousands of
+/// requests over many instances needs the full bound.
+pub const MAX_STEPS: u64 = 20_000_000;
 
 /// Work one search may spend simulating, in step units: a step without speculative decoding
 /// is one unit whatever its batch (lockstep decodes are O(1)); with MTP or draft blocks every
@@ -41,6 +43,11 @@ impl SimEngine {
         let walk = if per_sequence { steps as f64 * mean_batch / 50.0 } else { 0.0 };
         let work = steps.saturating_add(walk as u64);
         self.work.fetch_add(work, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Step units left in this search's budget.
+    fn remaining(&self) -> u64 {
+        WORK_BUDGET.saturating_sub(self.work.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     fn exhausted(&self) -> bool {
@@ -215,7 +222,9 @@ pub fn fill_row(ctx: &CandidateCtx, row: &mut Row, rep: &SimReport, replicas: f6
 impl Engine for SimEngine {
     fn probe(&self, ctx: &CandidateCtx, batch: u32, budget: u64) -> (Probe, ProbeStats) {
         let plan = ctx.plan;
-        let (cfg, factory) = sim_config(ctx, batch, budget);
+        let (mut cfg, factory) = sim_config(ctx, batch, budget);
+        // One probe may not overrun what is left of the search's budget.
+        cfg.run.max_steps = cfg.run.max_steps.min(self.remaining().max(1));
         let replicas = if plan.sim.arrival.is_open() { 1.0 } else { ctx.cand.parallel.dp as f64 };
         let eff = plan.workload.input.effective(plan.workload.prefix_cache_hit_rate);
         let mut row = super::analytic::base_row(ctx, batch, budget, eff);
@@ -256,8 +265,15 @@ impl Engine for SimEngine {
                 let ic = &cfg.instance;
                 let kv_bytes = rep.kv_peak_utilization * ic.kv_blocks as f64 * ic.block_size as f64 * ctx.mem.kv_bytes_per_token;
                 let peak_tokens = (budget as f64 * (1.0 + ic.slack)) as u64;
-                let peak =
-                    BatchShape { prefill: PhaseLoad::uniform(1, peak_tokens, budget), sampled: ic.max_num_seqs, ..Default::default() };
+                // The same running sequences the KV pool was sized for (see `sim_config`): engines
+                // other than decode-first hold at most the closed loop's concurrency.
+                let open = plan.sim.arrival.is_open();
+                let seqs = if open || ic.scheduler == crate::sim::scheduler::SchedulerKind::DecodeFirst {
+                    ic.max_num_seqs
+                } else {
+                    ic.max_num_seqs.min(cfg.run.concurrency)
+                };
+                let peak = BatchShape { prefill: PhaseLoad::uniform(1, peak_tokens, budget), sampled: seqs, ..Default::default() };
                 row.memory = ctx.mem.usage(&peak, kv_bytes, ctx.reserved_bytes());
                 let (ttft, tpot) = (row.ttft_ms.unwrap_or(0.0), row.tpot_ms.unwrap_or(0.0));
                 if tpot > tpot_limit {
