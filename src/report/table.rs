@@ -336,7 +336,9 @@ fn sim_block(plan: &Plan, r: &Row) -> String {
         sm.measured_requests,
         sm.window_s,
         match (&plan.sim.arrival, sm.converged) {
-            (crate::workload::arrival::ArrivalProcess::Closed, _) if plan.sim.num_requests.is_some() => {
+            (crate::workload::arrival::ArrivalProcess::Closed, _)
+                if plan.sim.num_requests.is_some() && !matches!(plan.mode, crate::plan::Mode::PdRatio { .. }) =>
+            {
                 " (benchmark run: every request sent, the first wave included, over the whole run)"
             }
             (a, _) if a.is_open() && plan.sim.measure == crate::sim::Measure::WholeRun => {

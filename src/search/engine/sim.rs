@@ -174,8 +174,11 @@ pub fn sim_config(ctx: &CandidateCtx, batch: u32, budget: u64) -> (SimConfig, Re
             num_requests: so.num_requests.or(factory.trace_len()).unwrap_or(DEFAULT_OPEN_REQUESTS),
             // A closed loop with --num-requests runs as a benchmark client does; the search
             // simulates one replica, which receives its share of the requests.
-            closed_requests: match (&so.arrival, so.num_requests) {
-                (ArrivalProcess::Closed, Some(n)) => Some(n.div_ceil(ctx.cand.parallel.dp as u64).max(1)),
+            // In P/D ratio planning --num-requests sizes the verification runs; the phase
+            // searches stay steady-state closed loops.
+            closed_requests: match (&so.arrival, so.num_requests, &plan.mode) {
+                (_, _, crate::plan::Mode::PdRatio { .. }) => None,
+                (ArrivalProcess::Closed, Some(n), _) => Some(n.div_ceil(ctx.cand.parallel.dp as u64).max(1)),
                 _ => None,
             },
             max_concurrency: so.max_concurrency,
