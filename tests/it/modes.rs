@@ -911,3 +911,22 @@ fn gpu_memory_utilization_sizes_the_reserve_per_device() {
     let (share, default) = (kv(&["--gpu-memory-utilization", "0.9"]), kv(&[]));
     assert!((share - default - (10.0 - 7.451)).abs() < 0.01, "{share} vs {default}");
 }
+
+#[test]
+fn pd_ratio_num_requests_sizes_only_the_verification() {
+    // In P/D ratio planning --num-requests sizes the verification runs; the phase searches
+    // stay steady-state closed loops, so their rows are the same with or without it.
+    // Mutation: drop the `Mode::PdRatio` arm of `closed_requests` in `sim_config` and every
+    // phase probe becomes a 40-request benchmark run with other figures.
+    let scenario = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/pd-ratio-qwen-no-budget.yaml");
+    let base = ["--scenario", scenario.to_str().unwrap()];
+    let rows = |v: &serde_json::Value| -> Vec<serde_json::Value> {
+        v["devices"][0]["phases"].as_array().unwrap().iter().flat_map(|p| p["rows"].as_array().unwrap().clone()).collect()
+    };
+    let plain = run_json(&base);
+    let cut = run_json(&args(&base, &["--num-requests", "40"]));
+    assert_eq!(num(&cut["devices"][0]["pd_ratio"]["verification"]["requests"], "requests"), 40.0);
+    let (a, b) = (rows(&plain), rows(&cut));
+    assert!(!a.is_empty());
+    assert_eq!(a, b, "phase rows must not depend on --num-requests in P/D ratio planning");
+}
