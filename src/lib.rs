@@ -7,7 +7,8 @@
 //! [`sim`] (the discrete-event simulator) and [`analytic`] (the original tool's closed-form
 //! formulas), which never see the command line → [`plan`] (the validated request) →
 //! [`outcome`] (the result model) → [`search`] (which candidate wins; builds each engine's
-//! configuration from the plan) → [`report`] (rendering only) → [`error`] → [`cli`] (arguments
+//! configuration from the plan) → [`calibrate`] (measured benchmarks against the same
+//! simulations) → [`report`] (rendering only) → [`error`] → [`cli`] (arguments
 //! and scenario files validated into a [`plan::Plan`]) → [`interactive`].
 
 pub mod analytic;
