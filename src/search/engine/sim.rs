@@ -144,6 +144,18 @@ pub fn input_bins(plan: &crate::plan::Plan) -> Vec<(u64, u64)> {
     }
 }
 
+/// Running sequences an instance's memory is sized for (activations and per-sequence state
+/// beside the KV pool), in one place for the pool and the reported memory: decode-first, as the
+/// original tool does, reserves for `max_num_seqs`; vLLM, SGLang and TensorRT-LLM reserve
+/// nothing up front, so a closed loop holds at most its concurrency.
+fn kv_sized_seqs(ic: &InstanceConfig, open: bool, concurrency: u64) -> u64 {
+    if open || ic.scheduler == crate::sim::scheduler::SchedulerKind::DecodeFirst {
+        ic.max_num_seqs
+    } else {
+        ic.max_num_seqs.min(concurrency)
+    }
+}
+
 /// The simulation configuration of one probe.
 pub fn sim_config(ctx: &CandidateCtx, batch: u32, budget: u64) -> (SimConfig, RequestFactory) {
     let plan = ctx.plan;
@@ -153,10 +165,9 @@ pub fn sim_config(ctx: &CandidateCtx, batch: u32, budget: u64) -> (SimConfig, Re
     let max_num_seqs = limits.max_num_seqs.unwrap_or(batch as u64);
     let (ttft_limit, tpot_limit) = crate::search::phase_limits(plan, ctx.phase);
     let mut instance = instance_config(ctx, budget, max_num_seqs);
-    if limits.engine.scheduler() != crate::sim::scheduler::SchedulerKind::DecodeFirst && !open {
-        // vLLM, SGLang and TensorRT-LLM reserve no per-sequence state for `max_num_seqs`
-        // sequences up front: a closed loop holds at most its concurrency.
-        instance.kv_blocks = kv_blocks(ctx, budget, max_num_seqs.min(batch as u64));
+    let seqs = kv_sized_seqs(&instance, open, batch as u64);
+    if seqs != max_num_seqs {
+        instance.kv_blocks = kv_blocks(ctx, budget, seqs);
     }
     let factory = factory(ctx, so.arrival.clone());
     let cfg = SimConfig {
@@ -268,14 +279,7 @@ impl Engine for SimEngine {
                 let ic = &cfg.instance;
                 let kv_bytes = rep.kv_peak_utilization * ic.kv_blocks as f64 * ic.block_size as f64 * ctx.mem.kv_bytes_per_token;
                 let peak_tokens = (budget as f64 * (1.0 + ic.slack)) as u64;
-                // The same running sequences the KV pool was sized for (see `sim_config`): engines
-                // other than decode-first hold at most the closed loop's concurrency.
-                let open = plan.sim.arrival.is_open();
-                let seqs = if open || ic.scheduler == crate::sim::scheduler::SchedulerKind::DecodeFirst {
-                    ic.max_num_seqs
-                } else {
-                    ic.max_num_seqs.min(cfg.run.concurrency)
-                };
+                let seqs = kv_sized_seqs(ic, plan.sim.arrival.is_open(), cfg.run.concurrency);
                 let peak = BatchShape { prefill: PhaseLoad::uniform(1, peak_tokens, budget), sampled: seqs, ..Default::default() };
                 row.memory = ctx.mem.usage(&peak, kv_bytes, ctx.reserved_bytes());
                 let (ttft, tpot) = (row.ttft_ms.unwrap_or(0.0), row.tpot_ms.unwrap_or(0.0));
