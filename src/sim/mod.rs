@@ -112,6 +112,27 @@ impl InstanceConfig {
     pub fn running_cap(&self) -> u64 {
         self.max_num_seqs.min((self.budget / self.decode.query_tokens()).max(1))
     }
+
+    /// A text-only decode-first instance with chunked prefill and 1000 KV blocks: the base of
+    /// the scheduler tests, which vary the rest field by field.
+    #[cfg(test)]
+    pub(crate) fn for_tests(budget: u64, slack: f64, max_num_seqs: u64, block_size: u64) -> Self {
+        InstanceConfig {
+            scheduler: Default::default(),
+            budget,
+            slack,
+            max_num_seqs,
+            chunked_prefill: true,
+            block_size,
+            kv_blocks: 1000,
+            decode: DecodeMode::Plain,
+            prefix_hit_rate: 0.0,
+            images_per_request: 0,
+            image_patches_per_image: 0,
+            image_patches: 0,
+            image_tokens: 0,
+        }
+    }
 }
 
 /// A homogeneous simulation: `instances` copies of one instance configuration.

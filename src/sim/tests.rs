@@ -6,21 +6,7 @@ use crate::workload::Lengths;
 
 fn cfg(budget: u64, concurrency: u64) -> SimConfig {
     SimConfig {
-        instance: InstanceConfig {
-            scheduler: Default::default(),
-            budget,
-            slack: 0.15,
-            max_num_seqs: concurrency,
-            chunked_prefill: true,
-            block_size: 4,
-            kv_blocks: 1000,
-            decode: DecodeMode::Plain,
-            prefix_hit_rate: 0.0,
-            images_per_request: 0,
-            image_patches_per_image: 0,
-            image_patches: 0,
-            image_tokens: 0,
-        },
+        instance: InstanceConfig::for_tests(budget, 0.15, concurrency, 4),
         instances: 1,
         role: Role::Mixed,
         run: RunParams {

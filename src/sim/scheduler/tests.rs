@@ -4,25 +4,11 @@
 use super::*;
 use crate::cost::{FixedCost, StepCostModel};
 use crate::sim::instance::{Instance, StepOutcome};
-use crate::sim::{DecodeMode, RequestState};
+use crate::sim::RequestState;
 use crate::workload::arrival::{rng, Stream};
 
 fn cfg(budget: u64, slack: f64, max_num_seqs: u64, block_size: u64) -> InstanceConfig {
-    InstanceConfig {
-        scheduler: Default::default(),
-        budget,
-        slack,
-        max_num_seqs,
-        chunked_prefill: true,
-        block_size,
-        kv_blocks: 1000,
-        decode: DecodeMode::Plain,
-        prefix_hit_rate: 0.0,
-        images_per_request: 0,
-        image_patches_per_image: 0,
-        image_patches: 0,
-        image_tokens: 0,
-    }
+    InstanceConfig::for_tests(budget, slack, max_num_seqs, block_size)
 }
 
 /// One planned step: the requests decoding, and each prefill chunk as (request, tokens).
