@@ -259,6 +259,14 @@ impl Engine for SimEngine {
             Err(SimError::StepLimit { steps }) => self.charge(*steps, cfg.run.concurrency as f64, cfg.instance.decode != DecodeMode::Plain),
             Err(_) => {}
         }
+        // A probe stopped by what was left of the search's budget (below MAX_STEPS, so in a
+        // search this is every step-limited probe) spent the budget: how much was left depends
+        // on the other threads' progress, so the run ends with the budget error rather than
+        // report that probe, and output stays the same whatever --jobs.
+        let result = match result {
+            Err(SimError::StepLimit { .. }) if cfg.run.max_steps < MAX_STEPS => Err(SimError::WorkBudget { budget: WORK_BUDGET }),
+            other => other,
+        };
         let stop = match result {
             Err(e) => {
                 row.memory = MemoryUse {
