@@ -22,7 +22,7 @@ fn read_training_file() -> usize {
 #[divan::bench(sample_count = 2, sample_size = 1)]
 fn evaluate_training_file() -> usize {
     let runs = read_files(&[TRAIN]).unwrap();
-    let predictor = Predictor::new(base_plan().unwrap());
+    let predictor = Predictor::new(base_plan(&[]).unwrap());
     evaluate(&runs, &predictor.predict_all(&runs)).groups.len()
 }
 
@@ -30,6 +30,6 @@ fn evaluate_training_file() -> usize {
 #[divan::bench(sample_count = 10)]
 fn evaluate_sample() -> usize {
     let runs = read_files(&[SAMPLE]).unwrap();
-    let predictor = Predictor::new(base_plan().unwrap());
+    let predictor = Predictor::new(base_plan(&[]).unwrap());
     evaluate(&runs, &predictor.predict_all(&runs)).groups.len()
 }

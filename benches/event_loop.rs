@@ -45,6 +45,7 @@ fn config(decode: DecodeMode) -> SimConfig {
             seed: 0,
             max_steps: u64::MAX,
             bins: Vec::new(),
+            frontend_ns: 0,
         },
     }
 }

@@ -395,6 +395,9 @@ pub struct ServingSummary {
     pub max_num_seqs: Option<u64>,
     /// Whether `max_num_seqs` is a default (the engine's, or the open loop's), not `--max-num-seqs`.
     pub max_num_seqs_default: bool,
+    /// The engine's execution profile and calibration on this device, in words.
+    #[serde(default)]
+    pub calibration: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

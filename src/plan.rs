@@ -301,6 +301,8 @@ pub struct Plan {
     pub output: OutputOptions,
     pub jobs: usize,
     pub seed: u64,
+    /// Serving-engine execution profiles and calibrations (`--calibration`).
+    pub engines: crate::hardware::calibration::EngineProfiles,
     /// Notes for stderr (ignored flags, deprecated names, large searches).
     pub warnings: Vec<String>,
 }
@@ -320,6 +322,13 @@ impl Plan {
     /// The serving engine simulated on `device`.
     pub fn serving_engine(&self, device: &DeviceProfile) -> ServingEngine {
         self.sim.serving_engine.unwrap_or_else(|| ServingEngine::default_for(device))
+    }
+
+    /// The serving engine on `device` as the cost model sees it: calibrated efficiencies,
+    /// host overheads, fused graph.
+    pub fn effective(&self, device: &DeviceProfile) -> crate::hardware::calibration::Effective {
+        use crate::quant::NamedEnum;
+        self.engines.effective(self.serving_engine(device).name(), device)
     }
 
     /// The serving engine on `device` with the limits it implies. The analytic engine keeps the

@@ -1,16 +1,17 @@
-//! Calibration against measured serving benchmarks. This increment measures: it reads measured
-//! runs ([`measured`]: the benchmark CSV format and `vllm bench serve --save-result` JSON),
-//! maps each to a catalog model, a device profile, a quantization and a layout ([`mapping`]),
-//! predicts its mean TTFT and TPOT with the simulator ([`predict`]) and tabulates the errors
-//! per engine × GPU × model ([`table`]).
-//!
-//! Fitting per device × engine parameters (a `Calibration` the other commands accept) is the
-//! next increment; it plugs into [`Predictor::plan_for`].
+//! Calibration against measured serving benchmarks: it reads measured runs ([`measured`]: the
+//! benchmark CSV format and `vllm bench serve --save-result` JSON), maps each to a catalog
+//! model, a device profile, a quantization and a layout ([`mapping`]), predicts its mean TTFT
+//! and TPOT with the simulator ([`predict`]), tabulates the errors per engine × GPU × model
+//! ([`table`]), and fits the serving engines' per-device calibrations ([`fit`]: the
+//! first-order model and its optimiser; [`calibrator`]: the rounds, the groups, the written
+//! profiles and leave-one-model-out cross-validation).
 //!
 //! Layer: above `search` (it builds candidates and simulation configurations through the
 //! search's engine adapter), below `report` and `cli` (the command line builds the base plan).
 
+pub mod calibrator;
 pub mod error;
+pub mod fit;
 pub mod mapping;
 pub mod measured;
 pub mod predict;

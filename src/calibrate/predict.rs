@@ -13,9 +13,13 @@ use crate::hardware::DeviceProfile;
 use crate::model::{ModelArch, ModelSource};
 use crate::outcome::Phase;
 use crate::plan::{Mode, Plan};
+use super::fit::{Sensitivity, COMPONENTS};
+use crate::cost::ops::OpKind;
+use crate::cost::{BatchShape, Breakdown, StepCostModel, StepTime};
 use crate::search::engine::sim::{sim_config, step_cost};
 use crate::search::{budgets, Candidate, CandidateCtx};
-use crate::sim::{simulate, SimError};
+use crate::sim::{simulate, simulate_detailed, RequestState, SimError, StepRecord};
+use std::sync::Mutex;
 use crate::workload::arrival::ArrivalProcess;
 use crate::workload::Lengths;
 use rayon::prelude::*;
@@ -43,9 +47,8 @@ struct Means {
 /// (scheduler, token budget rule, reserved memory, compile, seed…): the command line builds it
 /// with its defaults; each run replaces the model, device, quantization, lengths and layout.
 ///
-/// This is where a fitted calibration (per device × engine parameters) will enter: it will
-/// adjust each run's device profile and serving options in [`Predictor::plan_for`]. Until
-/// then predictions use the uncalibrated profiles.
+/// The engine profiles of `base` (built-in, `--calibration FILE` or `none`) price the steps,
+/// as on every command; the fit swaps them with [`Predictor::with_engines`].
 pub struct Predictor {
     base: Plan,
     models: HashMap<String, ModelArch>,
@@ -87,10 +90,8 @@ impl Predictor {
         };
         plan.sim.serving_engine = Some(engine);
 
-        // vLLM, TensorRT-LLM and SGLang run fused graphs by default (torch.compile and CUDA
-        // graphs; TensorRT engines): fused element-wise kernels and grouped MoE GEMMs, which
-        // is what `--compile` prices. Eager pricing over-stated gpt-oss TPOT 3–7 times.
-        plan.compile.enabled = true;
+        // Fused graph, causal attention, overheads and efficiencies: the engine's execution
+        // profile and calibration on the device (`--calibration`), as on every command.
         // A benchmark at concurrency C needs C running sequences, whatever the engine's default.
         plan.sim.max_num_seqs = plan.engine_limits(device).max_num_seqs.map(|m| m.max(run.concurrency));
         Ok((plan, device.clone()))
@@ -113,6 +114,45 @@ impl Predictor {
         Err(last)
     }
 
+    /// The prediction for one run with how its mean TTFT and TPOT move with each priced
+    /// component of the steps ([`Sensitivity`]), for the fit.
+    pub fn sensitivity(&self, run: &MeasuredRun) -> Result<Sensitivity, String> {
+        let (plan, device) = self.plan_for(run)?;
+        let cand = Candidate { parallel: run.target.parallel, mtp: 0 };
+        let ctx = CandidateCtx::new(&plan, &device, cand, Phase::Aggregated);
+        let per_replica = run.concurrency.div_ceil(cand.parallel.dp.max(1) as u64).min(u32::MAX as u64) as u32;
+        let mut last = String::new();
+        for budget in budgets(&plan, &device).0 {
+            match simulate_sensitivity(&ctx, per_replica, budget) {
+                Ok(s) => return Ok(s),
+                Err(e) => last = format!("token budget {budget}: {e}"),
+            }
+        }
+        Err(last)
+    }
+
+    /// Sensitivities of every run, in order (rayon over runs; each is deterministic).
+    pub fn sensitivity_all(&self, runs: &[MeasuredRun]) -> Vec<Result<Sensitivity, String>> {
+        runs.par_iter().map(|r| self.sensitivity(r)).collect()
+    }
+
+    /// The same predictor with other engine profiles (the fit's trial calibrations).
+    pub fn with_engines(&self, engines: crate::hardware::calibration::EngineProfiles) -> Self {
+        let mut base = self.base.clone();
+        base.engines = engines;
+        Predictor { base, models: self.models.clone(), devices: self.devices.clone() }
+    }
+
+    /// A device profile by name.
+    pub fn device(&self, name: &str) -> Option<&DeviceProfile> {
+        self.devices.get(name)
+    }
+
+    /// The engine profiles predictions run under.
+    pub fn engines(&self) -> &crate::hardware::calibration::EngineProfiles {
+        &self.base.engines
+    }
+
     /// Predictions for every run, in order (rayon over runs; each is deterministic).
     pub fn predict_all(&self, runs: &[MeasuredRun]) -> Vec<Result<Prediction, String>> {
         runs.par_iter().map(|r| self.predict(r)).collect()
@@ -124,4 +164,107 @@ fn simulate_means(ctx: &CandidateCtx, batch: u32, budget: u64) -> Result<Means, 
     cfg.run.max_steps = MAX_STEPS;
     let rep = simulate(&cfg, &step_cost(ctx), factory)?;
     Ok(Means { ttft: rep.latency.ttft.mean, tpot: rep.latency.tpot_inter_token.mean })
+}
+
+/// Prices steps with the candidate's cost model and keeps, for every step the simulator runs,
+/// the seconds of each component the calibration scales (see [`COMPONENTS`]).
+struct Recorder<'a> {
+    inner: &'a crate::cost::RooflineCost,
+    steps: Mutex<Vec<[f64; COMPONENTS]>>,
+}
+
+impl StepCostModel for Recorder<'_> {
+    fn step(&self, shape: &BatchShape) -> StepTime {
+        self.inner.step(shape)
+    }
+
+    fn step_seconds(&self, shape: &BatchShape) -> f64 {
+        let x = shape.features();
+        if shape.is_empty() {
+            return 0.0;
+        }
+        // Routed experts apart (their grouped-GEMM efficiency is a parameter of its own),
+        // every other operator by its dominant bound.
+        let (mut b, mut experts, mut seconds) = (Breakdown::default(), 0.0, 0.0);
+        for op in &self.inner.ops {
+            if let OpKind::Experts(_) = op.kind {
+                let t = op.eval(&x);
+                experts += (t.total() - t.fixed) * op.count;
+                seconds += t.total() * op.count;
+            } else {
+                seconds += op.seconds_into(&x, &mut b);
+            }
+        }
+        let seqs = (shape.prefill.seqs + shape.decode.seqs) as f64;
+        seconds += self.inner.host_s + self.inner.per_seq_s * seqs;
+        let comps = [b.memory, b.cube + b.vector, b.comm, experts, 1.0, seqs];
+        self.steps.lock().expect("no panic holds the lock").push(comps);
+        seconds
+    }
+}
+
+/// Simulate one run, recording each step's components, and turn them into the run's
+/// sensitivities: Σ TTFT = Σ_s W_s · dur_s − J and Σ TPOT = Σ_s U_s · dur_s, where W_s counts
+/// the requests that arrived before step s ended and had no first token before it ended, and
+/// U_s sums 1 / (output − 1) over the requests between their first token and their finish.
+/// The schedule of a fixed-length closed loop does not depend on step times (requests are
+/// admitted by tokens and blocks, never by the clock), so a change of a component's price
+/// moves the means by these weights; the fit re-simulates to follow what it does not capture.
+fn simulate_sensitivity(ctx: &CandidateCtx, batch: u32, budget: u64) -> Result<Sensitivity, SimError> {
+    let (mut cfg, factory) = sim_config(ctx, batch, budget);
+    cfg.run.max_steps = MAX_STEPS;
+    let cost = step_cost(ctx);
+    let rec = Recorder { inner: &cost, steps: Mutex::new(Vec::new()) };
+    let mut ends: Vec<u64> = Vec::new();
+    let (rep, reqs) = simulate_detailed(&cfg, &rec, factory, &mut |r: StepRecord| ends.push(r.end))?;
+    let comps = rec.steps.into_inner().expect("no panic holds the lock");
+    debug_assert_eq!(comps.len(), ends.len(), "one record per priced step");
+    let (w, u) = step_weights(&reqs, &ends);
+    let done: Vec<&RequestState> = reqs.iter().filter(|r| r.finish.is_some()).collect();
+    let n = done.len().max(1) as f64;
+    let n_tpot = done.iter().filter(|r| r.output > 1).count().max(1) as f64;
+    let mut s = Sensitivity { ttft_ms: rep.latency.ttft.mean, tpot_ms: rep.latency.tpot_inter_token.mean, ..Default::default() };
+    for ((c, wi), ui) in comps.iter().zip(&w).zip(&u) {
+        for k in 0..COMPONENTS {
+            s.ttft[k] += wi * c[k] * 1e3 / n;
+            s.tpot[k] += ui * c[k] * 1e3 / n_tpot;
+        }
+    }
+    Ok(s)
+}
+
+/// Per step (by end time): W = requests waiting for their first token through the step's end,
+/// U = Σ 1 / (output − 1) over requests decoding through it.
+fn step_weights(reqs: &[RequestState], ends: &[u64]) -> (Vec<f64>, Vec<f64>) {
+    let done = || reqs.iter().filter(|r| r.finish.is_some());
+    let mut arrivals: Vec<u64> = done().map(|r| r.arrival).collect();
+    let mut firsts: Vec<u64> = done().map(|r| r.first_token.unwrap_or(r.arrival)).collect();
+    let inv = |r: &RequestState| if r.output > 1 { 1.0 / (r.output - 1) as f64 } else { 0.0 };
+    let mut starts: Vec<(u64, f64)> = done().map(|r| (r.first_token.unwrap_or(r.arrival), inv(r))).collect();
+    let mut stops: Vec<(u64, f64)> = done().map(|r| (r.finish.unwrap_or(0), inv(r))).collect();
+    arrivals.sort_unstable();
+    firsts.sort_unstable();
+    starts.sort_unstable_by_key(|x| x.0);
+    stops.sort_unstable_by_key(|x| x.0);
+    let (mut ia, mut iff, mut is, mut it) = (0, 0, 0, 0);
+    let (mut decoding, mut w, mut u) = (0.0, Vec::with_capacity(ends.len()), Vec::with_capacity(ends.len()));
+    for &end in ends {
+        while ia < arrivals.len() && arrivals[ia] < end {
+            ia += 1;
+        }
+        while iff < firsts.len() && firsts[iff] < end {
+            iff += 1;
+        }
+        while is < starts.len() && starts[is].0 < end {
+            decoding += starts[is].1;
+            is += 1;
+        }
+        while it < stops.len() && stops[it].0 < end {
+            decoding -= stops[it].1;
+            it += 1;
+        }
+        w.push((ia - iff) as f64);
+        u.push(decoding.max(0.0));
+    }
+    (w, u)
 }

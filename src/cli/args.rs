@@ -315,6 +315,13 @@ pub struct RawArgs {
     /// others]
     #[arg(long, value_name = "ENGINE", help_heading = "Simulator")]
     pub serving_engine: Option<String>,
+    /// Serving-engine execution profile and calibration: `none` prices steps with the device
+    /// profile's datasheet efficiencies and the engine's default overheads; a YAML file (as
+    /// `calibrate --fit --write` writes it) replaces its engine's built-in profile; repeatable,
+    /// one file per engine. [default: the built-in calibrations of vllm, sglang and trtllm on
+    /// H100_SXM, H200_SXM and B200, fitted on measured benchmarks]
+    #[arg(long, value_name = "FILE|none", action = ArgAction::Append, help_heading = "Simulator")]
+    pub calibration: Vec<String>,
     /// Share by which prefill chunks may overflow the token budget after the decodes
     /// (msmodeling's scheduler only). [default: 0.15]
     #[arg(long, value_parser = finite_f64, value_name = "SHARE", help_heading = "Simulator")]

@@ -24,12 +24,37 @@ pub struct CalibrateArgs {
     /// table (Markdown) or json. [default: table]
     #[arg(long, value_name = "FORMAT")]
     pub output: Option<String>,
+    /// Engine profiles to predict with, as on every command: `none` (datasheet efficiencies
+    /// and the engines' default overheads) or a YAML file per engine. [default: the built-in
+    /// calibrations]
+    #[arg(long, value_name = "FILE|none", action = clap::ArgAction::Append)]
+    pub calibration: Vec<String>,
+    /// Fit a calibration per serving engine × device to the measured runs (three rounds of
+    /// simulation with the fitted parameters, regularised toward the datasheet values) and print
+    /// the error tables before and after, and the fitted parameters.
+    #[arg(long)]
+    pub fit: bool,
+    /// With --fit: write the fitted engine profiles into this directory (`<engine>.yaml`, the
+    /// format --calibration reads; `profiles/engines` re-fits the built-in ones).
+    #[arg(long, value_name = "DIR", requires = "fit")]
+    pub write: Option<PathBuf>,
+    /// With --fit: also fit once without each model and predict that model's runs with the
+    /// result (leave-one-model-out cross-validation).
+    #[arg(long, requires = "fit")]
+    pub leave_one_model_out: bool,
 }
 
 /// The plan every prediction starts from: the tool's defaults for a simulated aggregated run
 /// (each measured run then sets its model, device, quantization, lengths and layout).
-pub fn base_plan() -> Result<crate::plan::Plan, PlanError> {
-    let argv = ["throughput-optimizer", "Qwen/Qwen3-32B", "--device", "H100_SXM", "--input-length", "1024", "--output-length", "128"];
+pub fn base_plan(calibration: &[String]) -> Result<crate::plan::Plan, PlanError> {
+    let mut argv: Vec<String> =
+        ["throughput-optimizer", "Qwen/Qwen3-32B", "--device", "H100_SXM", "--input-length", "1024", "--output-length", "128"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    for c in calibration {
+        argv.push(format!("--calibration={c}"));
+    }
     let raw = RawArgs::try_parse_from(argv).map_err(|e| PlanError::Args(e.to_string()))?;
     match build_checked(raw)? {
         Command::Run(plan) => Ok(*plan),
@@ -45,11 +70,58 @@ pub fn run(args: &CalibrateArgs) -> Result<String, PlanError> {
         Some(o) => return Err(PlanError::invalid("--output", o, "not one of table, json")),
     };
     let runs = read_files(&args.measured)?;
-    let predictor = Predictor::new(base_plan()?);
+    let predictor = Predictor::new(base_plan(&args.calibration)?);
+    if args.fit {
+        return fit_and_report(args, &predictor, &runs, json);
+    }
     let table = evaluate(&runs, &predictor.predict_all(&runs));
     if json {
         serde_json::to_string_pretty(&table).map(|s| s + "\n").map_err(|e| PlanError::Output(e.to_string()))
     } else {
         Ok(render_text(&table))
     }
+}
+
+/// `--fit`: the fit, its tables, the files it writes and the cross-validation.
+fn fit_and_report(args: &CalibrateArgs, predictor: &Predictor, runs: &[crate::calibrate::MeasuredRun], json: bool) -> Result<String, PlanError> {
+    use crate::calibrate::calibrator;
+    if let Some(dir) = &args.write {
+        if !dir.is_dir() {
+            return Err(PlanError::invalid("--write", dir.display(), "an existing directory"));
+        }
+    }
+    let out = calibrator::fit(predictor, runs);
+    let before = evaluate(runs, &out.before);
+    let after = evaluate(runs, &out.after);
+    let lomo = if args.leave_one_model_out { Some(calibrator::leave_one_model_out(predictor, runs)) } else { None };
+    if let Some(dir) = &args.write {
+        for name in out.params.keys().map(|(e, _)| e.clone()).collect::<std::collections::BTreeSet<_>>() {
+            let profile = out.engines.get(&name);
+            let text = format!("{}{}", calibrator::file_header(profile), profile.to_yaml());
+            let path = dir.join(format!("{name}.yaml"));
+            crate::report::write_file(&path, &text).map_err(|e| PlanError::Output(format!("--write {}: {e}", path.display())))?;
+        }
+    }
+    if json {
+        let v = serde_json::json!({
+            "before": before,
+            "after": after,
+            "params": out.params.iter().map(|((e, d), (p, n))| serde_json::json!({"engine": e, "device": d, "runs": n, "params": p})).collect::<Vec<_>>(),
+            "leave_one_model_out": lomo,
+            "runs": runs.iter().zip(out.before.iter().zip(&out.after)).map(|(r, (b, a))| serde_json::json!({
+                "id": r.id, "engine": r.engine, "gpu": r.gpu, "model": r.model, "isl": r.isl, "osl": r.osl,
+                "concurrency": r.concurrency, "tp": r.tp, "attention_dp": r.attention_dp,
+                "measured": {"ttft_ms": r.ttft_ms, "tpot_ms": r.tpot_ms},
+                "before": b.as_ref().ok(), "after": a.as_ref().ok(),
+            })).collect::<Vec<_>>(),
+        });
+        return serde_json::to_string_pretty(&v).map(|s| s + "\n").map_err(|e| PlanError::Output(e.to_string()));
+    }
+    let mut text = format!("## Before: datasheet efficiencies, engine default overheads\n\n{}\n", render_text(&before));
+    text += &format!("## After the fit\n\n{}\n", render_text(&after));
+    text += &format!("## Fitted parameters\n\n{}\n", calibrator::render_params(&out.params));
+    if let Some(l) = &lomo {
+        text += &format!("## Leave one model out: each model's runs predicted by a fit without it\n\n{}\n", render_text(l));
+    }
+    Ok(text)
 }

@@ -50,6 +50,7 @@ pub fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
     let engine = v::validate_engine(&raw)?;
     let serving = v::validate_serving(&raw, &devices, &mode, engine, (rates, speculative), &mut warnings)?;
     let sim = v::validate_sim(&raw, engine, &workload.input, &mut warnings)?;
+    let engines = v::validate_calibration(&raw)?;
     v::validate_performance_model(&raw)?;
     let (output, jobs) = v::validate_output(&raw, devices.len(), quiet, &mut warnings)?;
     let plan = Plan {
@@ -69,6 +70,7 @@ pub fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
         output,
         jobs,
         seed: raw.seed.unwrap_or(0),
+        engines,
         warnings: warnings.into_vec(),
     };
     crate::search::check_candidates(&plan).map_err(PlanError::NoLayout)?;

@@ -869,17 +869,19 @@ impl<'a> Builder<'a> {
         let mma_r = self.mma_rate(if q.is_quantized() { q.gemm_dtype() } else { Dtype::Bf16 });
         let deq = q.dequant_flops_per_weight();
         let eager = !self.compile;
+        // Grouped kernels run below dense efficiency by the device's (calibrated) factor.
+        let g = self.dev.grouped_gemm_efficiency;
         let mk = |mma: f64, gp: f64, mem_pair: f64, w_bytes: f64, deq_w: f64| ExpertCost {
             tp: s.tp,
             group_ranks: s.ep * s.moe_tp,
             top_k: s.top_k,
             experts: s.experts,
             local_experts: s.local,
-            mma_per_pair: mma,
-            gp_per_pair: gp,
-            mem_per_pair: mem_pair,
-            mem_per_expert: w_bytes,
-            gp_per_expert: deq_w,
+            mma_per_pair: mma / g,
+            gp_per_pair: gp / g,
+            mem_per_pair: mem_pair / g,
+            mem_per_expert: w_bytes / g,
+            gp_per_expert: deq_w / g,
             fixed_per_expert: eager,
         };
         let bias_gp = if s.bias { 1.0 } else { 0.0 };
@@ -894,8 +896,8 @@ impl<'a> Builder<'a> {
         let act_bytes = 4.0 + if q.is_quantized() { 1.0 } else { 2.0 };
         let act = ExpertCost {
             mma_per_pair: 0.0,
-            gp_per_pair: 8.0 * i_l / self.vec_bf16,
-            mem_per_pair: i_l * act_bytes / hbm,
+            gp_per_pair: 8.0 * i_l / self.vec_bf16 / g,
+            mem_per_pair: i_l * act_bytes / hbm / g,
             mem_per_expert: 0.0,
             gp_per_expert: 0.0,
             ..gate_up.clone()

@@ -5,6 +5,7 @@
 //! custom ones from `--device-file`). Loading validates every field so that the cost model can
 //! trust a `DeviceProfile` without re-checking.
 
+pub mod calibration;
 mod comm;
 mod registry;
 
@@ -77,6 +78,10 @@ impl DtypePeaks {
             Dtype::Fp8 => self.fp8,
             Dtype::Fp4 => self.fp4,
         }
+    }
+    /// The peaks that are set, mutably.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut f64> {
+        [&mut self.fp32, &mut self.bf16, &mut self.fp16, &mut self.int8, &mut self.fp8, &mut self.fp4].into_iter().flatten()
     }
     fn entries(&self) -> impl Iterator<Item = (&'static str, Option<f64>)> {
         [("fp32", self.fp32), ("bf16", self.bf16), ("fp16", self.fp16), ("int8", self.int8), ("fp8", self.fp8), ("fp4", self.fp4)]
@@ -163,6 +168,19 @@ pub struct DeviceProfile {
     /// Host-side time per engine step (scheduling, launch) not hidden by the device.
     #[serde(default)]
     pub host_overhead_us: f64,
+    /// Efficiency of grouped (MoE expert) GEMM kernels relative to the dense ones: the routed
+    /// experts' compute and memory times are divided by it. 1 unless a calibration says
+    /// otherwise (grouped kernels over many small expert GEMMs rarely reach dense efficiency).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub grouped_gemm_efficiency: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
 }
 
 impl DtypePeaks {
@@ -258,6 +276,9 @@ impl DeviceProfile {
             }
         };
         frac("compute_efficiency", self.compute_efficiency)?;
+        if !(self.grouped_gemm_efficiency.is_finite() && self.grouped_gemm_efficiency >= 0.05 && self.grouped_gemm_efficiency <= 2.0) {
+            return Err(format!("field `grouped_gemm_efficiency` is {}; it must be between 0.05 and 2", self.grouped_gemm_efficiency));
+        }
         frac("memory_efficiency", self.memory_efficiency)?;
         for (dt, v) in self.matrix_efficiency.entries() {
             if let Some(v) = v {

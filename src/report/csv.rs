@@ -35,6 +35,7 @@ pub const COLUMNS: &[&str] = &[
     "best_rank",
     "serving_engine",
     "max_num_seqs",
+    "calibration",
 ];
 
 fn opt(v: Option<f64>) -> String {
@@ -87,6 +88,7 @@ pub fn render(report: &Report) -> Result<String, super::ExportError> {
                     rank,
                     r.serving_engine.map(|e| e.to_string()).unwrap_or_default(),
                     r.max_num_seqs.map(|m| m.to_string()).unwrap_or_default(),
+                    d.serving.as_ref().map(|s| s.calibration.clone()).unwrap_or_default(),
                 ])?;
             }
         }

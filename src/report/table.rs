@@ -140,7 +140,10 @@ fn serving_line(sv: &crate::outcome::ServingSummary) -> String {
         (Some(m), true) => format!("{m} (default)"),
         (Some(m), false) => format!("{m} (--max-num-seqs)"),
     };
-    format!("Serving engine: {} ({})\nToken budget: {budget}; max-num-seqs: {seqs}", sv.engine, sv.policy)
+    format!(
+        "Serving engine: {} ({})\nToken budget: {budget}; max-num-seqs: {seqs}\nExecution profile: {}",
+        sv.engine, sv.policy, sv.calibration
+    )
 }
 
 fn memory_info(plan: &Plan, dev: &DeviceResult) -> String {

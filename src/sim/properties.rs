@@ -69,6 +69,7 @@ fn case() -> impl Strategy<Value = Case> {
                             seed,
                             max_steps: 2_000_000,
                             bins: Vec::new(),
+                            frontend_ns: 0,
                         },
                     },
                     input,

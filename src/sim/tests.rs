@@ -21,6 +21,7 @@ fn cfg(budget: u64, concurrency: u64) -> SimConfig {
             seed: 0,
             max_steps: 1_000_000,
             bins: Vec::new(),
+            frontend_ns: 0,
         },
     }
 }

@@ -57,7 +57,7 @@ fn a_prediction_is_the_main_commands_benchmark_run_deterministically() {
     // first wave left out, another scheduler, eager kernels), or if predictions depend on the
     // order or thread they run in.
     let runs = read_files(&[SAMPLE]).unwrap();
-    let predictor = Predictor::new(base_plan().unwrap());
+    let predictor = Predictor::new(base_plan(&[]).unwrap());
     let run = runs[0].clone();
     assert_eq!(run.num_prompts, 10 * run.concurrency);
     let p = predictor.predict(&run).unwrap();
@@ -91,4 +91,125 @@ fn a_prediction_is_the_main_commands_benchmark_run_deterministically() {
     let all = predictor.predict_all(&runs);
     let again: Vec<_> = runs.iter().rev().map(|r| predictor.predict(r)).collect();
     assert_eq!(all, again.into_iter().rev().collect::<Vec<_>>());
+}
+
+#[test]
+fn the_sensitivity_pass_simulates_what_a_prediction_simulates_and_its_slopes_predict_a_change() {
+    // The fit's recording pass must price every step as the plain prediction does (fails if the
+    // recorder's step time drifts from RooflineCost::step_seconds, e.g. host time left out),
+    // and its first-order slopes must say how a 2 ms per-step overhead moves TPOT (fails if a
+    // step's weight counts the wrong requests, e.g. W and U swapped, or the count component is
+    // scaled by the wrong unit).
+    use throughput_optimizer::calibrate::fit::Params;
+    use throughput_optimizer::hardware::calibration::{DeviceCalibration, EngineProfiles, Overheads};
+    let runs = read_files(&[SAMPLE]).unwrap();
+    let run = runs.iter().find(|r| r.engine == "vllm" && r.target.device == "H100_SXM").unwrap().clone();
+    let calibration = |step_us: f64| {
+        let mut engines = EngineProfiles::default();
+        let mut vllm = engines.get("vllm").clone();
+        vllm.devices = vec![DeviceCalibration {
+            device: "H100_SXM".into(),
+            memory_efficiency: 0.85,
+            matrix_efficiency_scale: 1.0,
+            comm_efficiency: 0.75,
+            grouped_gemm_efficiency: 1.0,
+            overheads: Overheads { step_overhead_us: step_us, seq_overhead_us: 10.0, request_overhead_ms: 5.0 },
+            fit: None,
+        }];
+        engines.replace(vllm, "test");
+        engines
+    };
+    let base = Predictor::new(base_plan(&[]).unwrap());
+    let at = base.with_engines(calibration(500.0));
+    let s = at.sensitivity(&run).unwrap();
+    let p = at.predict(&run).unwrap();
+    assert_eq!((s.ttft_ms, s.tpot_ms), (p.ttft_ms, p.tpot_ms));
+    let moved = base.with_engines(calibration(2500.0)).predict(&run).unwrap();
+    let params = |step| Params {
+        memory_efficiency: 0.85,
+        matrix_efficiency_scale: 1.0,
+        comm_efficiency: 0.75,
+        grouped_gemm_efficiency: 1.0,
+        step_overhead_us: step,
+        seq_overhead_us: 10.0,
+        request_overhead_ms: 5.0,
+    };
+    let (ttft, tpot) = params(500.0).predict(&s, &params(2500.0));
+    assert!((tpot - moved.tpot_ms).abs() < 0.02 * moved.tpot_ms, "first order {tpot} vs simulated {}", moved.tpot_ms);
+    assert!((ttft - moved.ttft_ms).abs() < 0.10 * moved.ttft_ms, "first order {ttft} vs simulated {}", moved.ttft_ms);
+    assert!(tpot > s.tpot_ms + 1.5, "2 ms more per step must show in TPOT: {} -> {tpot}", s.tpot_ms);
+}
+
+#[test]
+fn a_fit_writes_profiles_that_reproduce_its_after_table() {
+    // calibrate --fit --write: the written files, read back with --calibration, give the
+    // fit's own "after" figures (fails if the file rounds differently from what the fit
+    // simulated, or if an entry is written for the wrong device), and the fit improves on
+    // the prior on its own runs.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let out = run_ok(&["calibrate", "--measured", SAMPLE, "--fit", "--write", &d, "--output", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let median = |t: &serde_json::Value, e: &str, k: &str| {
+        t["engines"].as_array().unwrap().iter().find(|g| g["engine"] == e).unwrap()[k]["median_abs_pct"].as_f64().unwrap()
+    };
+    let files: Vec<String> = ["vllm", "sglang", "trtllm"].iter().map(|e| format!("{d}/{e}.yaml")).collect();
+    let mut args = vec!["calibrate", "--measured", SAMPLE, "--output", "json"];
+    for f in &files {
+        args.extend(["--calibration", f.as_str()]);
+    }
+    let again: serde_json::Value = serde_json::from_str(&run_ok(&args)).unwrap();
+    for e in ["vllm", "sglang", "trtllm"] {
+        for k in ["ttft", "tpot"] {
+            assert!((median(&v["after"], e, k) - median(&again, e, k)).abs() < 1e-9, "{e} {k}");
+        }
+    }
+    let loss = |t: &serde_json::Value| ["vllm", "sglang", "trtllm"].iter().map(|e| median(t, e, "ttft") + median(t, e, "tpot")).sum::<f64>();
+    assert!(loss(&v["after"]) < loss(&v["before"]), "the fit must improve on the prior");
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(text.contains("device: H100_SXM") && text.contains("fit:"), "{text}");
+}
+
+#[test]
+fn calibration_flags_are_checked() {
+    cmd()
+        .args(["Qwen/Qwen3-32B", "--device", "H100_SXM", "--input-length", "100", "--output-length", "10", "--calibration", "none", "--calibration", "x.yaml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--calibration"));
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, "engine: vllm\nfused_graph: true\ndefaults: {step_overhead_us: -1, seq_overhead_us: 0, request_overhead_ms: 0}\n").unwrap();
+    cmd()
+        .args(["Qwen/Qwen3-32B", "--device", "H100_SXM", "--input-length", "100", "--output-length", "10", "--calibration", &bad.display().to_string()])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("defaults.step_overhead_us").and(predicate::str::contains("-1")));
+    cmd().args(["calibrate", "--measured", SAMPLE, "--write", "/tmp"]).assert().code(2).stderr(predicate::str::contains("--fit"));
+}
+
+#[test]
+fn the_report_names_the_execution_profile() {
+    // Fails if the serving line stops saying which calibration priced the steps.
+    let on = run_ok(&["Qwen/Qwen3-32B", "--device", "H100_SXM", "--num-devices", "2", "--input-length", "1024", "--output-length", "128", "--tp-sizes", "2", "--batch-range", "8", "8"]);
+    assert!(on.contains("Execution profile: vllm × H100_SXM calibration, fitted on"), "{on}");
+    let off = run_ok(&[
+        "Qwen/Qwen3-32B",
+        "--device",
+        "H100_SXM",
+        "--num-devices",
+        "2",
+        "--input-length",
+        "1024",
+        "--output-length",
+        "128",
+        "--tp-sizes",
+        "2",
+        "--batch-range",
+        "8",
+        "8",
+        "--calibration",
+        "none",
+    ]);
+    assert!(off.contains("Execution profile: vllm defaults (calibration off)"), "{off}");
 }

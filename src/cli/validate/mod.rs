@@ -16,7 +16,7 @@ pub(crate) use model::{validate_devices, validate_model, validate_registry};
 pub(crate) use output::{validate_log_level, validate_output};
 pub(crate) use quant::{validate_compile, validate_quant};
 pub(crate) use search::validate_search;
-pub(crate) use serving::{validate_mtp, validate_serving, validate_speculative};
+pub(crate) use serving::{validate_calibration, validate_mtp, validate_serving, validate_speculative};
 pub(crate) use sim::{validate_engine, validate_performance_model, validate_sim};
 pub(crate) use workload::{validate_slo, validate_workload};
 

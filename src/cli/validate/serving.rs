@@ -212,3 +212,29 @@ fn validate_memory_share(raw: &RawArgs) -> Result<Option<f64>, Error> {
     }
     Ok(Some(f))
 }
+
+/// `--calibration`: the built-in engine profiles, `none` (no per-device calibration), or files
+/// that replace their engines' profiles.
+pub(crate) fn validate_calibration(raw: &RawArgs) -> Result<crate::hardware::calibration::EngineProfiles, Error> {
+    use crate::hardware::calibration::EngineProfile;
+    let mut profiles = crate::hardware::calibration::EngineProfiles::default();
+    if raw.calibration.iter().any(|c| c == "none") {
+        if raw.calibration.len() > 1 {
+            return Err(Error::conflict("--calibration none", "--calibration FILE", "`none` turns calibration off; give it alone"));
+        }
+        profiles.calibrated = false;
+        return Ok(profiles);
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for file in &raw.calibration {
+        let text = crate::util::read_bounded(std::path::Path::new(file), crate::util::MAX_CONFIG_BYTES)
+            .map_err(|e| Error::rejected("--calibration", file, e.to_string()))?;
+        let p = EngineProfile::parse(&text).map_err(|e| Error::rejected("--calibration", file, e))?;
+        if seen.contains(&p.engine) {
+            return Err(Error::rejected("--calibration", file, format!("a second profile of engine `{}`; give one file per engine", p.engine)));
+        }
+        seen.push(p.engine.clone());
+        profiles.replace(p, file);
+    }
+    Ok(profiles)
+}

@@ -249,9 +249,13 @@ impl Engine for AnalyticEngine {
         let plan = ctx.plan;
         let (ttft_limit, tpot_limit) = crate::search::phase_limits(plan, ctx.phase);
         let out = o.shapes.output as f64;
+        // The serving engine's per-request overhead (API server, tokenization) adds to the
+        // first token the client sees, as in the simulator.
+        let client_ms = ctx.request_overhead_s * 1e3;
         let (mut row, stop, lat) = match ctx.phase {
             Phase::Aggregated => {
-                let (mut row, r) = self.aggregated(ctx, &o, batch, budget);
+                let (mut row, mut r) = self.aggregated(ctx, &o, batch, budget);
+                r.ttft_ms += client_ms;
                 let tpot = match plan.serving.tpot_definition {
                     TpotDefinition::Amortized => r.tpot_amortized_ms,
                     TpotDefinition::InterToken => r.tpot_inter_token_ms,
@@ -273,11 +277,12 @@ impl Engine for AnalyticEngine {
             }
             Phase::Prefill => {
                 let (mut row, r) = self.phase_row(ctx, &o, batch, budget);
-                row.ttft_ms = Some(r.ttft_ms);
+                let ttft = r.ttft_ms + client_ms;
+                row.ttft_ms = Some(ttft);
                 row.throughput = r.throughput;
                 row.qps = Some(row.concurrency as f64 / r.ttft_ms * 1000.0);
-                let stop = r.stop.map(StopReason::from).or((r.ttft_ms > ttft_limit).then_some(StopReason::TtftLimit));
-                (row, stop, [(r.ttft_ms, ttft_limit), (0.0, f64::INFINITY)])
+                let stop = r.stop.map(StopReason::from).or((ttft > ttft_limit).then_some(StopReason::TtftLimit));
+                (row, stop, [(ttft, ttft_limit), (0.0, f64::INFINITY)])
             }
             Phase::Decode => {
                 let (mut row, r) = self.phase_row(ctx, &o, batch, budget);

@@ -28,14 +28,22 @@ pub struct CandidateCtx<'a> {
     pub label: String,
     pub cost: RooflineCost,
     pub mem: MemoryModel,
+    /// The serving engine's per-request overhead, added to every time to first token, seconds.
+    pub request_overhead_s: f64,
 }
 
 impl<'a> CandidateCtx<'a> {
     pub fn new(plan: &'a Plan, device: &'a DeviceProfile, cand: Candidate, phase: Phase) -> Self {
-        let opts = cost_options(plan, &cand);
-        let (cost, mem) = build_both(&plan.model, device, &cand.parallel, &opts);
+        // The serving engine's execution profile: its calibrated efficiencies and per-step
+        // overhead (in the device it prices on), its per-sequence overhead, its fused graph.
+        let eff = plan.effective(device);
+        let mut opts = cost_options(plan, &cand);
+        opts.compile.enabled |= eff.fused_graph;
+        opts.causal_attention |= eff.causal_attention;
+        let (mut cost, mem) = build_both(&plan.model, &eff.device, &cand.parallel, &opts);
+        cost.per_seq_s = eff.per_seq_s;
         let label = cand.label(&plan.model, plan.serving.speculative.as_ref());
-        CandidateCtx { plan, device, cand, phase, label, cost, mem }
+        CandidateCtx { plan, device, cand, phase, label, cost, mem, request_overhead_s: eff.request_overhead_s }
     }
 
     pub fn reserved_bytes(&self) -> f64 {

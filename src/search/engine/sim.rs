@@ -199,6 +199,7 @@ pub fn sim_config(ctx: &CandidateCtx, batch: u32, budget: u64) -> (SimConfig, Re
             seed: plan.seed,
             max_steps: MAX_STEPS,
             bins: input_bins(ctx.plan),
+            frontend_ns: (ctx.request_overhead_s * 1e9).round() as u64,
         },
     };
     (cfg, factory)

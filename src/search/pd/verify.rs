@@ -83,6 +83,7 @@ pub fn simulate_split(
             seed: plan.seed,
             max_steps: MAX_STEPS,
             bins: input_bins(plan),
+            frontend_ns: (pc.request_overhead_s * 1e9).round() as u64,
         },
     };
     let (rep, _) = simulate_system(&sys, factory(&pc, ArrivalProcess::Poisson { rate }), &mut |_| {})?;

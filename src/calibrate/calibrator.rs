@@ -1,0 +1,324 @@
+//! The whole fit: group measured runs by serving engine × device, run the rounds of
+//! [`super::fit`] over every group at once (each round is one simulation of every run), and
+//! turn the result into engine profiles that every command accepts.
+
+use super::fit::{fit_block, Member, Params, Prior, Sample, Sensitivity};
+use super::measured::MeasuredRun;
+use super::predict::{Prediction, Predictor};
+use super::table::{error_pct, quantile};
+use crate::hardware::calibration::{DeviceCalibration, EngineProfile, EngineProfiles, FitRecord, Overheads};
+use crate::hardware::DeviceProfile;
+use std::collections::BTreeMap;
+
+/// Rounds of simulate-then-fit (the calibration after the last one is simulated too).
+pub const ROUNDS: usize = 3;
+
+/// (serving engine, device profile name): one calibration.
+pub type GroupKey = (String, String);
+
+/// What a fit produced.
+#[derive(Debug, Clone)]
+pub struct FitOutcome {
+    /// The engine profiles with the fitted device entries.
+    pub engines: EngineProfiles,
+    /// Predictions before (the prior: datasheet efficiencies, engine default overheads) and
+    /// after the fit, one per run.
+    pub before: Vec<Result<Prediction, String>>,
+    pub after: Vec<Result<Prediction, String>>,
+    /// The fitted parameters of each group, with its run count.
+    pub params: BTreeMap<GroupKey, (Params, usize)>,
+}
+
+/// The engine name a run is simulated under (see [`Predictor::plan_for`]).
+fn engine_of(run: &MeasuredRun) -> String {
+    match run.engine.as_str() {
+        "sglang" | "trtllm" => run.engine.clone(),
+        _ => "vllm".to_string(),
+    }
+}
+
+/// Host overheads the fit starts from and is pulled toward, the same for every engine so that
+/// no engine's figures are presumed: 0.5 ms a step (a CUDA-graph replay and the scheduler's
+/// Python), 10 µs a running sequence (sampling and output processing), 10 ms a request (HTTP
+/// and tokenization). Fixed here, not read from the profiles, so that re-fitting the built-in
+/// profiles gives the same result.
+pub const PRIOR_OVERHEADS: Overheads = Overheads { step_overhead_us: 500.0, seq_overhead_us: 10.0, request_overhead_ms: 10.0 };
+
+/// The prior of one group: the device profile's efficiencies and [`PRIOR_OVERHEADS`].
+fn prior_for(device: &DeviceProfile) -> Prior {
+    let o = PRIOR_OVERHEADS;
+    let comm = device.comm_grid.last().map_or(1.0, |l| l.efficiency);
+    let at = Params {
+        memory_efficiency: device.memory_efficiency,
+        matrix_efficiency_scale: 1.0,
+        comm_efficiency: comm,
+        grouped_gemm_efficiency: device.grouped_gemm_efficiency,
+        step_overhead_us: o.step_overhead_us,
+        seq_overhead_us: o.seq_overhead_us,
+        request_overhead_ms: o.request_overhead_ms,
+    };
+    let top = std::iter::once(device.compute_efficiency).chain(device.matrix_efficiency.clone().values_mut().map(|v| *v)).fold(0.0, f64::max);
+    Prior::new(at, 1.0 / top.max(1e-3))
+}
+
+/// A device entry at `p`, rounded as the file keeps it (3 decimals of an efficiency, whole µs,
+/// tenths of a ms), so the fit's final simulation runs what the file says.
+fn entry(device: &str, p: &Params) -> DeviceCalibration {
+    let r = |x: f64, per_unit: f64| (x * per_unit).round() / per_unit;
+    DeviceCalibration {
+        device: device.to_string(),
+        memory_efficiency: r(p.memory_efficiency, 1e3),
+        matrix_efficiency_scale: r(p.matrix_efficiency_scale, 1e3),
+        comm_efficiency: r(p.comm_efficiency, 1e3),
+        grouped_gemm_efficiency: r(p.grouped_gemm_efficiency, 1e3),
+        overheads: Overheads {
+            step_overhead_us: r(p.step_overhead_us, 1.0),
+            seq_overhead_us: r(p.seq_overhead_us, 10.0),
+            request_overhead_ms: r(p.request_overhead_ms, 10.0),
+        },
+        fit: None,
+    }
+}
+
+/// Engine profiles with one device entry per group set to `params`.
+fn profiles_with(base: &EngineProfiles, params: &BTreeMap<GroupKey, Params>) -> EngineProfiles {
+    let mut out = base.clone();
+    out.calibrated = true;
+    let engines: Vec<String> = params.keys().map(|(e, _)| e.clone()).collect();
+    for e in engines {
+        let mut profile = base.get(&e).clone();
+        profile.devices = params.iter().filter(|((pe, _), _)| *pe == e).map(|((_, d), p)| entry(d, p)).collect();
+        out.replace(profile, "fit");
+    }
+    out.files.clear();
+    out
+}
+
+/// Fit every engine × device group of `runs`, starting from the prior of `predictor`'s
+/// engine profiles (their device entries, if any, are ignored).
+pub fn fit(predictor: &Predictor, runs: &[MeasuredRun]) -> FitOutcome {
+    let base = predictor.engines().clone();
+    let mut groups: BTreeMap<GroupKey, Vec<usize>> = BTreeMap::new();
+    for (i, r) in runs.iter().enumerate() {
+        if predictor.device(&r.target.device).is_some() {
+            groups.entry((engine_of(r), r.target.device.clone())).or_default().push(i);
+        }
+    }
+    let priors: BTreeMap<GroupKey, Prior> =
+        groups.keys().map(|k| (k.clone(), prior_for(predictor.device(&k.1).expect("grouped runs have a device")))).collect();
+    let mut current: BTreeMap<GroupKey, Params> = priors.iter().map(|(k, p)| (k.clone(), p.at)).collect();
+    let to_pred = |s: &Result<Sensitivity, String>| s.as_ref().map(|s| Prediction { ttft_ms: s.ttft_ms, tpot_ms: s.tpot_ms }).map_err(Clone::clone);
+    let mut before = Vec::new();
+    // Per device, the simulated calibration with the lowest loss so far, and its predictions:
+    // the first-order fit can overshoot, so the result is the best simulated round, never
+    // the linear model's promise.
+    let mut best: BTreeMap<String, (f64, BTreeMap<GroupKey, Params>)> = BTreeMap::new();
+    let mut after: Vec<Result<Prediction, String>> = vec![Err("not predicted".into()); runs.len()];
+    for round in 0..=ROUNDS {
+        let sens = predictor.with_engines(profiles_with(&base, &current)).sensitivity_all(runs);
+        if round == 0 {
+            before = sens.iter().map(to_pred).collect();
+        }
+        for (device, loss) in device_losses(&groups, runs, &sens) {
+            if best.get(&device).is_none_or(|(b, _)| loss < *b) {
+                let params = current.iter().filter(|((_, d), _)| *d == device).map(|(k, p)| (k.clone(), *p)).collect();
+                best.insert(device.clone(), (loss, params));
+                for (_, idx) in groups.iter().filter(|((_, d), _)| *d == device) {
+                    for &i in idx {
+                        after[i] = to_pred(&sens[i]);
+                    }
+                }
+            }
+        }
+        if round == ROUNDS {
+            break;
+        }
+        let at = current.clone();
+        let members: BTreeMap<GroupKey, Vec<Member>> = groups
+            .iter()
+            .map(|(k, idx)| (k.clone(), idx.iter().filter_map(|&i| sample(&runs[i], &sens[i])).map(|s| Member { sample: s, at: at[k], cur: at[k] }).collect()))
+            .collect();
+        fit_blocks(&groups, &members, &priors, &mut current);
+    }
+    for (_, params) in best.into_values() {
+        current.extend(params);
+    }
+    let mut engines = profiles_with(&base, &current);
+    record_fits(&mut engines, &groups, runs, &before, &after);
+    let params = current.iter().map(|(k, p)| (k.clone(), (*p, groups[k].len()))).collect();
+    FitOutcome { engines, before, after, params }
+}
+
+/// Parameters of the hardware, shared by every engine on a device: bandwidth share, matrix
+/// efficiency, bus efficiency. The engine's own on each device: grouped-GEMM kernels and the
+/// host overheads.
+const DEVICE_PARAMS: [usize; 3] = [0, 1, 2];
+const ENGINE_PARAMS: [usize; 4] = [3, 4, 5, 6];
+/// Alternations between the device block and the engine blocks per round.
+const BLOCK_PASSES: usize = 3;
+
+/// One round's fit, block by block: each device's hardware parameters on the runs of every
+/// engine on it (a model measured under one engine informs the device's efficiencies for the
+/// others), then each engine × device's own parameters on its runs.
+fn fit_blocks(
+    groups: &BTreeMap<GroupKey, Vec<usize>>,
+    members: &BTreeMap<GroupKey, Vec<Member>>,
+    priors: &BTreeMap<GroupKey, Prior>,
+    current: &mut BTreeMap<GroupKey, Params>,
+) {
+    let devices: std::collections::BTreeSet<String> = groups.keys().map(|(_, d)| d.clone()).collect();
+    for _ in 0..BLOCK_PASSES {
+        for d in &devices {
+            let keys: Vec<&GroupKey> = groups.keys().filter(|(_, gd)| gd == d).collect();
+            let block: Vec<Member> = keys.iter().flat_map(|k| members[*k].iter().map(|m| Member { cur: current[*k], ..*m })).collect();
+            let v = fit_block(&block, &DEVICE_PARAMS, &priors[keys[0]]);
+            for k in keys {
+                let mut p = current[k].to_vec();
+                for (i, x) in DEVICE_PARAMS.iter().zip(&v) {
+                    p[*i] = *x;
+                }
+                current.insert(k.clone(), Params::from_vec(p));
+            }
+        }
+        for k in groups.keys() {
+            let block: Vec<Member> = members[k].iter().map(|m| Member { cur: current[k], ..*m }).collect();
+            let v = fit_block(&block, &ENGINE_PARAMS, &priors[k]);
+            let mut p = current[k].to_vec();
+            for (i, x) in ENGINE_PARAMS.iter().zip(&v) {
+                p[*i] = *x;
+            }
+            current.insert(k.clone(), Params::from_vec(p));
+        }
+    }
+}
+
+/// Mean simulated loss of each device's runs (every engine on it), as the fit scores them.
+fn device_losses(groups: &BTreeMap<GroupKey, Vec<usize>>, runs: &[MeasuredRun], sens: &[Result<Sensitivity, String>]) -> Vec<(String, f64)> {
+    let mut acc: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+    for ((_, d), idx) in groups {
+        let e = acc.entry(d.clone()).or_default();
+        for &i in idx {
+            if let Ok(s) = &sens[i] {
+                e.0 += super::fit::loss(s.ttft_ms, runs[i].ttft_ms) + super::fit::loss(s.tpot_ms, runs[i].tpot_ms);
+                e.1 += 1;
+            } else {
+                // A run the calibration cannot simulate counts as a large error.
+                e.0 += 10.0;
+                e.1 += 1;
+            }
+        }
+    }
+    acc.into_iter().map(|(d, (sum, n))| (d, sum / n.max(1) as f64)).collect()
+}
+
+fn sample(run: &MeasuredRun, s: &Result<Sensitivity, String>) -> Option<Sample> {
+    s.as_ref().ok().map(|s| Sample { ttft_ms: run.ttft_ms, tpot_ms: run.tpot_ms, sens: *s })
+}
+
+/// Median |error| (percent) of TTFT and TPOT over the predicted runs among `idx`.
+fn medians(runs: &[MeasuredRun], idx: &[usize], preds: &[Result<Prediction, String>]) -> [f64; 2] {
+    let mut t = Vec::new();
+    let mut p = Vec::new();
+    for &i in idx {
+        if let Ok(pr) = &preds[i] {
+            t.push(error_pct(pr.ttft_ms, runs[i].ttft_ms).abs());
+            p.push(error_pct(pr.tpot_ms, runs[i].tpot_ms).abs());
+        }
+    }
+    t.sort_by(f64::total_cmp);
+    p.sort_by(f64::total_cmp);
+    let r = |x: f64| (x * 10.0).round() / 10.0;
+    [r(quantile(&t, 0.5)), r(quantile(&p, 0.5))]
+}
+
+/// Write each group's provenance into its entry, and set each fitted engine's default
+/// overheads (used on devices it was not fitted on) to the run-weighted mean of its entries.
+fn record_fits(
+    engines: &mut EngineProfiles,
+    groups: &BTreeMap<GroupKey, Vec<usize>>,
+    runs: &[MeasuredRun],
+    before: &[Result<Prediction, String>],
+    after: &[Result<Prediction, String>],
+) {
+    let names: Vec<String> = groups.keys().map(|(e, _)| e.clone()).collect();
+    for e in names {
+        let mut profile = engines.get(&e).clone();
+        let mut weighted = [0.0; 3];
+        let mut total = 0.0;
+        for d in profile.devices.iter_mut() {
+            let idx = &groups[&(e.clone(), d.device.clone())];
+            let mut models: Vec<String> = idx.iter().map(|&i| runs[i].target.model.clone()).collect();
+            models.sort();
+            models.dedup();
+            let (b, a) = (medians(runs, idx, before), medians(runs, idx, after));
+            d.fit = Some(FitRecord { runs: idx.len() as u32, models, ttft_median_pct: [b[0], a[0]], tpot_median_pct: [b[1], a[1]] });
+            let o = d.overheads;
+            let n = idx.len() as f64;
+            weighted[0] += o.step_overhead_us * n;
+            weighted[1] += o.seq_overhead_us * n;
+            weighted[2] += o.request_overhead_ms * n;
+            total += n;
+        }
+        if total > 0.0 {
+            let r = |x: f64| (x / total).round();
+            profile.defaults = Overheads { step_overhead_us: r(weighted[0]), seq_overhead_us: r(weighted[1]), request_overhead_ms: r(weighted[2]) };
+        }
+        engines.replace(profile, "fit");
+    }
+    engines.files.clear();
+}
+
+/// Leave-one-model-out cross-validation: for each model, fit on the runs of the other models
+/// and predict its runs with that fit (a group left with no runs falls back to its engine's
+/// default overheads and the datasheet efficiencies). The table covers every run once.
+pub fn leave_one_model_out(predictor: &Predictor, runs: &[MeasuredRun]) -> super::table::ErrorTable {
+    let mut models: Vec<&str> = runs.iter().map(|r| r.target.model.as_str()).collect();
+    models.sort_unstable();
+    models.dedup();
+    let mut preds: Vec<Result<Prediction, String>> = vec![Err("not predicted".into()); runs.len()];
+    for m in models {
+        let train: Vec<MeasuredRun> = runs.iter().filter(|r| r.target.model != m).cloned().collect();
+        let (test_idx, test): (Vec<usize>, Vec<MeasuredRun>) =
+            runs.iter().enumerate().filter(|(_, r)| r.target.model == m).map(|(i, r)| (i, r.clone())).unzip();
+        let engines = if train.is_empty() { predictor.engines().clone() } else { fit(predictor, &train).engines };
+        for (i, p) in test_idx.into_iter().zip(predictor.with_engines(engines).predict_all(&test)) {
+            preds[i] = p;
+        }
+    }
+    super::table::evaluate(runs, &preds)
+}
+
+/// The comment a written profile starts with: what it is and how to re-fit it.
+pub fn file_header(profile: &EngineProfile) -> String {
+    format!(
+        "# Execution profile and calibration of the {} serving engine, written by\n\
+         #   throughput-optimizer calibrate --measured FILE… --fit --write DIR\n\
+         # Each device entry was fitted on the measured runs its `fit` names (median |error| of\n\
+         # TTFT and TPOT before and after, percent); `defaults` apply on other devices.\n",
+        profile.engine
+    )
+}
+
+/// The fitted parameters as a Markdown table, one line per engine × device.
+pub fn render_params(params: &BTreeMap<GroupKey, (Params, usize)>) -> String {
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::ASCII_MARKDOWN);
+    let mut header = vec!["engine".to_string(), "device".to_string(), "runs".to_string()];
+    header.extend(super::fit::PARAM_NAMES.iter().map(|s| s.to_string()));
+    table.set_header(header);
+    for ((e, d), (p, n)) in params {
+        let mut row = vec![e.clone(), d.clone(), n.to_string()];
+        let v = p.to_vec();
+        row.extend([
+            format!("{:.3}", v[0]),
+            format!("{:.3}", v[1]),
+            format!("{:.3}", v[2]),
+            format!("{:.3}", v[3]),
+            format!("{:.0}", v[4]),
+            format!("{:.1}", v[5]),
+            format!("{:.1}", v[6]),
+        ]);
+        table.add_row(row);
+    }
+    format!("{table}\n")
+}

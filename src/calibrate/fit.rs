@@ -1,0 +1,364 @@
+//! Fitting a device × engine calibration to measured runs with the simulator in the loop.
+//!
+//! Six parameters per serving engine on one device ([`Params`]): the HBM bandwidth share, a
+//! scale on the matrix efficiencies, the scale-up collectives' bus efficiency, and the
+//! engine's per-step, per-sequence and per-request overheads. A full re-simulation per trial
+//! would cost seconds per trial, so the fit alternates two steps:
+//!
+//! 1. Simulate every run under the current calibration, recording how its mean TTFT and TPOT
+//!    depend on each priced component of its steps ([`Sensitivity`]: milliseconds of mean
+//!    latency per unit of each component's scale).
+//! 2. Minimise the error of the first-order prediction those sensitivities give, per device ×
+//!    engine, with a derivative-free simplex search ([`nelder_mead`]), regularised toward the
+//!    datasheet values and the engine's documented overheads ([`Prior`]).
+//!
+//! Three rounds, then one plain simulation at the result: what the fit reports is always a
+//! simulated figure, never the linear model's.
+
+use serde::Serialize;
+
+/// Components of a step's price the calibration scales: memory-bound seconds, compute-bound
+/// seconds (matrix and vector), communication-bound seconds of every operator but the routed
+/// experts; the routed experts' seconds; one per step (the per-step overhead); running
+/// sequences (the per-sequence overhead).
+pub const COMPONENTS: usize = 6;
+pub const MEMORY: usize = 0;
+pub const MATRIX: usize = 1;
+pub const COMM: usize = 2;
+pub const EXPERTS: usize = 3;
+pub const STEP: usize = 4;
+pub const SEQS: usize = 5;
+/// Parameters of one calibration.
+pub const P: usize = 7;
+
+/// A run's simulated means and how they move: `ttft[k]` is the mean TTFT (ms) that component
+/// `k` contributes at the current calibration (for the count components, ms per second of
+/// overhead).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Sensitivity {
+    pub ttft_ms: f64,
+    pub tpot_ms: f64,
+    pub ttft: [f64; COMPONENTS],
+    pub tpot: [f64; COMPONENTS],
+}
+
+/// The fitted values of one engine on one device.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Params {
+    pub memory_efficiency: f64,
+    pub matrix_efficiency_scale: f64,
+    pub comm_efficiency: f64,
+    pub grouped_gemm_efficiency: f64,
+    pub step_overhead_us: f64,
+    pub seq_overhead_us: f64,
+    pub request_overhead_ms: f64,
+}
+
+/// Names of the parameters, in [`Params::to_vec`] order.
+pub const PARAM_NAMES: [&str; P] = [
+    "memory_efficiency",
+    "matrix_efficiency_scale",
+    "comm_efficiency",
+    "grouped_gemm_efficiency",
+    "step_overhead_us",
+    "seq_overhead_us",
+    "request_overhead_ms",
+];
+
+impl Params {
+    pub fn to_vec(self) -> [f64; P] {
+        [
+            self.memory_efficiency,
+            self.matrix_efficiency_scale,
+            self.comm_efficiency,
+            self.grouped_gemm_efficiency,
+            self.step_overhead_us,
+            self.seq_overhead_us,
+            self.request_overhead_ms,
+        ]
+    }
+    pub fn from_vec(v: [f64; P]) -> Self {
+        Params {
+            memory_efficiency: v[0],
+            matrix_efficiency_scale: v[1],
+            comm_efficiency: v[2],
+            grouped_gemm_efficiency: v[3],
+            step_overhead_us: v[4],
+            seq_overhead_us: v[5],
+            request_overhead_ms: v[6],
+        }
+    }
+
+    /// First-order (TTFT, TPOT) of a run simulated at `self` (`s`), at `next`.
+    pub fn predict(&self, s: &Sensitivity, next: &Params) -> (f64, f64) {
+        let mut scale = [0.0; COMPONENTS];
+        scale[MEMORY] = self.memory_efficiency / next.memory_efficiency - 1.0;
+        scale[MATRIX] = self.matrix_efficiency_scale / next.matrix_efficiency_scale - 1.0;
+        scale[COMM] = self.comm_efficiency / next.comm_efficiency - 1.0;
+        scale[EXPERTS] = self.grouped_gemm_efficiency / next.grouped_gemm_efficiency - 1.0;
+        scale[STEP] = (next.step_overhead_us - self.step_overhead_us) * 1e-6;
+        scale[SEQS] = (next.seq_overhead_us - self.seq_overhead_us) * 1e-6;
+        let dot = |w: &[f64; COMPONENTS]| w.iter().zip(&scale).map(|(a, b)| a * b).sum::<f64>();
+        let ttft = s.ttft_ms + dot(&s.ttft) + (next.request_overhead_ms - self.request_overhead_ms);
+        let tpot = s.tpot_ms + dot(&s.tpot);
+        (ttft.max(1e-3), tpot.max(1e-3))
+    }
+}
+
+/// Where the fit starts and what it is pulled toward, with the bounds of each parameter.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prior {
+    pub at: Params,
+    pub lower: [f64; P],
+    pub upper: [f64; P],
+}
+
+impl Prior {
+    /// The device profile's efficiencies and the engine's default overheads, with bounds a
+    /// real engine stays inside: bandwidth shares of 50–100 %, matrix efficiencies from a fifth
+    /// of the datasheet's to its peak (`max_scale` keeps every dtype at or below 1), bus
+    /// efficiencies of 10–100 %, grouped GEMMs at a tenth to twice the dense efficiency, host
+    /// overheads up to 50 ms a step, 2 ms a sequence and 2 s a request.
+    pub fn new(at: Params, max_scale: f64) -> Self {
+        Prior {
+            at,
+            lower: [0.5, 0.2, 0.1, 0.1, 0.0, 0.0, 0.0],
+            upper: [1.0, max_scale.max(0.2), 1.0, 2.0, 50_000.0, 2_000.0, 2_000.0],
+        }
+    }
+
+    /// Regularisation toward the prior of parameter `i` at `v`: the squared log-ratio of an
+    /// efficiency, the squared difference of an overhead in units of a typical value (5 ms a
+    /// step, 100 µs a sequence, 100 ms a request).
+    fn penalty_of(&self, i: usize, v: f64) -> f64 {
+        let a = self.at.to_vec()[i];
+        match i {
+            0..=3 => (v / a).ln().powi(2),
+            4 => ((v - a) / 5_000.0).powi(2),
+            5 => ((v - a) / 100.0).powi(2),
+            _ => ((v - a) / 100.0).powi(2),
+        }
+    }
+
+    /// Unbounded coordinates ↔ parameters (a logistic map into each bound).
+    fn to_params(&self, z: &[f64; P]) -> [f64; P] {
+        std::array::from_fn(|i| self.lower[i] + (self.upper[i] - self.lower[i]) / (1.0 + (-z[i]).exp()))
+    }
+    fn to_coords(&self, p: &[f64; P]) -> [f64; P] {
+        std::array::from_fn(|i| {
+            let span = self.upper[i] - self.lower[i];
+            let t = ((p[i] - self.lower[i]) / span).clamp(1e-6, 1.0 - 1e-6);
+            (t / (1.0 - t)).ln()
+        })
+    }
+}
+
+/// Weight of the prior against the mean loss of the runs.
+pub const PRIOR_WEIGHT: f64 = 0.03;
+
+/// Error of one latency: |ln(predicted / measured)|, smoothed near zero so the simplex sees a
+/// slope (a median-seeking loss: large errors weigh linearly, not squared).
+pub fn loss(pred: f64, measured: f64) -> f64 {
+    let d = (pred / measured).ln();
+    (d * d + 1e-4).sqrt()
+}
+
+/// One run the fit sees: what was measured, and its sensitivities at `at`.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample {
+    pub ttft_ms: f64,
+    pub tpot_ms: f64,
+    pub sens: Sensitivity,
+}
+
+/// The parameters that minimise the mean loss of `samples` (simulated at `at`) plus the prior.
+pub fn fit_group(samples: &[Sample], at: &Params, prior: &Prior) -> Params {
+    let members: Vec<Member> = samples.iter().map(|s| Member { sample: *s, at: *at, cur: *at }).collect();
+    let all: Vec<usize> = (0..P).collect();
+    let v = fit_block(&members, &all, prior);
+    let mut p = at.to_vec();
+    for (i, x) in all.iter().zip(v) {
+        p[*i] = x;
+    }
+    Params::from_vec(p)
+}
+
+/// One run in a block fit: its sample, the calibration it was simulated at, and the current
+/// values of the parameters the block does not fit.
+#[derive(Debug, Clone, Copy)]
+pub struct Member {
+    pub sample: Sample,
+    pub at: Params,
+    pub cur: Params,
+}
+
+/// Fit the parameters at indices `free` (shared by every member; the others stay at each
+/// member's `cur`), minimising the members' mean loss plus the prior on the free ones. Starts
+/// from the first member's current values; returns the fitted values in `free` order.
+pub fn fit_block(members: &[Member], free: &[usize], prior: &Prior) -> Vec<f64> {
+    let Some(first) = members.first() else {
+        return free.iter().map(|&i| prior.at.to_vec()[i]).collect();
+    };
+    let start = first.cur.to_vec();
+    let coords = prior.to_coords(&start);
+    let z0: [f64; P] = std::array::from_fn(|i| coords[i]);
+    let dims = free.len();
+    let with = |z: &[f64; P], base: &Params| -> Params {
+        let full = prior.to_params(z);
+        let mut v = base.to_vec();
+        for &i in free {
+            v[i] = full[i];
+        }
+        Params::from_vec(v)
+    };
+    let objective = |x: &[f64; P]| {
+        // Only the first `dims` coordinates move; they map onto the free indices.
+        let mut z = z0;
+        for (k, &i) in free.iter().enumerate() {
+            z[i] = x[k];
+        }
+        let mut sum = 0.0;
+        for m in members {
+            let p = with(&z, &m.cur);
+            let (ttft, tpot) = m.at.predict(&m.sample.sens, &p);
+            sum += loss(ttft, m.sample.ttft_ms) + loss(tpot, m.sample.tpot_ms);
+        }
+        let p = with(&z, &first.cur).to_vec();
+        let pen: f64 = free.iter().map(|&i| prior.penalty_of(i, p[i])).sum();
+        sum / members.len() as f64 + PRIOR_WEIGHT * pen
+    };
+    let mut x0 = [0.0; P];
+    for (k, &i) in free.iter().enumerate() {
+        x0[k] = z0[i];
+    }
+    let best = nelder_mead_dims(objective, x0, dims, 0.5, 600 * dims.max(1));
+    let mut z = z0;
+    for (k, &i) in free.iter().enumerate() {
+        z[i] = best[k];
+    }
+    let full = prior.to_params(&z);
+    free.iter().map(|&i| full[i]).collect()
+}
+
+/// [`nelder_mead`] over the first `dims` coordinates of `x0` (the rest stay put).
+fn nelder_mead_dims(f: impl Fn(&[f64; P]) -> f64, x0: [f64; P], dims: usize, step: f64, max_evals: usize) -> [f64; P] {
+    match dims {
+        3 => embed(nelder_mead(|y: &[f64; 3]| f(&lift(y, &x0)), head(&x0), step, max_evals), &x0),
+        4 => embed(nelder_mead(|y: &[f64; 4]| f(&lift(y, &x0)), head(&x0), step, max_evals), &x0),
+        _ => nelder_mead(f, x0, step, max_evals),
+    }
+}
+
+fn head<const N: usize>(x: &[f64; P]) -> [f64; N] {
+    std::array::from_fn(|i| x[i])
+}
+
+fn lift<const N: usize>(y: &[f64; N], x0: &[f64; P]) -> [f64; P] {
+    let mut x = *x0;
+    x[..N].copy_from_slice(y);
+    x
+}
+
+fn embed<const N: usize>(y: [f64; N], x0: &[f64; P]) -> [f64; P] {
+    lift(&y, x0)
+}
+
+/// Minimise `f` from `x0` with the Nelder–Mead simplex (standard coefficients: reflection 1,
+/// expansion 2, contraction ½, shrink ½), at most `max_evals` evaluations. Deterministic.
+pub fn nelder_mead<const N: usize>(f: impl Fn(&[f64; N]) -> f64, x0: [f64; N], step: f64, max_evals: usize) -> [f64; N] {
+    let mut simplex: Vec<([f64; N], f64)> = Vec::with_capacity(N + 1);
+    simplex.push((x0, f(&x0)));
+    for i in 0..N {
+        let mut x = x0;
+        x[i] += step;
+        simplex.push((x, f(&x)));
+    }
+    let mut evals = N + 1;
+    let combine = |a: &[f64; N], b: &[f64; N], t: f64| -> [f64; N] { std::array::from_fn(|i| a[i] + t * (b[i] - a[i])) };
+    while evals < max_evals {
+        simplex.sort_by(|a, b| a.1.total_cmp(&b.1));
+        if (simplex[N].1 - simplex[0].1).abs() <= 1e-10 * (1.0 + simplex[0].1.abs()) {
+            break;
+        }
+        let centroid: [f64; N] = std::array::from_fn(|i| simplex[..N].iter().map(|s| s.0[i]).sum::<f64>() / N as f64);
+        let worst = simplex[N];
+        let reflected = combine(&centroid, &worst.0, -1.0);
+        let fr = f(&reflected);
+        evals += 1;
+        if fr < simplex[0].1 {
+            let expanded = combine(&centroid, &worst.0, -2.0);
+            let fe = f(&expanded);
+            evals += 1;
+            simplex[N] = if fe < fr { (expanded, fe) } else { (reflected, fr) };
+        } else if fr < simplex[N - 1].1 {
+            simplex[N] = (reflected, fr);
+        } else {
+            let contracted = combine(&centroid, &worst.0, 0.5);
+            let fc = f(&contracted);
+            evals += 1;
+            if fc < worst.1 {
+                simplex[N] = (contracted, fc);
+            } else {
+                let best = simplex[0].0;
+                for s in simplex.iter_mut().skip(1) {
+                    s.0 = combine(&best, &s.0, 0.5);
+                    s.1 = f(&s.0);
+                }
+                evals += N;
+            }
+        }
+    }
+    simplex.sort_by(|a, b| a.1.total_cmp(&b.1));
+    simplex[0].0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nelder_mead_finds_the_minimum_of_a_bowl() {
+        // Fails if the reflection sign is flipped (the simplex walks uphill).
+        let x = nelder_mead(|x: &[f64; 2]| (x[0] - 3.0).powi(2) + 10.0 * (x[1] + 1.0).powi(2), [0.0, 0.0], 0.5, 2000);
+        assert!((x[0] - 3.0).abs() < 1e-3 && (x[1] + 1.0).abs() < 1e-3, "{x:?}");
+    }
+
+    fn params(step_us: f64, mem: f64) -> Params {
+        Params {
+            memory_efficiency: mem,
+            matrix_efficiency_scale: 1.0,
+            comm_efficiency: 0.75,
+            grouped_gemm_efficiency: 1.0,
+            step_overhead_us: step_us,
+            seq_overhead_us: 0.0,
+            request_overhead_ms: 0.0,
+        }
+    }
+
+    #[test]
+    fn the_first_order_prediction_moves_each_component_by_its_weight() {
+        // 10 ms of memory time per token and 1 step per token: halving the bandwidth share
+        // doubles the memory part, 2 ms more per step adds 2 ms.
+        let s = Sensitivity { ttft_ms: 50.0, tpot_ms: 12.0, ttft: [0.0; 6], tpot: [10.0, 0.0, 0.0, 0.0, 1000.0, 0.0] };
+        let (_, tpot) = params(1000.0, 0.8).predict(&s, &params(3000.0, 0.4));
+        assert!((tpot - (12.0 + 10.0 + 2.0)).abs() < 1e-9, "{tpot}");
+    }
+
+    #[test]
+    fn a_fit_recovers_the_overhead_that_generated_the_measurements() {
+        // Runs whose TPOT is 2 ms of memory time at 0.8 plus k steps' overhead of 4 ms:
+        // simulated at 1 ms overhead, the fit must find 4 ms (within the prior's pull).
+        let at = params(1000.0, 0.8);
+        let samples: Vec<Sample> = (1..=20)
+            .map(|i| {
+                let mem = 2.0 * i as f64;
+                let sens = Sensitivity { ttft_ms: 100.0, tpot_ms: mem + 1.0, ttft: [0.0; 6], tpot: [mem, 0.0, 0.0, 0.0, 1000.0, 0.0] };
+                Sample { ttft_ms: 100.0, tpot_ms: mem + 4.0, sens }
+            })
+            .collect();
+        let prior = Prior::new(at, 1.2);
+        let p = fit_group(&samples, &at, &prior);
+        assert!((p.step_overhead_us - 4000.0).abs() < 150.0, "{p:?}");
+        assert!((p.memory_efficiency - 0.8).abs() < 0.02, "{p:?}");
+    }
+}

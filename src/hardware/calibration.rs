@@ -1,0 +1,330 @@
+//! Serving-engine execution profiles and their per-device calibrations: what a real serving
+//! engine adds to the roofline price of a step, and how far its kernels fall short of (or
+//! exceed) the device profile's efficiencies.
+//!
+//! An [`EngineProfile`] is one engine's data (`profiles/engines/<engine>.yaml`, embedded; a
+//! `--calibration FILE` replaces an engine's profile): whether the engine runs a fused graph
+//! (torch.compile + CUDA graphs, TensorRT engines: fused element-wise kernels and grouped MoE
+//! GEMMs), the host-side overheads it adds when no device entry says otherwise, and one
+//! [`DeviceCalibration`] per device the measured benchmarks covered, written by
+//! `throughput-optimizer calibrate --fit`.
+//!
+//! The overheads are host work the roofline cannot see: a per-step part (scheduling, input
+//! preparation, launching the graph), a per-running-sequence part (sampling, detokenization,
+//! block tables, output processing) and a per-request part the client sees in its first token
+//! (HTTP, tokenization, queueing in the API server). [`Effective`] is what one engine on one
+//! device amounts to, and it is the only thing the cost model and the engines read.
+
+use super::DeviceProfile;
+use crate::yaml;
+use serde::{Deserialize, Serialize};
+
+/// Host-side overheads of a serving engine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Overheads {
+    /// Per engine step, µs (scheduling, input preparation, graph launch).
+    pub step_overhead_us: f64,
+    /// Per running sequence per step, µs (sampling, detokenization, metadata).
+    pub seq_overhead_us: f64,
+    /// Per request, ms, added to the time to first token (API server, tokenization).
+    pub request_overhead_ms: f64,
+}
+
+/// How one fit went, kept in the file so a user can see what a calibration rests on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FitRecord {
+    /// Measured runs the fit used.
+    pub runs: u32,
+    /// Models of those runs.
+    pub models: Vec<String>,
+    /// Median |error| of TTFT and TPOT on those runs before and after the fit, percent.
+    pub ttft_median_pct: [f64; 2],
+    pub tpot_median_pct: [f64; 2],
+}
+
+/// The fitted parameters of one engine on one device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceCalibration {
+    /// Device profile name (`H100_SXM`).
+    pub device: String,
+    /// Share of the HBM bandwidth the engine's kernels reach (replaces the profile's).
+    pub memory_efficiency: f64,
+    /// Multiplies the profile's matrix (GEMM, attention) efficiencies of every data type.
+    pub matrix_efficiency_scale: f64,
+    /// Bus efficiency of collectives on the scale-up level (replaces the profile's).
+    pub comm_efficiency: f64,
+    /// Grouped (MoE expert) GEMM efficiency relative to the dense kernels (replaces the
+    /// profile's `grouped_gemm_efficiency`).
+    #[serde(default = "one")]
+    pub grouped_gemm_efficiency: f64,
+    #[serde(flatten)]
+    pub overheads: Overheads,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit: Option<FitRecord>,
+}
+
+/// One serving engine's execution profile and calibrations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineProfile {
+    /// `vllm`, `sglang`, `trtllm` or `msmodeling`.
+    pub engine: String,
+    /// Where the figures come from.
+    #[serde(default)]
+    pub description: String,
+    /// The engine runs fused element-wise kernels and grouped MoE GEMMs (what `--compile`
+    /// prices) whatever `--compile` says.
+    pub fused_graph: bool,
+    /// Prefill attention skips the causally masked (query, key) pairs, as FlashAttention-style
+    /// kernels do (what `--causal-attention` prices) whatever `--causal-attention` says.
+    #[serde(default)]
+    pub causal_attention: bool,
+    /// Overheads on devices without an entry of their own.
+    pub defaults: Overheads,
+    #[serde(default)]
+    pub devices: Vec<DeviceCalibration>,
+}
+
+/// What one engine on one device amounts to for the cost model and the engines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Effective {
+    /// The device profile with the calibrated efficiencies and the per-step overhead.
+    pub device: DeviceProfile,
+    pub fused_graph: bool,
+    pub causal_attention: bool,
+    /// Per running sequence per step, seconds.
+    pub per_seq_s: f64,
+    /// Added to every request's time to first token, seconds.
+    pub request_overhead_s: f64,
+    /// One line for the report: which profile and calibration apply.
+    pub source: String,
+}
+
+impl Effective {
+    /// What the report says of the execution profile: where it comes from and what it adds.
+    pub fn describe(&self) -> String {
+        let mut kinds = Vec::new();
+        if self.fused_graph {
+            kinds.push("fused graph");
+        }
+        if self.causal_attention {
+            kinds.push("causal attention");
+        }
+        let kinds = if kinds.is_empty() { String::new() } else { format!("{}; ", kinds.join(", ")) };
+        format!(
+            "{} ({kinds}{} µs per step, {} µs per sequence, {} ms per request; HBM efficiency {})",
+            self.source,
+            crate::hardware::trim_float(self.device.host_overhead_us),
+            crate::hardware::trim_float(self.per_seq_s * 1e6),
+            crate::hardware::trim_float(self.request_overhead_s * 1e3),
+            crate::hardware::trim_float(self.device.memory_efficiency),
+        )
+    }
+}
+
+/// Built-in engine profiles, embedded from `profiles/engines/`.
+const BUILTIN: &[(&str, &str)] = &[
+    ("vllm.yaml", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/engines/vllm.yaml"))),
+    ("sglang.yaml", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/engines/sglang.yaml"))),
+    ("trtllm.yaml", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/engines/trtllm.yaml"))),
+    ("msmodeling.yaml", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/engines/msmodeling.yaml"))),
+];
+
+/// Engine names a profile may carry.
+pub const ENGINES: [&str; 4] = ["vllm", "sglang", "trtllm", "msmodeling"];
+
+fn one() -> f64 {
+    1.0
+}
+
+/// A calibration value outside what a serving engine on real hardware can be.
+fn check(field: &str, v: f64, lo: f64, hi: f64) -> Result<(), String> {
+    if v.is_finite() && (lo..=hi).contains(&v) {
+        Ok(())
+    } else {
+        Err(format!("field `{field}` is {v}; it must be between {lo} and {hi}"))
+    }
+}
+
+impl Overheads {
+    fn validate(&self, at: &str) -> Result<(), String> {
+        check(&format!("{at}step_overhead_us"), self.step_overhead_us, 0.0, 1e6)?;
+        check(&format!("{at}seq_overhead_us"), self.seq_overhead_us, 0.0, 1e5)?;
+        check(&format!("{at}request_overhead_ms"), self.request_overhead_ms, 0.0, 1e4)
+    }
+}
+
+impl DeviceCalibration {
+    fn validate(&self, i: usize) -> Result<(), String> {
+        let at = format!("devices[{i}].");
+        if self.device.trim().is_empty() {
+            return Err(format!("field `{at}device` must not be empty"));
+        }
+        check(&format!("{at}memory_efficiency"), self.memory_efficiency, 0.05, 1.0)?;
+        check(&format!("{at}matrix_efficiency_scale"), self.matrix_efficiency_scale, 0.05, 2.0)?;
+        check(&format!("{at}comm_efficiency"), self.comm_efficiency, 0.05, 1.0)?;
+        check(&format!("{at}grouped_gemm_efficiency"), self.grouped_gemm_efficiency, 0.05, 2.0)?;
+        self.overheads.validate(&at)
+    }
+
+    /// `device` with this calibration's efficiencies and per-step overhead.
+    pub fn apply(&self, device: &DeviceProfile) -> DeviceProfile {
+        let mut d = device.clone();
+        d.memory_efficiency = self.memory_efficiency;
+        let s = self.matrix_efficiency_scale;
+        // An efficiency above 1 would price kernels faster than the datasheet peak.
+        d.compute_efficiency = (d.compute_efficiency * s).min(1.0);
+        for e in d.matrix_efficiency.values_mut() {
+            *e = (*e * s).min(1.0);
+        }
+        if let Some(inner) = d.comm_grid.last_mut() {
+            inner.efficiency = self.comm_efficiency;
+        }
+        d.host_overhead_us = self.overheads.step_overhead_us;
+        d.grouped_gemm_efficiency = self.grouped_gemm_efficiency;
+        d
+    }
+}
+
+impl EngineProfile {
+    /// Parse and check a profile; the message names the field and the allowed range.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let p: EngineProfile = yaml::from_str(text).map_err(|e| e.to_string())?;
+        if !ENGINES.contains(&p.engine.as_str()) {
+            return Err(format!("field `engine` is `{}`; valid engines: {}", p.engine, ENGINES.join(", ")));
+        }
+        p.defaults.validate("defaults.")?;
+        for (i, d) in p.devices.iter().enumerate() {
+            d.validate(i)?;
+            if p.devices[..i].iter().any(|o| o.device == d.device) {
+                return Err(format!("field `devices[{i}].device`: `{}` appears twice", d.device));
+            }
+        }
+        Ok(p)
+    }
+
+    /// The built-in profiles. They are part of the binary, so a broken one is a build bug.
+    pub fn builtin() -> Vec<EngineProfile> {
+        BUILTIN.iter().map(|(file, text)| Self::parse(text).unwrap_or_else(|e| panic!("profiles/engines/{file}: {e}"))).collect()
+    }
+
+    /// The entry for `device`, if the fit covered it.
+    pub fn device(&self, name: &str) -> Option<&DeviceCalibration> {
+        self.devices.iter().find(|d| d.device == name)
+    }
+
+    /// What this engine amounts to on `device`; `calibrated` = false keeps the profile's
+    /// efficiencies and the engine's default overheads.
+    pub fn effective(&self, device: &DeviceProfile, calibrated: bool) -> Effective {
+        let entry = if calibrated { self.device(&device.name) } else { None };
+        let (dev, o, source) = match entry {
+            Some(c) => {
+                let fit = c.fit.as_ref().map(|f| format!(", fitted on {} measured runs", f.runs)).unwrap_or_default();
+                (c.apply(device), c.overheads, format!("{} × {} calibration{fit}", self.engine, device.name))
+            }
+            None => {
+                let mut d = device.clone();
+                if self.defaults.step_overhead_us > 0.0 {
+                    d.host_overhead_us = self.defaults.step_overhead_us;
+                }
+                let why = if calibrated { "no calibration for this device" } else { "calibration off" };
+                (d, self.defaults, format!("{} defaults ({why})", self.engine))
+            }
+        };
+        Effective {
+            device: dev,
+            fused_graph: self.fused_graph,
+            causal_attention: self.causal_attention,
+            per_seq_s: o.seq_overhead_us * 1e-6,
+            request_overhead_s: o.request_overhead_ms * 1e-3,
+            source,
+        }
+    }
+
+    /// The profile as YAML, as `calibrate --fit` writes it.
+    pub fn to_yaml(&self) -> String {
+        yaml::to_string(self).expect("an engine profile always serialises")
+    }
+}
+
+/// The engine profiles a run uses: the built-in ones, any replaced by `--calibration FILE`,
+/// and whether per-device calibrations apply (`--calibration none` turns them off).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineProfiles {
+    profiles: Vec<EngineProfile>,
+    pub calibrated: bool,
+    /// Files whose profiles replaced built-in ones, for the report.
+    pub files: Vec<String>,
+}
+
+impl Default for EngineProfiles {
+    fn default() -> Self {
+        EngineProfiles { profiles: EngineProfile::builtin(), calibrated: true, files: Vec::new() }
+    }
+}
+
+impl EngineProfiles {
+    /// Replace the profile of `p.engine` by `p` (read from `file`).
+    pub fn replace(&mut self, p: EngineProfile, file: &str) {
+        match self.profiles.iter_mut().find(|o| o.engine == p.engine) {
+            Some(slot) => *slot = p,
+            None => self.profiles.push(p),
+        }
+        self.files.push(file.to_string());
+    }
+
+    /// The profile of `engine` (one of [`ENGINES`]).
+    pub fn get(&self, engine: &str) -> &EngineProfile {
+        self.profiles.iter().find(|p| p.engine == engine).expect("every engine has a built-in profile")
+    }
+
+    /// What `engine` amounts to on `device`.
+    pub fn effective(&self, engine: &str, device: &DeviceProfile) -> Effective {
+        self.get(engine).effective(device, self.calibrated)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_profiles_parse_and_name_each_engine_once() {
+        let all = EngineProfile::builtin();
+        let names: Vec<&str> = all.iter().map(|p| p.engine.as_str()).collect();
+        assert_eq!(names, ENGINES);
+    }
+
+    #[test]
+    fn a_device_entry_replaces_efficiencies_and_overheads() {
+        let text = "engine: vllm\nfused_graph: true\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, request_overhead_ms: 3}\n\
+devices:\n  - {device: H100_SXM, memory_efficiency: 0.9, matrix_efficiency_scale: 0.5, comm_efficiency: 0.6, step_overhead_us: 4000, seq_overhead_us: 20, request_overhead_ms: 15}\n";
+        let p = EngineProfile::parse(text).unwrap();
+        let reg = crate::hardware::DeviceRegistry::builtin();
+        let h100 = reg.get("H100_SXM").unwrap();
+        let e = p.effective(h100, true);
+        assert_eq!(e.device.memory_efficiency, 0.9);
+        assert!((e.device.compute_efficiency - h100.compute_efficiency * 0.5).abs() < 1e-12);
+        assert_eq!(e.device.host_overhead_us, 4000.0);
+        assert_eq!(e.device.comm_grid.last().unwrap().efficiency, 0.6);
+        assert!((e.per_seq_s - 20e-6).abs() < 1e-15 && (e.request_overhead_s - 0.015).abs() < 1e-15);
+        // Calibration off: the profile's efficiencies, the engine's default overheads.
+        let off = p.effective(h100, false);
+        assert_eq!(off.device.memory_efficiency, h100.memory_efficiency);
+        assert_eq!(off.device.host_overhead_us, 1.0);
+        assert!((off.request_overhead_s - 0.003).abs() < 1e-15);
+    }
+
+    #[test]
+    fn out_of_range_values_name_the_field() {
+        let text = "engine: vllm\nfused_graph: true\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, request_overhead_ms: 3}\n\
+devices:\n  - {device: H100_SXM, memory_efficiency: 1.5, matrix_efficiency_scale: 0.5, comm_efficiency: 0.6, step_overhead_us: 4000, seq_overhead_us: 20, request_overhead_ms: 15}\n";
+        let e = EngineProfile::parse(text).unwrap_err();
+        assert!(e.contains("devices[0].memory_efficiency") && e.contains("1.5"), "{e}");
+        let bad_engine = EngineProfile::parse("engine: tgi\nfused_graph: true\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, request_overhead_ms: 3}\n").unwrap_err();
+        assert!(bad_engine.contains("tgi") && bad_engine.contains("vllm"), "{bad_engine}");
+    }
+}
