@@ -220,7 +220,7 @@ pub(crate) fn validate_calibration(raw: &RawArgs) -> Result<crate::hardware::cal
     let mut profiles = crate::hardware::calibration::EngineProfiles::default();
     if raw.calibration.iter().any(|c| c == "none") {
         if raw.calibration.len() > 1 {
-            return Err(Error::conflict("--calibration none", "--calibration FILE", "`none` turns calibration off; give it alone"));
+            return Err(Error::conflict("--calibration none", "--calibration FILE", "--calibration none turns calibration off; give it alone, without --calibration FILE"));
         }
         profiles.calibrated = false;
         return Ok(profiles);
