@@ -327,6 +327,8 @@ impl Instance {
         let r = &mut reqs[req as usize];
         r.preemptions += 1;
         r.generated_at_preemptions += r.generated;
+        // A decode instance recomputes it too (see `RequestState::needs_recompute`).
+        r.needs_recompute = self.role == Role::Decode;
         self.preemptions += 1;
         self.load += r.prompt_tokens();
         self.waiting.push_front(req);
@@ -736,11 +738,16 @@ impl StepBuilder<'_> {
         true
     }
 
-    /// Open the admission of the head of the waiting queue (`None` when nobody waits).
+    /// Open the admission of the head of the waiting queue (`None` when nobody waits, or, on a
+    /// decode instance, when the head's KV arrived by transfer: only requests it preempted are
+    /// prefilled there, see [`StepBuilder::admit_transferred`]).
     pub fn open_admission(&mut self) -> Option<Admission> {
         let inst = &mut *self.inst;
         let &req = inst.waiting.front()?;
         let r = &self.reqs[req as usize];
+        if inst.role == Role::Decode && !r.needs_recompute {
+            return None;
+        }
         let prompt = r.prompt_tokens();
         let cached = ((r.input as f64) * self.cfg.prefix_hit_rate).floor() as u64;
         let shared = match r.prefix_group {
@@ -799,6 +806,7 @@ impl StepBuilder<'_> {
         inst.waiting.pop_front();
         inst.load = inst.load.saturating_sub(a.prompt) + left;
         let rs = &mut self.reqs[a.req as usize];
+        rs.needs_recompute = false;
         if rs.scheduled.is_none() {
             rs.scheduled = Some(self.now);
         }
@@ -813,12 +821,18 @@ impl StepBuilder<'_> {
 
     /// Decode instance: admit the head of the queue, a request whose prompt's KV arrived, into
     /// the decode set; it decodes from this step on. Call it before [`StepBuilder::try_decodes`].
-    /// Returns false when nobody waits or the pool cannot hold its KV.
+    /// Returns false when nobody waits, the pool cannot hold its KV, or the head is a request
+    /// this instance preempted: its KV is gone, and it is admitted as a prefill of its prompt
+    /// and generated tokens ([`StepBuilder::open_admission`]), as vLLM's decode instance
+    /// recomputes a preempted request.
     pub fn admit_transferred(&mut self) -> bool {
         let inst = &mut *self.inst;
         debug_assert!(inst.step_decodes == 0, "transferred requests join before the decodes are scheduled");
         let Some(&req) = inst.waiting.front() else { return false };
         let r = &self.reqs[req as usize];
+        if r.needs_recompute {
+            return false;
+        }
         let ctx = r.input + r.generated;
         let need = inst.kv.blocks_for(ctx);
         if !inst.kv.try_allocate(need) {

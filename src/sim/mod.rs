@@ -251,6 +251,11 @@ pub struct RequestState {
     pub generated_at_preemptions: u64,
     /// Preemptions that caught it still prefilling (part of its prompt computed, then dropped).
     pub preempted_in_prefill: u32,
+    /// A decode instance preempted it and dropped its KV: it waits there to be recomputed as a
+    /// prefill of its prompt and the tokens generated so far (vLLM's decode instance
+    /// recomputes a preempted request locally; the prefill side released its copy once the
+    /// transfer was admitted), not re-admitted as if its KV were still there.
+    pub needs_recompute: bool,
     pub instance: u32,
 }
 

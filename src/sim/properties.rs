@@ -245,14 +245,22 @@ proptest! {
             }
         }
         let mut last_end = vec![0u64; (p + d) as usize];
+        let mut decode_side_prefill = 0u64;
         for s in &steps {
             prop_assert!(s.start >= last_end[s.instance as usize]);
             last_end[s.instance as usize] = s.end;
             if s.instance < p {
                 prop_assert_eq!(s.decode_seqs, 0, "prefill instances never decode");
             } else {
-                prop_assert_eq!(s.prefill_seqs, 0, "decode instances never prefill");
+                decode_side_prefill += s.prefill_tokens;
             }
         }
+        // Decode instances prefill only what they preempted: the tokens it had generated
+        // (preemptions after the first token happen only there) and its prompt less the cache.
+        // Mutation: drop the `needs_recompute` refusal in `StepBuilder::admit_transferred` (a
+        // victim re-admitted with its KV for free): the decode side prefills nothing.
+        let owed: u64 = reqs.iter().map(|r| r.generated_at_preemptions).sum();
+        prop_assert!(decode_side_prefill >= owed, "{} < {}", decode_side_prefill, owed);
+        prop_assert_eq!(decode_side_prefill > 0, owed > 0);
     }
 }

@@ -131,6 +131,35 @@ fn preemption_recomputes_the_newest_request() {
 }
 
 #[test]
+fn preemption_on_a_decode_instance_recomputes_the_context() {
+    // A decode-only instance of 3 blocks of 4 tokens; two requests arrive with 3 prompt tokens
+    // and their first token (4 tokens: one block each) and decode 5 tokens. Their first decode
+    // needs a block each, one is free: the newest is preempted. Its KV is gone, so it comes
+    // back as a prefill of its prompt and the token it had generated (3 + 1), on this instance,
+    // before it decodes again — not as a free re-admission of its full context. Every token
+    // it owes is recomputed: Σ prefill tokens = Σ preemptions × prompt + generated then.
+    // Mutation: drop the `needs_recompute` refusal in `StepBuilder::admit_transferred` (the
+    // old behaviour): the victim is re-admitted with its context and no step prefills.
+    let mut c = cfg(16, 2);
+    c.role = Role::Decode;
+    c.instance.kv_blocks = 3;
+    let (rep, reqs, steps) = run(&c, &MS, burst(3, 5));
+    assert!(rep.preemptions >= 1);
+    let recomputed: u64 = steps.iter().map(|s| s.prefill_tokens).sum();
+    let owed: u64 = reqs.iter().map(|r| r.preemptions as u64 * r.input + r.generated_at_preemptions).sum();
+    assert!(reqs.iter().all(|r| r.preempted_in_prefill == 0));
+    // R1 is preempted after its first token (recompute 3 + 1 into one block beside R0's two)
+    // and again when its recomputed context needs a second block (3 + 2).
+    assert_eq!((reqs[0].preemptions, reqs[1].preemptions, reqs[1].generated_at_preemptions), (0, 2, 3), "{:?}", reqs[1]);
+    assert_eq!(recomputed, owed);
+    assert_eq!(recomputed, 9);
+    for r in &reqs {
+        assert_eq!(r.generated, 5);
+        assert!(r.finish.is_some() && !r.needs_recompute);
+    }
+}
+
+#[test]
 fn mtp_emits_accepted_drafts() {
     // Acceptance 1.0 for one draft: each decode step yields 2 tokens. Output 5 = 1 (prefill)
     // + 2 + 2 → two decode steps.
