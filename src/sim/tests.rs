@@ -138,8 +138,9 @@ fn preemption_on_a_decode_instance_recomputes_the_context() {
     // back as a prefill of its prompt and the token it had generated (3 + 1), on this instance,
     // before it decodes again — not as a free re-admission of its full context. Every token
     // it owes is recomputed: Σ prefill tokens = Σ preemptions × prompt + generated then.
-    // Mutation: drop the `needs_recompute` refusal in `StepBuilder::admit_transferred` (the
-    // old behaviour): the victim is re-admitted with its context and no step prefills.
+    // Mutation: in `Instance::preempt_newest`, queue a decode instance's victim on `landed`
+    // (`self.landed.push_front((req, 0))`, the old behaviour) instead of the waiting queue: it
+    // is re-admitted with its context and no step prefills.
     let mut c = cfg(16, 2);
     c.role = Role::Decode;
     c.instance.kv_blocks = 3;
@@ -155,7 +156,7 @@ fn preemption_on_a_decode_instance_recomputes_the_context() {
     assert_eq!(recomputed, 9);
     for r in &reqs {
         assert_eq!(r.generated, 5);
-        assert!(r.finish.is_some() && !r.needs_recompute);
+        assert!(r.finish.is_some());
     }
 }
 
@@ -215,67 +216,6 @@ fn prefix_cache_shares_blocks_and_skips_prefill() {
     c.instance.prefix_hit_rate = 0.5;
     let (_, _, steps) = run(&c, &MS, burst(12, 2));
     assert_eq!(steps[0].prefill_tokens, 6);
-}
-
-/// A prefill group and a decode group joined by a link: 1 ms steps, a link of 1000 bytes/s
-/// effective with 2 ms latency, 10 bytes of KV per prompt token.
-fn pd_system<'a>(cost: &'a FixedCost, p: u32, d: u32) -> System<'a> {
-    let inst = cfg(64, 4).instance;
-    System {
-        groups: vec![
-            Group { role: Role::Prefill, count: p, cfg: inst.clone(), cost },
-            Group { role: Role::Decode, count: d, cfg: inst, cost },
-        ],
-        transfer: Some(KvTransfer {
-            bytes_per_token: 10.0,
-            link: crate::hardware::Link { bandwidth: crate::units::Bandwidth::gb_s(1e-6), latency_us: 2000.0, efficiency: 1.0 },
-        }),
-        routing: Routing::LeastLoaded,
-        run: cfg(64, 1).run,
-    }
-}
-
-#[test]
-fn kv_transfer_delays_the_second_token_by_the_link_time() {
-    // One request: 8 prompt tokens, 3 output tokens. Prefill step ends at 1 ms (first token);
-    // KV of 8 tokens = 80 bytes over 1000 B/s + 2 ms = 82 ms; the decode instance admits it at
-    // 83 ms and decodes the remaining 2 tokens in two 1 ms steps: finish at 85 ms.
-    let sys = pd_system(&MS, 1, 1);
-    let f = RequestFactory::new(Lengths::Fixed(8), Lengths::Fixed(3), None, ArrivalProcess::Burst, 0);
-    let mut run = sys.run.clone();
-    run.concurrency = 1;
-    let sys = System { run, ..sys };
-    let mut steps = Vec::new();
-    let (rep, reqs) = simulate_system(&sys, f, &mut |s| steps.push(s)).unwrap();
-    let r = &reqs[0];
-    assert_eq!(r.first_token, Some(1_000_000));
-    assert_eq!(r.decode_admitted, Some(83_000_000));
-    assert_eq!(r.finish, Some(85_000_000));
-    assert_eq!(r.generated, 3);
-    assert_eq!(
-        steps.iter().map(|s| (s.instance, s.start / 1_000_000, s.decode_seqs)).collect::<Vec<_>>(),
-        vec![(0, 0, 0), (1, 83, 1), (1, 84, 1)]
-    );
-    // TTFT ends at the prefill instance; the transfer counts in TPOT: (85 − 1) / 2 = 42 ms.
-    assert!((rep.latency.ttft.mean - 1.0).abs() < 1e-9);
-    assert!((rep.latency.tpot_inter_token.mean - 42.0).abs() < 1e-9);
-}
-
-#[test]
-fn routing_spreads_requests_over_decode_instances() {
-    let f = || RequestFactory::new(Lengths::Fixed(4), Lengths::Fixed(4), None, ArrivalProcess::Poisson { rate: 2000.0 }, 3);
-    for routing in [Routing::LeastLoaded, Routing::RoundRobin] {
-        let mut sys = pd_system(&MS, 1, 3);
-        sys.routing = routing;
-        sys.run.num_requests = 30;
-        let (_, reqs) = simulate_system(&sys, f(), &mut |_| {}).unwrap();
-        let mut per = [0u32; 4];
-        for r in &reqs {
-            per[r.instance as usize] += 1;
-        }
-        assert_eq!(per[0], 0, "every request ends on a decode instance");
-        assert!(per[1..].iter().all(|&n| n >= 5), "{routing:?}: {per:?}");
-    }
 }
 
 fn poisson(rate: f64, input: u64, output: u64) -> RequestFactory {
