@@ -9,6 +9,9 @@ pub mod pd;
 pub mod ranking;
 pub mod sweep;
 
+#[cfg(test)]
+mod properties;
+
 pub use candidates::Candidate;
 pub use engine::{cost_options, AnalyticEngine, CandidateCtx, CompareEngine, Engine, SimEngine};
 pub use ranking::{best_per_layout, ranking, Ranking};

@@ -6,7 +6,14 @@ use throughput_optimizer::cli::{self, Command, RawArgs};
 
 /// The plan and report of a run of `Qwen/Qwen3-8B --num-devices 1` plus `extra`.
 fn run(extra: &str) -> (throughput_optimizer::plan::Plan, throughput_optimizer::outcome::Report) {
-    let argv = ["throughput-optimizer", "Qwen/Qwen3-8B", "--num-devices", "1", "--quiet"].into_iter().chain(extra.split_whitespace());
+    run_on(1, extra)
+}
+
+/// [`run`] on `devices` devices.
+fn run_on(devices: u32, extra: &str) -> (throughput_optimizer::plan::Plan, throughput_optimizer::outcome::Report) {
+    let n = devices.to_string();
+    let argv =
+        ["throughput-optimizer", "Qwen/Qwen3-8B", "--num-devices", n.as_str(), "--quiet"].into_iter().chain(extra.split_whitespace());
     let plan = match cli::build(RawArgs::parse_argv(argv).unwrap()).unwrap() {
         Command::Run(p) => p,
         _ => unreachable!("a run"),
@@ -79,4 +86,26 @@ fn a_trace_is_simulated_whole_and_a_cut_is_announced() {
     let (plan, report) = run(&format!("{trace} --num-requests 1000"));
     assert_eq!(measured(&report), 800);
     assert!(plan.warnings.iter().any(|w| w.contains("only the first 1000 of the trace's 3000")), "{:?}", plan.warnings);
+}
+
+/// The best throughput of a run on `devices` devices (0 when nothing is feasible).
+fn best_on(devices: u32, extra: &str) -> f64 {
+    run_on(devices, extra).1.devices[0].phases[0].best.first().map_or(0.0, |r| r.throughput)
+}
+
+/// Search properties on the real cost model, end to end: a looser TTFT limit, more devices and
+/// a higher prefix-cache hit rate raise the best throughput here (src/search/properties.rs
+/// checks "never lower" over random small workloads with the fixed cost model). Here: 198 →
+/// 771 tok/s; 771, 1,543, 3,085 on 1, 2, 4 devices; 771, 929, 1,173 at hit rates 0, 0.3, 0.6.
+/// Mutation: set `prefix_hit_rate: 0.0` in `search::engine::sim::instance_config` (the flag
+/// is then ignored by the simulator and the three hit rates tie).
+#[test]
+fn looser_limits_more_devices_and_prefix_hits_raise_the_best() {
+    let w = "--input-length 2000 --output-length 300 --tpot-limits 30";
+    let (tight, loose) = (best_on(1, &format!("{w} --ttft-limits 400")), best_on(1, &format!("{w} --ttft-limits 800")));
+    assert!(tight > 0.0 && loose > tight, "TTFT ≤ 400 ms: {tight:.1} tok/s, ≤ 800 ms: {loose:.1}");
+    let by_devices: Vec<f64> = [1, 2, 4].iter().map(|&n| best_on(n, w)).collect();
+    assert!(by_devices.windows(2).all(|p| p[1] > p[0]), "best by 1, 2, 4 devices: {by_devices:?}");
+    let by_hits: Vec<f64> = ["0", "0.3", "0.6"].iter().map(|h| best_on(1, &format!("{w} --prefix-cache-hit-rate {h}"))).collect();
+    assert!(by_hits.windows(2).all(|p| p[1] > p[0]), "best by hit rate 0, 0.3, 0.6: {by_hits:?}");
 }
