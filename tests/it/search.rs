@@ -109,3 +109,40 @@ fn looser_limits_more_devices_and_prefix_hits_raise_the_best() {
     let by_hits: Vec<f64> = ["0", "0.3", "0.6"].iter().map(|h| best_on(1, &format!("{w} --prefix-cache-hit-rate {h}"))).collect();
     assert!(by_hits.windows(2).all(|p| p[1] > p[0]), "best by hit rate 0, 0.3, 0.6: {by_hits:?}");
 }
+
+/// Common random numbers: every probe of one candidate draws its requests from the same seeded
+/// streams, so request i has the same lengths (and, in an open loop, the same arrival time)
+/// whatever the batch size probed, and probe-to-probe differences come from the configuration.
+/// Checked on the probes' own simulations: a benchmark-run closed loop of variable lengths
+/// (spread lengths, client jitter) at batch 4 and 16, and a Poisson open loop whose running cap
+/// differs. Mutation: derive the request stream's seed from the batch in
+/// `search::engine::sim::sim_config` (`factory` with `plan.seed + batch`): lengths and
+/// arrivals then differ by batch.
+#[test]
+fn every_probe_of_a_candidate_draws_the_same_requests() {
+    use throughput_optimizer::outcome::Phase;
+    use throughput_optimizer::search::engine::sim::{sim_config, step_cost};
+    use throughput_optimizer::search::{candidates, CandidateCtx};
+    let requests = |extra: &str, batches: [u32; 2]| {
+        let (plan, _) = run(&format!("--input-length 500 --output-length 100 --batch-range 1 1 {extra}"));
+        let cand = candidates::enumerate(&plan, 1, Phase::Aggregated).0[0];
+        let ctx = CandidateCtx::new(&plan, &plan.devices[0], cand, Phase::Aggregated);
+        batches.map(|b| {
+            let (cfg, factory) = sim_config(&ctx, b, 4096);
+            let (_, reqs) = throughput_optimizer::sim::simulate_detailed(&cfg, &step_cost(&ctx), factory, &mut |_| {}).unwrap();
+            reqs
+        })
+    };
+    let [a, b] = requests("--random-range-ratio 0.5 --num-requests 64", [4, 16]);
+    assert_eq!((a.len(), b.len()), (64, 64));
+    let lengths = |r: &[throughput_optimizer::sim::RequestState]| r.iter().map(|q| (q.input, q.output)).collect::<Vec<_>>();
+    assert_eq!(lengths(&a), lengths(&b));
+    assert!(a.iter().any(|q| q.input != a[0].input), "lengths vary");
+    // The first wave is sent at t = 0: its arrivals are the client jitter's first draws.
+    assert_eq!(a[..4].iter().map(|q| q.arrival).collect::<Vec<_>>(), b[..4].iter().map(|q| q.arrival).collect::<Vec<_>>());
+    assert!(a[..4].iter().any(|q| q.arrival > 0), "jittered sends");
+    let [a, b] = requests("--arrival poisson --request-rate 20 --num-requests 64 --random-range-ratio 0.5", [4, 16]);
+    let arrivals = |r: &[throughput_optimizer::sim::RequestState]| r.iter().map(|q| (q.arrival, q.input, q.output)).collect::<Vec<_>>();
+    assert_eq!(arrivals(&a), arrivals(&b));
+    assert!(a[1..].iter().zip(&a).all(|(x, y)| x.arrival >= y.arrival));
+}
