@@ -4,7 +4,8 @@
 //! step's actual batch shape. Every loop is bounded: a run that cannot finish is a typed
 //! [`SimError`], never a hang.
 //!
-//! Layout: [`queue`] (events), [`kv`] (paged KV pool, prefix cache), [`instance`] (one
+//! Layout: [`queue`] (events), [`kv`] (paged KV pool, prefix cache), [`link`] (KV transfers
+//! sharing the links between prefill and decode instances), [`instance`] (one
 //! instance's mechanics: queues, running sequences, KV accounting, the step builder, step
 //! completion), [`scheduler`] (the per-step policy behind the [`scheduler::Scheduler`] trait:
 //! msmodeling's [`scheduler::DecodeFirst`] or vLLM V1's [`scheduler::Vllm`]), [`metrics`] (latency recorders
