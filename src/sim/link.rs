@@ -7,7 +7,7 @@
 //! form of max-min fairness: no instance's link ever carries more than its bandwidth.
 //!
 //! Work is integer: a transfer's bytes are nanoseconds of the full link, scaled by
-//! [`SCALE`], so progress and finish times are exact integer arithmetic and runs are
+//! `SCALE` (2^16), so progress and finish times are exact integer arithmetic and runs are
 //! deterministic. The driver holds one pending tick at the earliest moment anything changes
 //! (a latency ends or a transfer finishes); a tick of an older generation is stale.
 
