@@ -12,10 +12,8 @@
 
 use super::kv::KvBlockPool;
 use super::queue::Nanos;
-use super::{DecodeMode, InstanceConfig, RequestState};
+use super::{AcceptanceDraws, DecodeMode, InstanceConfig, RequestState};
 use crate::cost::{BatchShape, PhaseLoad};
-use rand::Rng;
-use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 
@@ -475,7 +473,14 @@ impl Instance {
     }
 
     /// Apply the step that just finished at `now`.
-    pub fn complete(&mut self, cfg: &InstanceConfig, reqs: &mut [RequestState], now: Nanos, rng: &mut ChaCha8Rng, out: &mut StepOutcome) {
+    pub fn complete(
+        &mut self,
+        cfg: &InstanceConfig,
+        reqs: &mut [RequestState],
+        now: Nanos,
+        draws: &AcceptanceDraws,
+        out: &mut StepOutcome,
+    ) {
         self.busy = false;
         out.prompts_done.clear();
         out.finished.clear();
@@ -501,7 +506,7 @@ impl Instance {
                     self.finish(slot, reqs, now, out);
                 }
             } else {
-                self.complete_walked_decodes(cfg, reqs, now, rng, out);
+                self.complete_walked_decodes(cfg, reqs, now, draws, out);
             }
             // Every decoding sequence decoded: those that joined with their KV emitted their
             // first token.
@@ -576,14 +581,14 @@ impl Instance {
         cfg: &InstanceConfig,
         reqs: &mut [RequestState],
         now: Nanos,
-        rng: &mut ChaCha8Rng,
+        draws: &AcceptanceDraws,
         out: &mut StepOutcome,
     ) {
         let mut i = 0;
         while i < self.dec_members.len() {
             let slot = self.dec_members[i];
-            let accepted = cfg.decode.draw_accepted(rng);
             let s = &mut self.seqs[slot as usize];
+            let accepted = cfg.decode.draw_accepted(draws, s.req, reqs[s.req as usize].generated);
             let emitted = (1 + accepted).min(s.out_left);
             s.ctx += emitted;
             s.out_left -= emitted;
@@ -967,22 +972,5 @@ impl StepBuilder<'_> {
     /// false when nothing runs.
     pub fn preempt_newest(&mut self) -> bool {
         self.inst.preempt_newest(self.reqs)
-    }
-}
-
-/// Draw accepted drafts for one sequence.
-pub(crate) fn draw(mode: &DecodeMode, rng: &mut ChaCha8Rng) -> u64 {
-    match mode {
-        DecodeMode::Plain => 0,
-        DecodeMode::Mtp { rates } => {
-            // Position i is accepted with marginal probability rates[i] (made non-increasing,
-            // since a draft needs its predecessors): one uniform draw decides them all.
-            let u: f64 = rng.random();
-            rates.iter().take_while(|&&r| u < r).count() as u64
-        }
-        DecodeMode::Block { drafts, mean_accepted, .. } => {
-            let p = if *drafts == 0 { 0.0 } else { (mean_accepted / *drafts as f64).clamp(0.0, 1.0) };
-            (0..*drafts).filter(|_| rng.random::<f64>() < p).count() as u64
-        }
     }
 }

@@ -68,8 +68,22 @@ impl DecodeMode {
         }
     }
 
-    pub fn draw_accepted(&self, rng: &mut rand_chacha::ChaCha8Rng) -> u64 {
-        instance::draw(self, rng)
+    /// Drafts accepted by request `req` in the decode step that starts at output position
+    /// `pos`.
+    pub fn draw_accepted(&self, draws: &AcceptanceDraws, req: u32, pos: u64) -> u64 {
+        match self {
+            DecodeMode::Plain => 0,
+            DecodeMode::Mtp { rates } => {
+                // Position i is accepted with marginal probability rates[i] (made
+                // non-increasing, since a draft needs its predecessors): one uniform decides all.
+                let u = draws.uniform(req, pos, 0);
+                rates.iter().take_while(|&&r| u < r).count() as u64
+            }
+            DecodeMode::Block { drafts, mean_accepted, .. } => {
+                let p = if *drafts == 0 { 0.0 } else { (mean_accepted / *drafts as f64).clamp(0.0, 1.0) };
+                (0..*drafts).filter(|&j| draws.uniform(req, pos, j) < p).count() as u64
+            }
+        }
     }
 
     /// Expected output tokens per decode step.
@@ -79,6 +93,37 @@ impl DecodeMode {
             DecodeMode::Mtp { rates } => 1.0 + rates.iter().sum::<f64>(),
             DecodeMode::Block { mean_accepted, .. } => 1.0 + mean_accepted,
         }
+    }
+}
+
+/// The uniforms of speculative decoding's acceptance, keyed by request, output position and
+/// draft: request r decoding from output position k draws the same uniforms in every run with
+/// the same seed, whatever else runs beside it and in whatever order the decode set is walked.
+/// So every probe of a candidate sees the same acceptances per request (common random
+/// numbers), and probe-to-probe differences come from the configuration. A counter-based
+/// hash (SplitMix64's finalizer over the keys), cheaper than a stream per request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcceptanceDraws {
+    key: u64,
+}
+
+impl AcceptanceDraws {
+    pub fn new(seed: u64) -> Self {
+        AcceptanceDraws { key: rand::Rng::random(&mut rng(seed, Stream::MtpAcceptance)) }
+    }
+
+    /// A uniform in [0, 1).
+    fn uniform(&self, req: u32, pos: u64, draft: u64) -> f64 {
+        let mut z = self.key
+            ^ (req as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            ^ (pos + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)
+            ^ (draft + 1).wrapping_mul(0x8CB9_2BA7_2F3D_8DD7);
+        for _ in 0..2 {
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+        }
+        (z >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
@@ -453,7 +498,7 @@ struct Simulation<'s, 'a> {
     queue: EventQueue,
     /// KV transfers in flight between prefill and decode instances.
     link: link::SharedLink,
-    mtp_rng: rand_chacha::ChaCha8Rng,
+    acceptance: AcceptanceDraws,
     out: StepOutcome,
     /// Inter-token gaps of the measurement window (closed loop: steps ending after the window
     /// opened; burst and benchmark runs: every step). Open loops keep `itl_steps` instead.
@@ -532,7 +577,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             link,
             reqs: Vec::new(),
             queue: EventQueue::new(),
-            mtp_rng: rng(run.seed, Stream::MtpAcceptance),
+            acceptance: AcceptanceDraws::new(run.seed),
             out: StepOutcome::default(),
             itl: Recorder::default(),
             itl_steps: Vec::new(),
@@ -754,7 +799,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
         let g = self.group_of[instance as usize];
         let inst = &mut self.instances[instance as usize];
         let step_ms = inst.step_ms;
-        inst.complete(&self.sys.groups[g].cfg, &mut self.reqs, self.now, &mut self.mtp_rng, &mut self.out);
+        inst.complete(&self.sys.groups[g].cfg, &mut self.reqs, self.now, &self.acceptance, &mut self.out);
         let study = self.sys.transfer.is_none() || self.decoders.is_empty();
         if study {
             // Prefill-only study: a request leaves with its first token; nothing is transferred.

@@ -177,6 +177,52 @@ fn mtp_emits_accepted_drafts() {
 }
 
 #[test]
+fn speculative_acceptance_is_common_to_every_batch_size() {
+    // MTP with two drafts (0.7, 0.5), 1 ms per step whatever the batch: a request's decode
+    // time is its number of decode steps, which only its own acceptance draws decide. Run as
+    // a benchmark of 24 requests at concurrency 2 and 8, request i decodes in the same time in
+    // both: the draws belong to (request, output position), not to the order the decode set
+    // is walked (common random numbers across the probes of a candidate).
+    // Mutation: pass the member's index `i as u32` instead of `s.req` to `draw_accepted` in
+    // `Instance::complete_walked_decodes`: the draws follow the walk order and the times
+    // differ between the two batch sizes.
+    let decode_ms = |conc: u64| {
+        let mut c = cfg(64, conc);
+        c.instance.decode = DecodeMode::mtp(2, &[0.7, 0.5]);
+        c.run.closed_requests = Some(24);
+        c.run.seed = 5;
+        let f = RequestFactory::new(Lengths::Fixed(8), Lengths::Fixed(40), None, ArrivalProcess::Closed, 5);
+        let (_, reqs, _) = run(&c, &MS, f);
+        assert!(reqs.iter().all(|r| r.preemptions == 0));
+        reqs.iter().map(|r| ms(r.finish.unwrap() - r.first_token.unwrap())).collect::<Vec<_>>()
+    };
+    let (a, b) = (decode_ms(2), decode_ms(8));
+    assert_eq!(a, b);
+    assert!(a.iter().any(|&t| t != a[0]), "acceptance varies by request: {a:?}");
+}
+
+#[test]
+fn acceptance_draws_have_the_planned_means() {
+    // The hashed uniforms give each mode its expected acceptance: MTP (0.8, 0.5) accepts
+    // 1.3 drafts per step on average, blocks of 4 drafts at a mean of 2 accept 2, and a
+    // block's drafts are independent (exactly 2 of 4 with probability 6/16).
+    // Mutation: drop the draft index from the key in `AcceptanceDraws::uniform`: a block's
+    // drafts share one uniform (all or none accepted; the mean holds, the spread does not).
+    let d = AcceptanceDraws::new(11);
+    let mean = |mode: &DecodeMode| {
+        let n: u64 = (0..200u32).flat_map(|r| (0..500u64).map(move |p| (r, p))).map(|(r, p)| mode.draw_accepted(&d, r, p)).sum();
+        n as f64 / 100_000.0
+    };
+    let mtp = mean(&DecodeMode::mtp(2, &[0.8, 0.5]));
+    assert!((mtp - 1.3).abs() < 0.01, "{mtp}");
+    let block = DecodeMode::Block { block: 5, drafts: 4, mean_accepted: 2.0 };
+    let m = mean(&block);
+    assert!((m - 2.0).abs() < 0.02, "{m}");
+    let two = (0..100_000u64).filter(|&p| block.draw_accepted(&d, 1, p) == 2).count() as f64 / 100_000.0;
+    assert!((two - 0.375).abs() < 0.01, "{two}");
+}
+
+#[test]
 fn closed_loop_keeps_concurrency_and_converges() {
     let c = cfg(64, 8);
     let f = RequestFactory::new(Lengths::Fixed(16), Lengths::Fixed(32), None, ArrivalProcess::Closed, 0);
