@@ -257,18 +257,58 @@ pub struct PdRow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PdRatioResult {
     pub rows: Vec<PdRow>,
+    /// The formula's split of the device budget (P ≈ D × ratio, the original tool's rule).
     pub split: Option<InstanceSplit>,
     pub total_devices: Option<u32>,
     /// The best row's plan simulated as one P/D system (simulator engines only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<PdVerification>,
+    /// The split "Overall Best" reports: the formula's, or the best simulated split when it
+    /// serves more requests within the SLO; and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen: Option<ChosenSplit>,
+}
+
+/// Where the split "Overall Best" reports comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SplitSource {
+    /// The formula's split (P ≈ D × ratio within the device budget).
+    Formula,
+    /// The maximal split that served the most requests within the SLO by simulation.
+    Simulation,
+}
+
+impl SplitSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            SplitSource::Formula => "formula",
+            SplitSource::Simulation => "simulation",
+        }
+    }
+}
+
+/// The P/D split "Overall Best" reports, and why it is that one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChosenSplit {
+    pub prefill_instances: u32,
+    pub decode_instances: u32,
+    pub prefill_devices: u32,
+    pub decode_devices: u32,
+    pub source: SplitSource,
+    /// Requests per second within the SLO by simulation (none when not simulated).
+    pub good_qps: Option<f64>,
+    /// The formula split's simulated requests per second within the SLO, when simulated.
+    pub formula_good_qps: Option<f64>,
+    pub reason: String,
 }
 
 /// What the simulated P/D system delivered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PdSimulated {
     pub ttft: crate::sim::Stat,
-    /// TPOT under the plan's definition (inter-token includes the KV transfer and decode queueing).
+    /// TPOT under the plan's definition: the decode cadence after the first token (TTFT holds the
+    /// KV transfer and any decode-side wait).
     pub tpot: crate::sim::Stat,
     pub output_throughput: f64,
     pub request_rate: f64,

@@ -57,7 +57,8 @@ fn prior_for(device: &DeviceProfile) -> Prior {
         seq_overhead_us: o.seq_overhead_us,
         request_overhead_ms: o.request_overhead_ms,
     };
-    let top = std::iter::once(device.compute_efficiency).chain(device.matrix_efficiency.clone().values_mut().map(|v| *v)).fold(0.0, f64::max);
+    let top =
+        std::iter::once(device.compute_efficiency).chain(device.matrix_efficiency.clone().values_mut().map(|v| *v)).fold(0.0, f64::max);
     Prior::new(at, 1.0 / top.max(1e-3))
 }
 
@@ -107,7 +108,8 @@ pub fn fit(predictor: &Predictor, runs: &[MeasuredRun]) -> FitOutcome {
     let priors: BTreeMap<GroupKey, Prior> =
         groups.keys().map(|k| (k.clone(), prior_for(predictor.device(&k.1).expect("grouped runs have a device")))).collect();
     let mut current: BTreeMap<GroupKey, Params> = priors.iter().map(|(k, p)| (k.clone(), p.at)).collect();
-    let to_pred = |s: &Result<Sensitivity, String>| s.as_ref().map(|s| Prediction { ttft_ms: s.ttft_ms, tpot_ms: s.tpot_ms }).map_err(Clone::clone);
+    let to_pred =
+        |s: &Result<Sensitivity, String>| s.as_ref().map(|s| Prediction { ttft_ms: s.ttft_ms, tpot_ms: s.tpot_ms }).map_err(Clone::clone);
     let mut before = Vec::new();
     // Per device, the simulated calibration with the lowest loss so far, and its predictions:
     // the first-order fit can overshoot, so the result is the best simulated round, never
@@ -136,7 +138,12 @@ pub fn fit(predictor: &Predictor, runs: &[MeasuredRun]) -> FitOutcome {
         let at = current.clone();
         let members: BTreeMap<GroupKey, Vec<Member>> = groups
             .iter()
-            .map(|(k, idx)| (k.clone(), idx.iter().filter_map(|&i| sample(&runs[i], &sens[i])).map(|s| Member { sample: s, at: at[k], cur: at[k] }).collect()))
+            .map(|(k, idx)| {
+                (
+                    k.clone(),
+                    idx.iter().filter_map(|&i| sample(&runs[i], &sens[i])).map(|s| Member { sample: s, at: at[k], cur: at[k] }).collect(),
+                )
+            })
             .collect();
         fit_blocks(&groups, &members, &priors, &mut current);
     }
@@ -193,7 +200,11 @@ fn fit_blocks(
 }
 
 /// Mean simulated loss of each device's runs (every engine on it), as the fit scores them.
-fn device_losses(groups: &BTreeMap<GroupKey, Vec<usize>>, runs: &[MeasuredRun], sens: &[Result<Sensitivity, String>]) -> Vec<(String, f64)> {
+fn device_losses(
+    groups: &BTreeMap<GroupKey, Vec<usize>>,
+    runs: &[MeasuredRun],
+    sens: &[Result<Sensitivity, String>],
+) -> Vec<(String, f64)> {
     let mut acc: BTreeMap<String, (f64, usize)> = BTreeMap::new();
     for ((_, d), idx) in groups {
         let e = acc.entry(d.clone()).or_default();
@@ -261,7 +272,8 @@ fn record_fits(
         }
         if total > 0.0 {
             let r = |x: f64| (x / total).round();
-            profile.defaults = Overheads { step_overhead_us: r(weighted[0]), seq_overhead_us: r(weighted[1]), request_overhead_ms: r(weighted[2]) };
+            profile.defaults =
+                Overheads { step_overhead_us: r(weighted[0]), seq_overhead_us: r(weighted[1]), request_overhead_ms: r(weighted[2]) };
         }
         engines.replace(profile, "fit");
     }

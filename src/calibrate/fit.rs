@@ -120,11 +120,7 @@ impl Prior {
     /// efficiencies of 10–100 %, grouped GEMMs at a tenth to twice the dense efficiency, host
     /// overheads up to 50 ms a step, 2 ms a sequence and 2 s a request.
     pub fn new(at: Params, max_scale: f64) -> Self {
-        Prior {
-            at,
-            lower: [0.5, 0.2, 0.1, 0.1, 0.0, 0.0, 0.0],
-            upper: [1.0, max_scale.max(0.2), 1.0, 2.0, 50_000.0, 2_000.0, 2_000.0],
-        }
+        Prior { at, lower: [0.5, 0.2, 0.1, 0.1, 0.0, 0.0, 0.0], upper: [1.0, max_scale.max(0.2), 1.0, 2.0, 50_000.0, 2_000.0, 2_000.0] }
     }
 
     /// Regularisation toward the prior of parameter `i` at `v`: the squared log-ratio of an
@@ -141,10 +137,10 @@ impl Prior {
     }
 
     /// Unbounded coordinates ↔ parameters (a logistic map into each bound).
-    fn to_params(&self, z: &[f64; P]) -> [f64; P] {
+    fn params_at(&self, z: &[f64; P]) -> [f64; P] {
         std::array::from_fn(|i| self.lower[i] + (self.upper[i] - self.lower[i]) / (1.0 + (-z[i]).exp()))
     }
-    fn to_coords(&self, p: &[f64; P]) -> [f64; P] {
+    fn coords_of(&self, p: &[f64; P]) -> [f64; P] {
         std::array::from_fn(|i| {
             let span = self.upper[i] - self.lower[i];
             let t = ((p[i] - self.lower[i]) / span).clamp(1e-6, 1.0 - 1e-6);
@@ -200,11 +196,11 @@ pub fn fit_block(members: &[Member], free: &[usize], prior: &Prior) -> Vec<f64> 
         return free.iter().map(|&i| prior.at.to_vec()[i]).collect();
     };
     let start = first.cur.to_vec();
-    let coords = prior.to_coords(&start);
+    let coords = prior.coords_of(&start);
     let z0: [f64; P] = std::array::from_fn(|i| coords[i]);
     let dims = free.len();
     let with = |z: &[f64; P], base: &Params| -> Params {
-        let full = prior.to_params(z);
+        let full = prior.params_at(z);
         let mut v = base.to_vec();
         for &i in free {
             v[i] = full[i];
@@ -236,7 +232,7 @@ pub fn fit_block(members: &[Member], free: &[usize], prior: &Prior) -> Vec<f64> 
     for (k, &i) in free.iter().enumerate() {
         z[i] = best[k];
     }
-    let full = prior.to_params(&z);
+    let full = prior.params_at(&z);
     free.iter().map(|&i| full[i]).collect()
 }
 

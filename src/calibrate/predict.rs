@@ -8,23 +8,23 @@
 //! TensorRT-LLM; any other engine name runs under vLLM's), which the error tables show per
 //! engine.
 
+use super::fit::{Sensitivity, COMPONENTS};
 use super::measured::MeasuredRun;
+use crate::cost::ops::OpKind;
+use crate::cost::{BatchShape, Breakdown, StepCostModel, StepTime};
 use crate::hardware::DeviceProfile;
 use crate::model::{ModelArch, ModelSource};
 use crate::outcome::Phase;
 use crate::plan::{Mode, Plan};
-use super::fit::{Sensitivity, COMPONENTS};
-use crate::cost::ops::OpKind;
-use crate::cost::{BatchShape, Breakdown, StepCostModel, StepTime};
 use crate::search::engine::sim::{sim_config, step_cost};
 use crate::search::{budgets, Candidate, CandidateCtx};
 use crate::sim::{simulate, simulate_detailed, RequestState, SimError, StepRecord};
-use std::sync::Mutex;
 use crate::workload::arrival::ArrivalProcess;
 use crate::workload::Lengths;
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 /// Steps after which one simulation of a run is abandoned (the row counts as failed).
 pub const MAX_STEPS: u64 = 5_000_000;
@@ -225,9 +225,9 @@ fn simulate_sensitivity(ctx: &CandidateCtx, batch: u32, budget: u64) -> Result<S
     let n_tpot = done.iter().filter(|r| r.output > 1).count().max(1) as f64;
     let mut s = Sensitivity { ttft_ms: rep.latency.ttft.mean, tpot_ms: rep.latency.tpot_inter_token.mean, ..Default::default() };
     for ((c, wi), ui) in comps.iter().zip(&w).zip(&u) {
-        for k in 0..COMPONENTS {
-            s.ttft[k] += wi * c[k] * 1e3 / n;
-            s.tpot[k] += ui * c[k] * 1e3 / n_tpot;
+        for ((t, p), ck) in s.ttft.iter_mut().zip(s.tpot.iter_mut()).zip(c) {
+            *t += wi * ck * 1e3 / n;
+            *p += ui * ck * 1e3 / n_tpot;
         }
     }
     Ok(s)

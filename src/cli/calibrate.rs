@@ -83,7 +83,12 @@ pub fn run(args: &CalibrateArgs) -> Result<String, PlanError> {
 }
 
 /// `--fit`: the fit, its tables, the files it writes and the cross-validation.
-fn fit_and_report(args: &CalibrateArgs, predictor: &Predictor, runs: &[crate::calibrate::MeasuredRun], json: bool) -> Result<String, PlanError> {
+fn fit_and_report(
+    args: &CalibrateArgs,
+    predictor: &Predictor,
+    runs: &[crate::calibrate::MeasuredRun],
+    json: bool,
+) -> Result<String, PlanError> {
     use crate::calibrate::calibrator;
     if let Some(dir) = &args.write {
         if !dir.is_dir() {

@@ -324,7 +324,10 @@ devices:\n  - {device: H100_SXM, memory_efficiency: 0.9, matrix_efficiency_scale
 devices:\n  - {device: H100_SXM, memory_efficiency: 1.5, matrix_efficiency_scale: 0.5, comm_efficiency: 0.6, step_overhead_us: 4000, seq_overhead_us: 20, request_overhead_ms: 15}\n";
         let e = EngineProfile::parse(text).unwrap_err();
         assert!(e.contains("devices[0].memory_efficiency") && e.contains("1.5"), "{e}");
-        let bad_engine = EngineProfile::parse("engine: tgi\nfused_graph: true\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, request_overhead_ms: 3}\n").unwrap_err();
+        let bad_engine = EngineProfile::parse(
+            "engine: tgi\nfused_graph: true\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, request_overhead_ms: 3}\n",
+        )
+        .unwrap_err();
         assert!(bad_engine.contains("tgi") && bad_engine.contains("vllm"), "{bad_engine}");
     }
 }

@@ -35,6 +35,8 @@ pub const COLUMNS: &[&str] = &[
     "best_rank",
     "serving_engine",
     "max_num_seqs",
+    "pd_split",
+    "pd_split_source",
     "calibration",
 ];
 
@@ -46,6 +48,10 @@ pub fn render(report: &Report) -> Result<String, super::ExportError> {
     let mut w = ::csv::Writer::from_writer(Vec::new());
     w.write_record(COLUMNS)?;
     for d in &report.devices {
+        // P/D ratio planning: the split "Overall Best" reports, on every row of the device.
+        let chosen = d.pd_ratio.as_ref().and_then(|pd| pd.chosen.as_ref());
+        let split = chosen.map(|c| format!("{}P:{}D", c.prefill_instances, c.decode_instances)).unwrap_or_default();
+        let source = chosen.map(|c| c.source.name().to_string()).unwrap_or_default();
         for p in &d.phases {
             for r in &p.rows {
                 let rank = p
@@ -88,6 +94,8 @@ pub fn render(report: &Report) -> Result<String, super::ExportError> {
                     rank,
                     r.serving_engine.map(|e| e.to_string()).unwrap_or_default(),
                     r.max_num_seqs.map(|m| m.to_string()).unwrap_or_default(),
+                    split.clone(),
+                    source.clone(),
                     d.serving.as_ref().map(|s| s.calibration.clone()).unwrap_or_default(),
                 ])?;
             }

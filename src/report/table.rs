@@ -561,11 +561,12 @@ fn pd_block(plan: &Plan, report: &Report, dev: &DeviceResult, pd: &PdRatioResult
         "Decode QPS: {:.2} req/s (TPOT: {:.2} ms, Parallel: {}, Batch: {}, Concurrency: {})",
         b.d_qps, b.tpot_ms, b.d_parallel, b.d_batch_size, b.d_concurrency
     );
-    match (&pd.split, pd.total_devices) {
-        (Some(sp), Some(n)) => {
-            let _ = writeln!(s, "P Instances: {} ({} devices)", sp.prefill_instances, sp.prefill_devices);
-            let _ = writeln!(s, "D Instances: {} ({} devices)", sp.decode_instances, sp.decode_devices);
-            let _ = writeln!(s, "Devices used: {} of {n}", sp.prefill_devices + sp.decode_devices);
+    match (&pd.chosen, pd.total_devices) {
+        (Some(c), Some(n)) => {
+            let _ = writeln!(s, "P Instances: {} ({} devices)", c.prefill_instances, c.prefill_devices);
+            let _ = writeln!(s, "D Instances: {} ({} devices)", c.decode_instances, c.decode_devices);
+            let _ = writeln!(s, "Devices used: {} of {n}", c.prefill_devices + c.decode_devices);
+            let _ = writeln!(s, "Split chosen by {}: {}", c.source.name(), c.reason);
         }
         (None, Some(n)) => {
             let _ = writeln!(s, "No P/D instance split fits in {n} devices.");
@@ -885,10 +886,16 @@ fn cross_pd_table(report: &Report) -> String {
     let _ = writeln!(s, "{}", rule(100));
     let mut t =
         new_table(&["Top", "Device", "Balanced QPS (req/s)", "PD Ratio (P:D inst)", "P QPS", "D QPS", "TTFT", "TPOT", "P inst", "D inst"]);
-    let mut best: Vec<(&str, &crate::outcome::PdRow, Option<crate::outcome::InstanceSplit>)> = report
+    // The split each device's Overall Best reports (the formula's, or the simulated best).
+    type Best<'r> = (&'r str, &'r crate::outcome::PdRow, Option<(u32, u32)>);
+    let mut best: Vec<Best> = report
         .devices
         .iter()
-        .filter_map(|d| d.pd_ratio.as_ref().and_then(|pd| pd.rows.first().map(|r| (d.device.as_str(), r, pd.split))))
+        .filter_map(|d| {
+            let pd = d.pd_ratio.as_ref()?;
+            let split = pd.chosen.as_ref().map(|c| (c.prefill_instances, c.decode_instances));
+            pd.rows.first().map(|r| (d.device.as_str(), r, split))
+        })
         .collect();
     best.sort_by(|a, b| b.1.balanced_qps.total_cmp(&a.1.balanced_qps));
     for (i, (dev, r, split)) in best.iter().enumerate() {
@@ -901,13 +908,13 @@ fn cross_pd_table(report: &Report) -> String {
             format!("{:.2}", r.d_qps),
             format!("{:.2}", r.ttft_ms),
             format!("{:.2}", r.tpot_ms),
-            split.map_or("-".into(), |s| s.prefill_instances.to_string()),
-            split.map_or("-".into(), |s| s.decode_instances.to_string()),
+            split.map_or("-".into(), |s| s.0.to_string()),
+            split.map_or("-".into(), |s| s.1.to_string()),
         ]);
     }
     s += &centered(t);
     s.push('\n');
-    s += "Note: the P/D instance split is a heuristic (P instances ≈ D instances × PD ratio) within --num-devices.\n";
+    s += "Note: the P/D instance split is the formula's (P instances ≈ D instances × PD ratio) within --num-devices, or the simulated best split when it serves more requests within the SLO (see each device's Overall Best).\n";
     s
 }
 

@@ -124,6 +124,35 @@ impl Probes<'_> {
         false
     }
 
+    /// When the largest feasible batch is bounded by memory (the next batch probed above it is
+    /// out of memory), walk down from it while the batch below delivers about as much (at most
+    /// [`EXTRA_PROBES`] steps). A closed loop bounded by its KV pool is saturated there: extra
+    /// clients only queue, and throughput wanders within a percent or falls (one request more
+    /// can also push the prompts past a step's token budget, doubling TTFT). Without the walk a
+    /// looser SLO or a larger pool could end the search on such a batch and report less than a
+    /// smaller boundary below it. Below saturation one request less costs about 1/(n + 1) of
+    /// the throughput, so the walk goes on while the loss is under half of that. A boundary set
+    /// by a latency limit is left as it is: there throughput still grows with the batch.
+    fn down_from_the_boundary(&mut self, min: u32) {
+        let Some((&top, (p, _))) = self.seen.iter().rev().find(|(_, (p, _))| p.stop.is_none()) else { return };
+        let above = self.seen.range(top + 1..).next().map(|(_, (p, _))| p.stop);
+        if above != Some(Some(StopReason::MemoryOom)) {
+            return;
+        }
+        let (mut b, mut best) = (top, p.row.throughput);
+        for _ in 0..EXTRA_PROBES {
+            let Some(n) = b.checked_sub(1).filter(|&n| n >= min) else { return };
+            if !self.feasible(n) {
+                return;
+            }
+            let t = self.seen[&n].0.row.throughput;
+            if t < best * (1.0 - 0.5 / (n + 1) as f64) {
+                return;
+            }
+            (b, best) = (n, best.max(t));
+        }
+    }
+
     fn into_result(self, first_stop: Option<StopReason>) -> SearchResult {
         SearchResult { probes: self.seen.into_values().map(|(p, _)| p).collect(), first_stop }
     }
@@ -186,6 +215,7 @@ pub fn search(min: u32, max: Option<u32>, strategy: SearchStrategy, probe: &mut 
             r = mid - 1;
         }
     }
+    probes.down_from_the_boundary(min);
     probes.into_result(None)
 }
 
@@ -290,6 +320,37 @@ mod tests {
         let r = search(1, None, SearchStrategy::Exponential, &mut f);
         assert_eq!(r.feasible().map(|p| p.row.batch_size).max(), Some(300));
         assert!(probed <= 11 + EXTRA_PROBES, "{probed} probes");
+    }
+
+    #[test]
+    fn a_memory_bound_boundary_is_walked_down_while_throughput_holds() {
+        // Feasible up to 12, out of memory above; throughput peaks at 5 and stays within
+        // 0.5 % below it from 6 to 12 (a saturated closed loop), as a proptest case found it.
+        // The search ends at 12 and walks down to the peak, stopping at 4 (far lower).
+        // Mutation: drop `probes.down_from_the_boundary(min)`: the best found is 42,485.
+        let thr = [0.0, 9660.0, 18683.0, 27304.0, 35057.0, 43013.0, 42499.0, 42499.0, 42479.0, 42742.0, 42508.0, 42303.0, 42485.0];
+        let mut probed = Vec::new();
+        let mut f = |b: u32| {
+            probed.push(b);
+            let stop = (b > 12).then_some(StopReason::MemoryOom);
+            let row = Row { throughput: thr.get(b as usize).copied().unwrap_or(0.0), ..Row::probe_stub(b) };
+            (Probe { row, stop }, stats())
+        };
+        let r = search(1, Some(48), SearchStrategy::Exponential, &mut f);
+        let best = r.feasible().map(|p| p.row.throughput).fold(0.0, f64::max);
+        assert_eq!(best, 43013.0, "probed {probed:?}");
+        assert!(probed.contains(&4) && !probed.contains(&3), "{probed:?}");
+        // The same curve bounded by a TPOT limit instead: no walk (throughput still grows
+        // where latency binds), so batch 5 is never probed.
+        let mut probed = Vec::new();
+        let mut f = |b: u32| {
+            probed.push(b);
+            let stop = (b > 12).then_some(StopReason::TpotLimit);
+            let row = Row { throughput: thr.get(b as usize).copied().unwrap_or(0.0), ..Row::probe_stub(b) };
+            (Probe { row, stop }, stats())
+        };
+        search(1, Some(48), SearchStrategy::Exponential, &mut f);
+        assert!(!probed.contains(&5), "{probed:?}");
     }
 
     #[test]

@@ -9,6 +9,9 @@ pub mod pd;
 pub mod ranking;
 pub mod sweep;
 
+#[cfg(test)]
+mod properties;
+
 pub use candidates::Candidate;
 pub use engine::{cost_options, AnalyticEngine, CandidateCtx, CompareEngine, Engine, SimEngine};
 pub use ranking::{best_per_layout, ranking, Ranking};
@@ -262,7 +265,8 @@ fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress
                     Some(pd::verify::verify(plan, device, best, split.map(|s| (s.prefill_instances, s.decode_instances)), *total_devices))
                 }
             };
-            pd_ratio = Some(PdRatioResult { rows, split, total_devices: *total_devices, verification });
+            let chosen = rows.first().and_then(|best| pd::choose_split(best, split, verification.as_ref()));
+            pd_ratio = Some(PdRatioResult { rows, split, total_devices: *total_devices, verification, chosen });
             phases.push(p);
             phases.push(d);
         }

@@ -12,10 +12,8 @@
 
 use super::kv::KvBlockPool;
 use super::queue::Nanos;
-use super::{DecodeMode, InstanceConfig, RequestState};
+use super::{AcceptanceDraws, DecodeMode, InstanceConfig, RequestState};
 use crate::cost::{BatchShape, PhaseLoad};
-use rand::Rng;
-use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 
@@ -73,11 +71,13 @@ struct Chunk {
 /// Per-step outcome handed back to the driver.
 #[derive(Debug, Default)]
 pub struct StepOutcome {
-    /// Requests that produced their first token in this step.
-    pub first_tokens: Vec<u32>,
+    /// Requests whose prompt was computed to its end in this step (a prefill instance hands
+    /// them off; elsewhere the step emits their next token).
+    pub prompts_done: Vec<u32>,
     /// Requests that finished (all output tokens) in this step.
     pub finished: Vec<u32>,
-    /// Requests handed off after prefill (prefill instances).
+    /// Requests handed off after prefill (prefill instances), their KV blocks held until the
+    /// driver releases them ([`Instance::release_held`]).
     pub handed_off: Vec<u32>,
     /// Output tokens emitted.
     pub tokens: u64,
@@ -127,6 +127,23 @@ pub struct Instance {
     pub preemptions: u64,
     /// Latency of the step in flight, ms.
     pub step_ms: f64,
+    /// Decode instance (P/D): requests handed to it whose KV is still on their prefill
+    /// instance, FCFS. A pull starts when this instance can allocate the KV
+    /// ([`Instance::plan`]), as vLLM's decode scheduler allocates blocks before it reads them.
+    pull_queue: VecDeque<u32>,
+    /// Requests whose KV is being pulled into blocks allocated here.
+    pub pulling: u64,
+    /// Requests whose KV is here (pulled, or a decode-only arrival), with the blocks already
+    /// allocated for it (0: allocated at admission), in landing order.
+    landed: VecDeque<(u32, u64)>,
+    /// Pulls started while planning the last step: the driver starts their transfers.
+    pub started_pulls: Vec<u32>,
+    /// Requests admitted from `landed` that have not decoded yet: the first decode step they
+    /// run emits their first token (in P/D the client's first token comes from the decode
+    /// side).
+    fresh: Vec<u32>,
+    /// Prefill instance: KV blocks of handed-off requests, held until their transfer lands.
+    pub held_for_transfer: u64,
 }
 
 impl Instance {
@@ -163,6 +180,12 @@ impl Instance {
             load: 0,
             preemptions: 0,
             step_ms: 0.0,
+            pull_queue: VecDeque::new(),
+            pulling: 0,
+            landed: VecDeque::new(),
+            started_pulls: Vec::new(),
+            fresh: Vec::new(),
+            held_for_transfer: 0,
         }
     }
 
@@ -170,8 +193,10 @@ impl Instance {
         self.running.len() as u64
     }
 
+    /// Requests waiting: to be admitted or recomputed, for their KV to be pulled, or to join
+    /// the decode set with their KV here.
     pub fn waiting_count(&self) -> u64 {
-        self.waiting.len() as u64
+        (self.waiting.len() + self.pull_queue.len() + self.landed.len()) as u64
     }
 
     pub fn decoding_count(&self) -> u64 {
@@ -179,7 +204,13 @@ impl Instance {
     }
 
     pub fn has_work(&self) -> bool {
-        !self.waiting.is_empty() || !self.running.is_empty()
+        !self.waiting.is_empty() || !self.running.is_empty() || !self.pull_queue.is_empty() || !self.landed.is_empty()
+    }
+
+    /// Nothing runs and nothing is under way that could free KV or bring work: with requests
+    /// waiting, the instance is stalled.
+    pub fn idle_for_good(&self) -> bool {
+        self.running.is_empty() && self.pulling == 0 && self.held_for_transfer == 0
     }
 
     /// A request joins the back of the waiting queue.
@@ -188,16 +219,52 @@ impl Instance {
         self.waiting.push_back(req);
     }
 
-    /// A request has been routed here and is on its way (its KV is in transfer): it counts in
-    /// the load at once, so requests handed off meanwhile spread over the decode instances.
-    pub fn reserve(&mut self) {
+    /// A request arrives on a decode instance with its prompt's KV (a decode-only system): it
+    /// waits to join the decode set with nothing to prefill, and counts one in the load.
+    pub fn enqueue_transferred(&mut self, req: u32) {
         self.load += 1;
+        self.landed.push_back((req, 0));
     }
 
-    /// A request arrives on a decode instance with its prompt's KV (P/D): it joins the
-    /// waiting queue with nothing to prefill. Its load was counted by [`Instance::reserve`].
-    pub fn enqueue_transferred(&mut self, req: u32) {
-        self.waiting.push_back(req);
+    /// A request handed off by a prefill instance is routed here (P/D): its KV is still there.
+    /// It counts one in the load at once, so the router sees transfers headed here.
+    pub fn hand_to(&mut self, req: u32) {
+        self.load += 1;
+        self.pull_queue.push_back(req);
+    }
+
+    /// Decode instance: start pulling the KV of the requests handed here, FCFS, while the
+    /// running cap (counting pulls and landed requests) and the pool allow; each pull's blocks
+    /// are allocated now. The driver starts the transfers of [`Instance::started_pulls`].
+    fn start_pulls(&mut self, cfg: &InstanceConfig, reqs: &mut [RequestState]) {
+        let cap = cfg.running_cap();
+        while let Some(&req) = self.pull_queue.front() {
+            if self.running.len() as u64 + self.pulling + self.landed.len() as u64 >= cap {
+                return;
+            }
+            let r = &mut reqs[req as usize];
+            let need = self.kv.blocks_for(r.input + r.generated);
+            if !self.kv.try_allocate(need) {
+                return;
+            }
+            r.pull_blocks = need;
+            self.pull_queue.pop_front();
+            self.pulling += 1;
+            self.started_pulls.push(req);
+        }
+    }
+
+    /// Decode instance: a request's KV has landed in the blocks its pull allocated.
+    pub fn land(&mut self, req: u32, reqs: &[RequestState]) {
+        self.pulling -= 1;
+        self.landed.push_back((req, reqs[req as usize].pull_blocks));
+    }
+
+    /// Prefill instance: the transfer of a handed-off request's KV has landed; its blocks are
+    /// free.
+    pub fn release_held(&mut self, blocks: u64) {
+        self.kv.release(blocks);
+        self.held_for_transfer -= blocks;
     }
 
     fn seq_ctx(&self, s: &Seq) -> u64 {
@@ -278,6 +345,21 @@ impl Instance {
     fn release(&mut self, slot: u32) {
         let blocks = self.private_blocks(slot);
         self.kv.release(blocks);
+        self.drop_refs(slot);
+    }
+
+    /// A prefill instance hands a sequence off: it stops running, but its private KV blocks
+    /// stay allocated until its transfer lands. Returns them.
+    fn hand_off(&mut self, slot: u32) -> u64 {
+        let blocks = self.private_blocks(slot);
+        self.drop_refs(slot);
+        self.held_for_transfer += blocks;
+        blocks
+    }
+
+    /// A sequence stops running: its prefix reference, its place among the running and its
+    /// reservation go (its private blocks are the caller's business).
+    fn drop_refs(&mut self, slot: u32) {
         if let Some(g) = self.seqs[slot as usize].group {
             if self.seqs[slot as usize].shared_blocks > 0 || self.seqs[slot as usize].publish_at == 0 {
                 self.kv.release_prefix(g);
@@ -324,6 +406,8 @@ impl Instance {
         self.release(slot);
         let req = self.seqs[slot as usize].req;
         self.free_slot(slot);
+        // Not decoded yet: its first token is still to come.
+        self.fresh.retain(|&f| f != req);
         let r = &mut reqs[req as usize];
         r.preemptions += 1;
         r.generated_at_preemptions += r.generated;
@@ -336,6 +420,9 @@ impl Instance {
     /// Plan the next step: the scheduler fills it through a [`StepBuilder`]. Returns false when
     /// there is nothing to run.
     pub fn plan(&mut self, cfg: &InstanceConfig, reqs: &mut [RequestState], now: Nanos) -> bool {
+        if self.role == Role::Decode {
+            self.start_pulls(cfg, reqs);
+        }
         self.chunks.clear();
         self.shape = BatchShape::default();
         self.step_chunk_tokens = 0;
@@ -386,9 +473,16 @@ impl Instance {
     }
 
     /// Apply the step that just finished at `now`.
-    pub fn complete(&mut self, cfg: &InstanceConfig, reqs: &mut [RequestState], now: Nanos, rng: &mut ChaCha8Rng, out: &mut StepOutcome) {
+    pub fn complete(
+        &mut self,
+        cfg: &InstanceConfig,
+        reqs: &mut [RequestState],
+        now: Nanos,
+        draws: &AcceptanceDraws,
+        out: &mut StepOutcome,
+    ) {
         self.busy = false;
-        out.first_tokens.clear();
+        out.prompts_done.clear();
         out.finished.clear();
         out.handed_off.clear();
         out.tokens = 0;
@@ -412,7 +506,12 @@ impl Instance {
                     self.finish(slot, reqs, now, out);
                 }
             } else {
-                self.complete_walked_decodes(cfg, reqs, now, rng, out);
+                self.complete_walked_decodes(cfg, reqs, now, draws, out);
+            }
+            // Every decoding sequence decoded: those that joined with their KV emitted their
+            // first token.
+            for req in self.fresh.drain(..) {
+                reqs[req as usize].first_token.get_or_insert(now);
             }
         }
         // Prefill chunks.
@@ -444,25 +543,30 @@ impl Instance {
             if s.prompt_left > 0 {
                 continue;
             }
-            // Prompt done: the step emits a token.
             let req = s.req;
+            out.prompts_done.push(req);
+            if let Some(p) = self.prefilling.iter().position(|&x| x == slot) {
+                self.prefilling.remove(p);
+            }
+            if self.role == Role::Prefill {
+                // The token it samples is not the client's (the decode side emits that, see
+                // `fresh`): the request leaves with its KV held here until the transfer lands.
+                reqs[req as usize].held_blocks = self.hand_off(slot);
+                self.free_slot(slot);
+                out.handed_off.push(req);
+                continue;
+            }
+            // Prompt done: the step emits a token.
+            let s = &mut self.seqs[slot as usize];
             s.out_left -= 1;
             let r = &mut reqs[req as usize];
             r.generated += 1;
             out.tokens += 1;
             if r.first_token.is_none() {
                 r.first_token = Some(now);
-                out.first_tokens.push(req);
-            }
-            if let Some(p) = self.prefilling.iter().position(|&x| x == slot) {
-                self.prefilling.remove(p);
             }
             if self.seqs[slot as usize].out_left == 0 {
                 self.finish(slot, reqs, now, out);
-            } else if self.role == Role::Prefill {
-                self.release(slot);
-                self.free_slot(slot);
-                out.handed_off.push(req);
             } else {
                 self.join_decode(slot);
             }
@@ -477,14 +581,14 @@ impl Instance {
         cfg: &InstanceConfig,
         reqs: &mut [RequestState],
         now: Nanos,
-        rng: &mut ChaCha8Rng,
+        draws: &AcceptanceDraws,
         out: &mut StepOutcome,
     ) {
         let mut i = 0;
         while i < self.dec_members.len() {
             let slot = self.dec_members[i];
-            let accepted = cfg.decode.draw_accepted(rng);
             let s = &mut self.seqs[slot as usize];
+            let accepted = cfg.decode.draw_accepted(draws, s.req, reqs[s.req as usize].generated);
             let emitted = (1 + accepted).min(s.out_left);
             s.ctx += emitted;
             s.out_left -= emitted;
@@ -736,7 +840,8 @@ impl StepBuilder<'_> {
         true
     }
 
-    /// Open the admission of the head of the waiting queue (`None` when nobody waits).
+    /// Open the admission of the head of the waiting queue (`None` when nobody waits). On a
+    /// decode instance the waiting queue holds only the requests it preempted, to recompute.
     pub fn open_admission(&mut self) -> Option<Admission> {
         let inst = &mut *self.inst;
         let &req = inst.waiting.front()?;
@@ -811,19 +916,23 @@ impl StepBuilder<'_> {
         true
     }
 
-    /// Decode instance: admit the head of the queue, a request whose prompt's KV arrived, into
-    /// the decode set; it decodes from this step on. Call it before [`StepBuilder::try_decodes`].
-    /// Returns false when nobody waits or the pool cannot hold its KV.
+    /// Decode instance: admit the first request whose prompt's KV is here into the decode
+    /// set; it decodes from this step on, and its first decode emits its first token if it has
+    /// none yet. Call it before [`StepBuilder::try_decodes`]. Returns false when no KV has
+    /// landed or the pool cannot hold it. A request this instance preempted is not among these:
+    /// its KV is gone, and it waits to be recomputed as a prefill of its prompt and generated
+    /// tokens ([`StepBuilder::open_admission`]), as vLLM's decode instance recomputes it.
     pub fn admit_transferred(&mut self) -> bool {
         let inst = &mut *self.inst;
         debug_assert!(inst.step_decodes == 0, "transferred requests join before the decodes are scheduled");
-        let Some(&req) = inst.waiting.front() else { return false };
+        let Some(&(req, pulled)) = inst.landed.front() else { return false };
         let r = &self.reqs[req as usize];
         let ctx = r.input + r.generated;
-        let need = inst.kv.blocks_for(ctx);
-        if !inst.kv.try_allocate(need) {
+        let blocks = inst.kv.blocks_for(ctx);
+        if !inst.kv.try_allocate(blocks.saturating_sub(pulled)) {
             return false;
         }
+        let need = blocks;
         let seq = Seq {
             req,
             admit_seq: inst.next_admit,
@@ -842,11 +951,14 @@ impl StepBuilder<'_> {
         };
         inst.reserve_sum += seq.reserve;
         inst.next_admit += 1;
-        inst.waiting.pop_front();
+        inst.landed.pop_front();
         inst.load = inst.load.saturating_sub(1);
         let rs = &mut self.reqs[req as usize];
         if rs.decode_admitted.is_none() {
             rs.decode_admitted = Some(self.now);
+        }
+        if rs.first_token.is_none() {
+            inst.fresh.push(req);
         }
         let slot = inst.alloc_slot(seq);
         let admit = inst.seqs[slot as usize].admit_seq;
@@ -860,22 +972,5 @@ impl StepBuilder<'_> {
     /// false when nothing runs.
     pub fn preempt_newest(&mut self) -> bool {
         self.inst.preempt_newest(self.reqs)
-    }
-}
-
-/// Draw accepted drafts for one sequence.
-pub(crate) fn draw(mode: &DecodeMode, rng: &mut ChaCha8Rng) -> u64 {
-    match mode {
-        DecodeMode::Plain => 0,
-        DecodeMode::Mtp { rates } => {
-            // Position i is accepted with marginal probability rates[i] (made non-increasing,
-            // since a draft needs its predecessors): one uniform draw decides them all.
-            let u: f64 = rng.random();
-            rates.iter().take_while(|&&r| u < r).count() as u64
-        }
-        DecodeMode::Block { drafts, mean_accepted, .. } => {
-            let p = if *drafts == 0 { 0.0 } else { (mean_accepted / *drafts as f64).clamp(0.0, 1.0) };
-            (0..*drafts).filter(|_| rng.random::<f64>() < p).count() as u64
-        }
     }
 }

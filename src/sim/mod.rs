@@ -4,7 +4,8 @@
 //! step's actual batch shape. Every loop is bounded: a run that cannot finish is a typed
 //! [`SimError`], never a hang.
 //!
-//! Layout: [`queue`] (events), [`kv`] (paged KV pool, prefix cache), [`instance`] (one
+//! Layout: [`queue`] (events), [`kv`] (paged KV pool, prefix cache), [`link`] (KV transfers
+//! sharing the links between prefill and decode instances), [`instance`] (one
 //! instance's mechanics: queues, running sequences, KV accounting, the step builder, step
 //! completion), [`scheduler`] (the per-step policy behind the [`scheduler::Scheduler`] trait:
 //! msmodeling's [`scheduler::DecodeFirst`] or vLLM V1's [`scheduler::Vllm`]), [`metrics`] (latency recorders
@@ -14,6 +15,7 @@
 
 pub mod instance;
 pub mod kv;
+pub mod link;
 pub mod metrics;
 pub mod queue;
 pub mod scheduler;
@@ -66,8 +68,22 @@ impl DecodeMode {
         }
     }
 
-    pub fn draw_accepted(&self, rng: &mut rand_chacha::ChaCha8Rng) -> u64 {
-        instance::draw(self, rng)
+    /// Drafts accepted by request `req` in the decode step that starts at output position
+    /// `pos`.
+    pub fn draw_accepted(&self, draws: &AcceptanceDraws, req: u32, pos: u64) -> u64 {
+        match self {
+            DecodeMode::Plain => 0,
+            DecodeMode::Mtp { rates } => {
+                // Position i is accepted with marginal probability rates[i] (made
+                // non-increasing, since a draft needs its predecessors): one uniform decides all.
+                let u = draws.uniform(req, pos, 0);
+                rates.iter().take_while(|&&r| u < r).count() as u64
+            }
+            DecodeMode::Block { drafts, mean_accepted, .. } => {
+                let p = if *drafts == 0 { 0.0 } else { (mean_accepted / *drafts as f64).clamp(0.0, 1.0) };
+                (0..*drafts).filter(|&j| draws.uniform(req, pos, j) < p).count() as u64
+            }
+        }
     }
 
     /// Expected output tokens per decode step.
@@ -77,6 +93,37 @@ impl DecodeMode {
             DecodeMode::Mtp { rates } => 1.0 + rates.iter().sum::<f64>(),
             DecodeMode::Block { mean_accepted, .. } => 1.0 + mean_accepted,
         }
+    }
+}
+
+/// The uniforms of speculative decoding's acceptance, keyed by request, output position and
+/// draft: request r decoding from output position k draws the same uniforms in every run with
+/// the same seed, whatever else runs beside it and in whatever order the decode set is walked.
+/// So every probe of a candidate sees the same acceptances per request (common random
+/// numbers), and probe-to-probe differences come from the configuration. A counter-based
+/// hash (SplitMix64's finalizer over the keys), cheaper than a stream per request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcceptanceDraws {
+    key: u64,
+}
+
+impl AcceptanceDraws {
+    pub fn new(seed: u64) -> Self {
+        AcceptanceDraws { key: rand::Rng::random(&mut rng(seed, Stream::MtpAcceptance)) }
+    }
+
+    /// A uniform in [0, 1).
+    fn uniform(&self, req: u32, pos: u64, draft: u64) -> f64 {
+        let mut z = self.key
+            ^ (req as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            ^ (pos + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)
+            ^ (draft + 1).wrapping_mul(0x8CB9_2BA7_2F3D_8DD7);
+        for _ in 0..2 {
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+        }
+        (z >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
@@ -201,8 +248,20 @@ pub struct KvTransfer {
 }
 
 impl KvTransfer {
+    /// The whole transfer of `tokens` tokens' KV over an idle link.
     pub fn duration_ns(&self, tokens: u64) -> Nanos {
         (self.link.transfer_s(self.bytes_per_token * tokens as f64) * 1e9).round() as Nanos
+    }
+
+    /// The link latency, paid once per transfer whatever else is in flight.
+    pub fn latency_ns(&self) -> Nanos {
+        (self.link.latency_us * 1e3).round() as Nanos
+    }
+
+    /// Moving the bytes of `tokens` tokens' KV with the link to itself (transfers in flight
+    /// together share it: `sim::link`).
+    pub fn data_ns(&self, tokens: u64) -> Nanos {
+        self.duration_ns(tokens).saturating_sub(self.latency_ns())
     }
 }
 
@@ -258,6 +317,14 @@ pub struct RequestState {
     pub generated_at_preemptions: u64,
     /// Preemptions that caught it still prefilling (part of its prompt computed, then dropped).
     pub preempted_in_prefill: u32,
+    /// P/D: the prefill instance that computed its prompt, and the KV blocks it holds there
+    /// until the transfer to the decode instance lands.
+    pub kv_source: u32,
+    pub held_blocks: u64,
+    /// P/D: the blocks the decode instance allocated for its KV when the pull started.
+    pub pull_blocks: u64,
+    /// Its prompt counts in the input throughput (once, not again when recomputed).
+    pub prompt_counted: bool,
     pub instance: u32,
 }
 
@@ -436,7 +503,9 @@ struct Simulation<'s, 'a> {
     image_tokens: u64,
     reqs: Vec<RequestState>,
     queue: EventQueue,
-    mtp_rng: rand_chacha::ChaCha8Rng,
+    /// KV transfers in flight between prefill and decode instances.
+    link: link::SharedLink,
+    acceptance: AcceptanceDraws,
     out: StepOutcome,
     /// Inter-token gaps of the measurement window (closed loop: steps ending after the window
     /// opened; burst and benchmark runs: every step). Open loops keep `itl_steps` instead.
@@ -495,6 +564,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
         let decoders: Vec<u32> = ids_with(&|r| r == Role::Decode);
         let prefill_only = !decoders.is_empty() || instances.iter().all(|i| i.role == Role::Prefill);
         let dirty = Vec::with_capacity(instances.len());
+        let link = link::SharedLink::new(instances.len());
         let bench_total = if closed { run.closed_requests } else { None };
         Ok(Simulation {
             sys,
@@ -511,9 +581,10 @@ impl<'s, 'a> Simulation<'s, 'a> {
             group_of,
             entry,
             decoders,
+            link,
             reqs: Vec::new(),
             queue: EventQueue::new(),
-            mtp_rng: rng(run.seed, Stream::MtpAcceptance),
+            acceptance: AcceptanceDraws::new(run.seed),
             out: StepOutcome::default(),
             itl: Recorder::default(),
             itl_steps: Vec::new(),
@@ -631,6 +702,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             }
             self.now = t;
             let (touched, done_now) = self.apply(ev);
+            let touched = touched.unwrap_or(u32::MAX);
             if done_now > 0 && self.closed && self.win.start.is_some() {
                 self.watch_latencies();
             }
@@ -640,7 +712,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             if self.stop {
                 break;
             }
-            if !self.dirty.contains(&touched) {
+            if touched != u32::MAX && !self.dirty.contains(&touched) {
                 self.dirty.push(touched);
             }
             // Idle instances plan only once every event of this instant has been applied, so a
@@ -658,17 +730,58 @@ impl<'s, 'a> Simulation<'s, 'a> {
         Ok(())
     }
 
-    /// Apply one event; returns the instance it touched and the requests it completed.
-    fn apply(&mut self, ev: Event) -> (u32, u64) {
+    /// Apply one event; returns the instance it touched (others it marks dirty itself) and
+    /// the requests it completed.
+    fn apply(&mut self, ev: Event) -> (Option<u32>, u64) {
         match ev {
-            Event::Arrival { request } => (self.arrive(request), 0),
-            Event::StepDone { instance } => (instance, self.step_done(instance)),
-            Event::KvTransferDone { request, instance } => {
-                self.reqs[request as usize].instance = instance;
-                self.instances[instance as usize].enqueue_transferred(request);
-                (instance, 0)
+            Event::Arrival { request } => (Some(self.arrive(request)), 0),
+            Event::StepDone { instance } => (Some(instance), self.step_done(instance)),
+            Event::KvTransferTick { generation } => {
+                if generation == self.link.generation {
+                    self.transfers_tick();
+                }
+                (None, 0)
             }
         }
+    }
+
+    fn touch(&mut self, instance: u32) {
+        if !self.dirty.contains(&instance) {
+            self.dirty.push(instance);
+        }
+    }
+
+    /// The KV links changed: each landed transfer frees its blocks on the prefill instance
+    /// and lets its request join the decode set; the next tick is planned.
+    fn transfers_tick(&mut self) {
+        let mut landed = Vec::new();
+        let next = self.link.tick(self.now, &mut landed);
+        for (req, src, dst) in landed {
+            self.instances[src as usize].release_held(self.reqs[req as usize].held_blocks);
+            self.instances[dst as usize].land(req, &self.reqs);
+            self.touch(src);
+            self.touch(dst);
+        }
+        if let Some(t) = next {
+            self.queue.push(t, Event::KvTransferTick { generation: self.link.generation });
+        }
+    }
+
+    /// Start the transfers of the pulls a decode instance started while planning.
+    fn start_transfers(&mut self, dst: u32) {
+        let mut started = std::mem::take(&mut self.instances[dst as usize].started_pulls);
+        let Some(x) = &self.sys.transfer else { return };
+        let mut next = None;
+        for &req in &started {
+            let r = &self.reqs[req as usize];
+            let tokens = r.input + r.generated;
+            next = self.link.start(self.now, req, r.kv_source, dst, x.latency_ns(), x.data_ns(tokens));
+        }
+        if let Some(t) = next {
+            self.queue.push(t, Event::KvTransferTick { generation: self.link.generation });
+        }
+        started.clear();
+        self.instances[dst as usize].started_pulls = started;
     }
 
     /// Route an arriving request: to a decode instance in a decode-only system (its KV is
@@ -677,7 +790,6 @@ impl<'s, 'a> Simulation<'s, 'a> {
         if self.decode_only {
             let target = route(&self.instances, &self.decoders, self.sys.routing, &mut self.rr_decode);
             self.reqs[request as usize].instance = target;
-            self.instances[target as usize].reserve();
             self.instances[target as usize].enqueue_transferred(request);
             target
         } else {
@@ -694,33 +806,51 @@ impl<'s, 'a> Simulation<'s, 'a> {
         let g = self.group_of[instance as usize];
         let inst = &mut self.instances[instance as usize];
         let step_ms = inst.step_ms;
-        inst.complete(&self.sys.groups[g].cfg, &mut self.reqs, self.now, &mut self.mtp_rng, &mut self.out);
+        inst.complete(&self.sys.groups[g].cfg, &mut self.reqs, self.now, &self.acceptance, &mut self.out);
+        let study = self.sys.transfer.is_none() || self.decoders.is_empty();
+        if study {
+            // Prefill-only study: a request leaves with its first token; nothing is transferred.
+            for &r in &self.out.handed_off {
+                let req = &mut self.reqs[r as usize];
+                inst.release_held(req.held_blocks);
+                req.generated = 1;
+                req.first_token = Some(self.now);
+                req.finish = Some(self.now);
+                self.out.tokens += 1;
+            }
+        }
         if self.open {
             self.itl_steps.push((self.now, step_ms, self.out.decode_seqs));
         } else if !self.closed || self.bench_total.is_some() || self.window_marks.0.is_some() {
             self.itl.record_n(step_ms, self.out.decode_seqs);
         }
         self.tokens_out += self.out.tokens;
-        for &r in &self.out.first_tokens {
-            self.prefilled_input += self.reqs[r as usize].input;
+        for &r in &self.out.prompts_done {
+            let req = &mut self.reqs[r as usize];
+            if !req.prompt_counted {
+                // Its prompt once, not its recomputes.
+                req.prompt_counted = true;
+                self.prefilled_input += req.input;
+            }
         }
         if self.open {
             self.series.push((self.now, self.tokens_out, self.prefilled_input));
             self.kv_series.push(self.stats.kv_integral);
         }
-        let mut done_now = self.out.finished.len() as u64;
+        let done_now = self.out.finished.len() as u64;
+        if study {
+            return done_now + self.out.handed_off.len() as u64;
+        }
         for i in 0..self.out.handed_off.len() {
+            // Routed at once (the router forwards the request with where its KV is); the decode
+            // instance pulls the KV when it can hold it.
             let r = self.out.handed_off[i];
-            if let (Some(x), false) = (&self.sys.transfer, self.decoders.is_empty()) {
-                let target = route(&self.instances, &self.decoders, self.sys.routing, &mut self.rr_decode);
-                self.instances[target as usize].reserve();
-                let at = self.now + x.duration_ns(self.reqs[r as usize].input);
-                self.queue.push(at, Event::KvTransferDone { request: r, instance: target });
-            } else {
-                // Prefill-only study: the request leaves after its first token.
-                self.reqs[r as usize].finish = Some(self.now);
-                done_now += 1;
-            }
+            let target = route(&self.instances, &self.decoders, self.sys.routing, &mut self.rr_decode);
+            let req = &mut self.reqs[r as usize];
+            req.kv_source = instance;
+            req.instance = target;
+            self.instances[target as usize].hand_to(r);
+            self.touch(target);
         }
         done_now
     }
@@ -836,9 +966,15 @@ impl<'s, 'a> Simulation<'s, 'a> {
         if inst.busy || !inst.has_work() {
             return Ok(());
         }
-        if !inst.plan(&grp.cfg, &mut self.reqs, self.now) {
-            if inst.running_count() == 0 {
-                // Nothing runs and the head of the queue cannot be admitted even alone.
+        let planned = inst.plan(&grp.cfg, &mut self.reqs, self.now);
+        if !inst.started_pulls.is_empty() {
+            self.start_transfers(touched);
+        }
+        let (grp, inst) = (&self.sys.groups[self.group_of[touched as usize]], &mut self.instances[touched as usize]);
+        if !planned {
+            if inst.idle_for_good() {
+                // Nothing runs, nothing is in transfer, and the head of the queue cannot be
+                // admitted even alone.
                 return Err(SimError::Stalled { instance: touched, waiting: inst.waiting_count() });
             }
             return Ok(());
@@ -1128,6 +1264,9 @@ struct Measured {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod pd_tests;
 
 #[cfg(test)]
 mod properties;

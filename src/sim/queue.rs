@@ -15,8 +15,9 @@ pub enum Event {
     Arrival { request: u32 },
     /// An instance finishes the step it was running.
     StepDone { instance: u32 },
-    /// A request's KV cache has reached a decode instance.
-    KvTransferDone { request: u32, instance: u32 },
+    /// Something changes on the KV links (a latency ends, a transfer lands); ticks of an
+    /// older generation than the link's are stale (see `sim::link`).
+    KvTransferTick { generation: u64 },
 }
 
 /// An event with its unique sequence number (the queue's key).

@@ -98,9 +98,8 @@ impl Scheduler for DecodeFirst {
                     break;
                 }
             }
-            if step.role() != Role::Decode {
-                Self::prefills(cfg, step);
-            }
+            // On a decode instance only the requests it preempted prefill (recompute).
+            Self::prefills(cfg, step);
             // Nothing fits: free KV by preempting the newest running sequence and retry.
             if !step.is_empty() || step.running() == 0 || guard > MAX_PREEMPT_RETRIES || !step.preempt_newest() {
                 return;
@@ -184,9 +183,7 @@ impl Scheduler for Vllm {
             }
             preempted = true;
         }
-        if step.role() == Role::Decode {
-            return;
-        }
+        // On a decode instance only the requests it preempted prefill (recompute).
         preempted |= Self::running_prefills(cfg, step);
         if !preempted || step.is_empty() {
             Self::admissions(cfg, step);

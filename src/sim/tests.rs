@@ -132,6 +132,36 @@ fn preemption_recomputes_the_newest_request() {
 }
 
 #[test]
+fn preemption_on_a_decode_instance_recomputes_the_context() {
+    // A decode-only instance of 3 blocks of 4 tokens; two requests arrive with 3 prompt tokens
+    // and their first token (4 tokens: one block each) and decode 5 tokens. Their first decode
+    // needs a block each, one is free: the newest is preempted. Its KV is gone, so it comes
+    // back as a prefill of its prompt and the token it had generated (3 + 1), on this instance,
+    // before it decodes again — not as a free re-admission of its full context. Every token
+    // it owes is recomputed: Σ prefill tokens = Σ preemptions × prompt + generated then.
+    // Mutation: in `Instance::preempt_newest`, queue a decode instance's victim on `landed`
+    // (`self.landed.push_front((req, 0))`, the old behaviour) instead of the waiting queue: it
+    // is re-admitted with its context and no step prefills.
+    let mut c = cfg(16, 2);
+    c.role = Role::Decode;
+    c.instance.kv_blocks = 3;
+    let (rep, reqs, steps) = run(&c, &MS, burst(3, 5));
+    assert!(rep.preemptions >= 1);
+    let recomputed: u64 = steps.iter().map(|s| s.prefill_tokens).sum();
+    let owed: u64 = reqs.iter().map(|r| r.preemptions as u64 * r.input + r.generated_at_preemptions).sum();
+    assert!(reqs.iter().all(|r| r.preempted_in_prefill == 0));
+    // R1 is preempted after its first token (recompute 3 + 1 into one block beside R0's two)
+    // and again when its recomputed context needs a second block (3 + 2).
+    assert_eq!((reqs[0].preemptions, reqs[1].preemptions, reqs[1].generated_at_preemptions), (0, 2, 3), "{:?}", reqs[1]);
+    assert_eq!(recomputed, owed);
+    assert_eq!(recomputed, 9);
+    for r in &reqs {
+        assert_eq!(r.generated, 5);
+        assert!(r.finish.is_some());
+    }
+}
+
+#[test]
 fn mtp_emits_accepted_drafts() {
     // Acceptance 1.0 for one draft: each decode step yields 2 tokens. Output 5 = 1 (prefill)
     // + 2 + 2 → two decode steps.
@@ -145,6 +175,52 @@ fn mtp_emits_accepted_drafts() {
     c.instance.decode = DecodeMode::mtp(1, &[0.0]);
     let (_, _, steps) = run(&c, &MS, burst(2, 5));
     assert_eq!(steps.len(), 5);
+}
+
+#[test]
+fn speculative_acceptance_is_common_to_every_batch_size() {
+    // MTP with two drafts (0.7, 0.5), 1 ms per step whatever the batch: a request's decode
+    // time is its number of decode steps, which only its own acceptance draws decide. Run as
+    // a benchmark of 24 requests at concurrency 2 and 8, request i decodes in the same time in
+    // both: the draws belong to (request, output position), not to the order the decode set
+    // is walked (common random numbers across the probes of a candidate).
+    // Mutation: pass the member's index `i as u32` instead of `s.req` to `draw_accepted` in
+    // `Instance::complete_walked_decodes`: the draws follow the walk order and the times
+    // differ between the two batch sizes.
+    let decode_ms = |conc: u64| {
+        let mut c = cfg(64, conc);
+        c.instance.decode = DecodeMode::mtp(2, &[0.7, 0.5]);
+        c.run.closed_requests = Some(24);
+        c.run.seed = 5;
+        let f = RequestFactory::new(Lengths::Fixed(8), Lengths::Fixed(40), None, ArrivalProcess::Closed, 5);
+        let (_, reqs, _) = run(&c, &MS, f);
+        assert!(reqs.iter().all(|r| r.preemptions == 0));
+        reqs.iter().map(|r| ms(r.finish.unwrap() - r.first_token.unwrap())).collect::<Vec<_>>()
+    };
+    let (a, b) = (decode_ms(2), decode_ms(8));
+    assert_eq!(a, b);
+    assert!(a.iter().any(|&t| t != a[0]), "acceptance varies by request: {a:?}");
+}
+
+#[test]
+fn acceptance_draws_have_the_planned_means() {
+    // The hashed uniforms give each mode its expected acceptance: MTP (0.8, 0.5) accepts
+    // 1.3 drafts per step on average, blocks of 4 drafts at a mean of 2 accept 2, and a
+    // block's drafts are independent (exactly 2 of 4 with probability 6/16).
+    // Mutation: drop the draft index from the key in `AcceptanceDraws::uniform`: a block's
+    // drafts share one uniform (all or none accepted; the mean holds, the spread does not).
+    let d = AcceptanceDraws::new(11);
+    let mean = |mode: &DecodeMode| {
+        let n: u64 = (0..200u32).flat_map(|r| (0..500u64).map(move |p| (r, p))).map(|(r, p)| mode.draw_accepted(&d, r, p)).sum();
+        n as f64 / 100_000.0
+    };
+    let mtp = mean(&DecodeMode::mtp(2, &[0.8, 0.5]));
+    assert!((mtp - 1.3).abs() < 0.01, "{mtp}");
+    let block = DecodeMode::Block { block: 5, drafts: 4, mean_accepted: 2.0 };
+    let m = mean(&block);
+    assert!((m - 2.0).abs() < 0.02, "{m}");
+    let two = (0..100_000u64).filter(|&p| block.draw_accepted(&d, 1, p) == 2).count() as f64 / 100_000.0;
+    assert!((two - 0.375).abs() < 0.01, "{two}");
 }
 
 #[test]
@@ -187,67 +263,6 @@ fn prefix_cache_shares_blocks_and_skips_prefill() {
     c.instance.prefix_hit_rate = 0.5;
     let (_, _, steps) = run(&c, &MS, burst(12, 2));
     assert_eq!(steps[0].prefill_tokens, 6);
-}
-
-/// A prefill group and a decode group joined by a link: 1 ms steps, a link of 1000 bytes/s
-/// effective with 2 ms latency, 10 bytes of KV per prompt token.
-fn pd_system<'a>(cost: &'a FixedCost, p: u32, d: u32) -> System<'a> {
-    let inst = cfg(64, 4).instance;
-    System {
-        groups: vec![
-            Group { role: Role::Prefill, count: p, cfg: inst.clone(), cost },
-            Group { role: Role::Decode, count: d, cfg: inst, cost },
-        ],
-        transfer: Some(KvTransfer {
-            bytes_per_token: 10.0,
-            link: crate::hardware::Link { bandwidth: crate::units::Bandwidth::gb_s(1e-6), latency_us: 2000.0, efficiency: 1.0 },
-        }),
-        routing: Routing::LeastLoaded,
-        run: cfg(64, 1).run,
-    }
-}
-
-#[test]
-fn kv_transfer_delays_the_second_token_by_the_link_time() {
-    // One request: 8 prompt tokens, 3 output tokens. Prefill step ends at 1 ms (first token);
-    // KV of 8 tokens = 80 bytes over 1000 B/s + 2 ms = 82 ms; the decode instance admits it at
-    // 83 ms and decodes the remaining 2 tokens in two 1 ms steps: finish at 85 ms.
-    let sys = pd_system(&MS, 1, 1);
-    let f = RequestFactory::new(Lengths::Fixed(8), Lengths::Fixed(3), None, ArrivalProcess::Burst, 0);
-    let mut run = sys.run.clone();
-    run.concurrency = 1;
-    let sys = System { run, ..sys };
-    let mut steps = Vec::new();
-    let (rep, reqs) = simulate_system(&sys, f, &mut |s| steps.push(s)).unwrap();
-    let r = &reqs[0];
-    assert_eq!(r.first_token, Some(1_000_000));
-    assert_eq!(r.decode_admitted, Some(83_000_000));
-    assert_eq!(r.finish, Some(85_000_000));
-    assert_eq!(r.generated, 3);
-    assert_eq!(
-        steps.iter().map(|s| (s.instance, s.start / 1_000_000, s.decode_seqs)).collect::<Vec<_>>(),
-        vec![(0, 0, 0), (1, 83, 1), (1, 84, 1)]
-    );
-    // TTFT ends at the prefill instance; the transfer counts in TPOT: (85 − 1) / 2 = 42 ms.
-    assert!((rep.latency.ttft.mean - 1.0).abs() < 1e-9);
-    assert!((rep.latency.tpot_inter_token.mean - 42.0).abs() < 1e-9);
-}
-
-#[test]
-fn routing_spreads_requests_over_decode_instances() {
-    let f = || RequestFactory::new(Lengths::Fixed(4), Lengths::Fixed(4), None, ArrivalProcess::Poisson { rate: 2000.0 }, 3);
-    for routing in [Routing::LeastLoaded, Routing::RoundRobin] {
-        let mut sys = pd_system(&MS, 1, 3);
-        sys.routing = routing;
-        sys.run.num_requests = 30;
-        let (_, reqs) = simulate_system(&sys, f(), &mut |_| {}).unwrap();
-        let mut per = [0u32; 4];
-        for r in &reqs {
-            per[r.instance as usize] += 1;
-        }
-        assert_eq!(per[0], 0, "every request ends on a decode instance");
-        assert!(per[1..].iter().all(|&n| n >= 5), "{routing:?}: {per:?}");
-    }
 }
 
 fn poisson(rate: f64, input: u64, output: u64) -> RequestFactory {

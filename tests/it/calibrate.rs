@@ -164,7 +164,8 @@ fn a_fit_writes_profiles_that_reproduce_its_after_table() {
             assert!((median(&v["after"], e, k) - median(&again, e, k)).abs() < 1e-9, "{e} {k}");
         }
     }
-    let loss = |t: &serde_json::Value| ["vllm", "sglang", "trtllm"].iter().map(|e| median(t, e, "ttft") + median(t, e, "tpot")).sum::<f64>();
+    let loss =
+        |t: &serde_json::Value| ["vllm", "sglang", "trtllm"].iter().map(|e| median(t, e, "ttft") + median(t, e, "tpot")).sum::<f64>();
     assert!(loss(&v["after"]) < loss(&v["before"]), "the fit must improve on the prior");
     let text = std::fs::read_to_string(&files[0]).unwrap();
     assert!(text.contains("device: H100_SXM") && text.contains("fit:"), "{text}");
@@ -173,15 +174,38 @@ fn a_fit_writes_profiles_that_reproduce_its_after_table() {
 #[test]
 fn calibration_flags_are_checked() {
     cmd()
-        .args(["Qwen/Qwen3-32B", "--device", "H100_SXM", "--input-length", "100", "--output-length", "10", "--calibration", "none", "--calibration", "x.yaml"])
+        .args([
+            "Qwen/Qwen3-32B",
+            "--device",
+            "H100_SXM",
+            "--input-length",
+            "100",
+            "--output-length",
+            "10",
+            "--calibration",
+            "none",
+            "--calibration",
+            "x.yaml",
+        ])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--calibration"));
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.yaml");
-    std::fs::write(&bad, "engine: vllm\nfused_graph: true\ndefaults: {step_overhead_us: -1, seq_overhead_us: 0, request_overhead_ms: 0}\n").unwrap();
+    std::fs::write(&bad, "engine: vllm\nfused_graph: true\ndefaults: {step_overhead_us: -1, seq_overhead_us: 0, request_overhead_ms: 0}\n")
+        .unwrap();
     cmd()
-        .args(["Qwen/Qwen3-32B", "--device", "H100_SXM", "--input-length", "100", "--output-length", "10", "--calibration", &bad.display().to_string()])
+        .args([
+            "Qwen/Qwen3-32B",
+            "--device",
+            "H100_SXM",
+            "--input-length",
+            "100",
+            "--output-length",
+            "10",
+            "--calibration",
+            &bad.display().to_string(),
+        ])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("defaults.step_overhead_us").and(predicate::str::contains("-1")));
@@ -191,7 +215,22 @@ fn calibration_flags_are_checked() {
 #[test]
 fn the_report_names_the_execution_profile() {
     // Fails if the serving line stops saying which calibration priced the steps.
-    let on = run_ok(&["Qwen/Qwen3-32B", "--device", "H100_SXM", "--num-devices", "2", "--input-length", "1024", "--output-length", "128", "--tp-sizes", "2", "--batch-range", "8", "8"]);
+    let on = run_ok(&[
+        "Qwen/Qwen3-32B",
+        "--device",
+        "H100_SXM",
+        "--num-devices",
+        "2",
+        "--input-length",
+        "1024",
+        "--output-length",
+        "128",
+        "--tp-sizes",
+        "2",
+        "--batch-range",
+        "8",
+        "8",
+    ]);
     assert!(on.contains("Execution profile: vllm × H100_SXM calibration, fitted on"), "{on}");
     let off = run_ok(&[
         "Qwen/Qwen3-32B",

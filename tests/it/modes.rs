@@ -294,6 +294,67 @@ fn pd_ratio_rows_are_consistent() {
     }
 }
 
+#[test]
+fn pd_ratio_overall_best_reports_the_simulated_best_split() {
+    // Qwen3-30B-A3B on 16 H200 in 4-device instances (msmodeling): the formula's split (1 P : 3 D) loses to
+    // 2 P : 2 D by simulation, and Overall Best reports 2 P : 2 D with the reason in text, the
+    // choice and its source in JSON and in the CSV columns. The rule, checked on the JSON:
+    // the best simulated split when it serves strictly more within the SLO than the formula's
+    // split did in its own simulation. Mutation: make the simulated arm of `choose_split`
+    // unreachable (`&& false`): the formula's split is reported whatever the simulation says.
+    let a = [
+        "Qwen/Qwen3-30B-A3B",
+        "--device",
+        "H200_SXM",
+        "--input-length",
+        "3000",
+        "--output-length",
+        "1000",
+        "--compile",
+        "--enable-optimize-prefill-decode-ratio",
+        "--prefill-devices-per-instance",
+        "4",
+        "--decode-devices-per-instance",
+        "4",
+        "--num-devices",
+        "16",
+        "--ttft-limits",
+        "1000",
+        "--tpot-limits",
+        "40",
+        // The original tool's serving model (no calibrated vLLM execution profile), where the
+        // formula's split loses; under the H200 vLLM calibration the formula's split wins.
+        "--serving-engine",
+        "msmodeling",
+    ];
+    let report = run_json(&a);
+    let pd = &report["devices"][0]["pd_ratio"];
+    let v = &pd["verification"];
+    let best = &array(&v["splits"], "splits")[0];
+    let formula_good = num(&v["simulated"]["request_rate"], "request_rate") * num(&v["simulated"]["goodput"], "goodput");
+    let chosen = &pd["chosen"];
+    assert!(num(&best["good_qps"], "good_qps") > formula_good, "{v}");
+    assert_eq!(chosen["source"], "simulation", "{chosen}");
+    assert_eq!((&chosen["prefill_instances"], &chosen["decode_instances"]), (&best["prefill_instances"], &best["decode_instances"]));
+    assert_ne!(
+        (&chosen["prefill_instances"], &chosen["decode_instances"]),
+        (&pd["split"]["prefill_instances"], &pd["split"]["decode_instances"]),
+        "the formula's split is not the best here"
+    );
+    let (p, d) = (chosen["prefill_instances"].as_u64().unwrap(), chosen["decode_instances"].as_u64().unwrap());
+    let out = run_ok(&a);
+    assert!(out.contains(&format!("P Instances: {p} ({} devices)", p * 4)), "{out}");
+    assert!(out.contains(&format!("D Instances: {d} ({} devices)", d * 4)), "{out}");
+    assert!(out.contains(&format!("Split chosen by simulation: simulated best split: {p} P : {d} D serves")), "{out}");
+    let csv = run_ok(&args(&a, &["--output", "csv"]));
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no {name} column"));
+    for line in csv.lines().skip(1) {
+        let fields: Vec<&str> = line.split(',').collect();
+        assert_eq!((fields[col("pd_split")], fields[col("pd_split_source")]), (format!("{p}P:{d}D").as_str(), "simulation"), "{line}");
+    }
+}
+
 // ---- MoE and MTP searches ----
 
 #[test]

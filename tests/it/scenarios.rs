@@ -88,6 +88,7 @@ fn digest(name: &str, report: &Report) -> Value {
                         "d_parallel": r.d_parallel, "ttft_ms": r.ttft_ms, "tpot_ms": r.tpot_ms,
                     })).collect::<Vec<_>>(),
                     "split": pd.split,
+                    "chosen": pd.chosen,
                     "verification": pd.verification,
                 })
             });

@@ -6,7 +6,14 @@ use throughput_optimizer::cli::{self, Command, RawArgs};
 
 /// The plan and report of a run of `Qwen/Qwen3-8B --num-devices 1` plus `extra`.
 fn run(extra: &str) -> (throughput_optimizer::plan::Plan, throughput_optimizer::outcome::Report) {
-    let argv = ["throughput-optimizer", "Qwen/Qwen3-8B", "--num-devices", "1", "--quiet"].into_iter().chain(extra.split_whitespace());
+    run_on(1, extra)
+}
+
+/// [`run`] on `devices` devices.
+fn run_on(devices: u32, extra: &str) -> (throughput_optimizer::plan::Plan, throughput_optimizer::outcome::Report) {
+    let n = devices.to_string();
+    let argv =
+        ["throughput-optimizer", "Qwen/Qwen3-8B", "--num-devices", n.as_str(), "--quiet"].into_iter().chain(extra.split_whitespace());
     let plan = match cli::build(RawArgs::parse_argv(argv).unwrap()).unwrap() {
         Command::Run(p) => p,
         _ => unreachable!("a run"),
@@ -79,4 +86,63 @@ fn a_trace_is_simulated_whole_and_a_cut_is_announced() {
     let (plan, report) = run(&format!("{trace} --num-requests 1000"));
     assert_eq!(measured(&report), 800);
     assert!(plan.warnings.iter().any(|w| w.contains("only the first 1000 of the trace's 3000")), "{:?}", plan.warnings);
+}
+
+/// The best throughput of a run on `devices` devices (0 when nothing is feasible).
+fn best_on(devices: u32, extra: &str) -> f64 {
+    run_on(devices, extra).1.devices[0].phases[0].best.first().map_or(0.0, |r| r.throughput)
+}
+
+/// Search properties on the real cost model, end to end: a looser TTFT limit, more devices and
+/// a higher prefix-cache hit rate raise the best throughput here (src/search/properties.rs
+/// checks "never lower" over random small workloads with the fixed cost model). Here: 198 →
+/// 771 tok/s; 771, 1,543, 3,085 on 1, 2, 4 devices; 771, 929, 1,173 at hit rates 0, 0.3, 0.6.
+/// Mutation: set `prefix_hit_rate: 0.0` in `search::engine::sim::instance_config` (the flag
+/// is then ignored by the simulator and the three hit rates tie).
+#[test]
+fn looser_limits_more_devices_and_prefix_hits_raise_the_best() {
+    let w = "--input-length 2000 --output-length 300 --tpot-limits 30";
+    let (tight, loose) = (best_on(1, &format!("{w} --ttft-limits 400")), best_on(1, &format!("{w} --ttft-limits 800")));
+    assert!(tight > 0.0 && loose > tight, "TTFT ≤ 400 ms: {tight:.1} tok/s, ≤ 800 ms: {loose:.1}");
+    let by_devices: Vec<f64> = [1, 2, 4].iter().map(|&n| best_on(n, w)).collect();
+    assert!(by_devices.windows(2).all(|p| p[1] > p[0]), "best by 1, 2, 4 devices: {by_devices:?}");
+    let by_hits: Vec<f64> = ["0", "0.3", "0.6"].iter().map(|h| best_on(1, &format!("{w} --prefix-cache-hit-rate {h}"))).collect();
+    assert!(by_hits.windows(2).all(|p| p[1] > p[0]), "best by hit rate 0, 0.3, 0.6: {by_hits:?}");
+}
+
+/// Common random numbers: every probe of one candidate draws its requests from the same seeded
+/// streams, so request i has the same lengths (and, in an open loop, the same arrival time)
+/// whatever the batch size probed, and probe-to-probe differences come from the configuration.
+/// Checked on the probes' own simulations: a benchmark-run closed loop of variable lengths
+/// (spread lengths, client jitter) at batch 4 and 16, and a Poisson open loop whose running cap
+/// differs. Mutation: derive the request stream's seed from the batch in
+/// `search::engine::sim::sim_config` (`factory` with `plan.seed + batch`): lengths and
+/// arrivals then differ by batch.
+#[test]
+fn every_probe_of_a_candidate_draws_the_same_requests() {
+    use throughput_optimizer::outcome::Phase;
+    use throughput_optimizer::search::engine::sim::{sim_config, step_cost};
+    use throughput_optimizer::search::{candidates, CandidateCtx};
+    let requests = |extra: &str, batches: [u32; 2]| {
+        let (plan, _) = run(&format!("--input-length 500 --output-length 100 --batch-range 1 1 {extra}"));
+        let cand = candidates::enumerate(&plan, 1, Phase::Aggregated).0[0];
+        let ctx = CandidateCtx::new(&plan, &plan.devices[0], cand, Phase::Aggregated);
+        batches.map(|b| {
+            let (cfg, factory) = sim_config(&ctx, b, 4096);
+            let (_, reqs) = throughput_optimizer::sim::simulate_detailed(&cfg, &step_cost(&ctx), factory, &mut |_| {}).unwrap();
+            reqs
+        })
+    };
+    let [a, b] = requests("--random-range-ratio 0.5 --num-requests 64", [4, 16]);
+    assert_eq!((a.len(), b.len()), (64, 64));
+    let lengths = |r: &[throughput_optimizer::sim::RequestState]| r.iter().map(|q| (q.input, q.output)).collect::<Vec<_>>();
+    assert_eq!(lengths(&a), lengths(&b));
+    assert!(a.iter().any(|q| q.input != a[0].input), "lengths vary");
+    // The first wave is sent at t = 0: its arrivals are the client jitter's first draws.
+    assert_eq!(a[..4].iter().map(|q| q.arrival).collect::<Vec<_>>(), b[..4].iter().map(|q| q.arrival).collect::<Vec<_>>());
+    assert!(a[..4].iter().any(|q| q.arrival > 0), "jittered sends");
+    let [a, b] = requests("--arrival poisson --request-rate 20 --num-requests 64 --random-range-ratio 0.5", [4, 16]);
+    let arrivals = |r: &[throughput_optimizer::sim::RequestState]| r.iter().map(|q| (q.arrival, q.input, q.output)).collect::<Vec<_>>();
+    assert_eq!(arrivals(&a), arrivals(&b));
+    assert!(a[1..].iter().zip(&a).all(|(x, y)| x.arrival >= y.arrival));
 }

@@ -220,7 +220,11 @@ pub(crate) fn validate_calibration(raw: &RawArgs) -> Result<crate::hardware::cal
     let mut profiles = crate::hardware::calibration::EngineProfiles::default();
     if raw.calibration.iter().any(|c| c == "none") {
         if raw.calibration.len() > 1 {
-            return Err(Error::conflict("--calibration none", "--calibration FILE", "--calibration none turns calibration off; give it alone, without --calibration FILE"));
+            return Err(Error::conflict(
+                "--calibration none",
+                "--calibration FILE",
+                "--calibration none turns calibration off; give it alone, without --calibration FILE",
+            ));
         }
         profiles.calibrated = false;
         return Ok(profiles);
@@ -231,7 +235,11 @@ pub(crate) fn validate_calibration(raw: &RawArgs) -> Result<crate::hardware::cal
             .map_err(|e| Error::rejected("--calibration", file, e.to_string()))?;
         let p = EngineProfile::parse(&text).map_err(|e| Error::rejected("--calibration", file, e))?;
         if seen.contains(&p.engine) {
-            return Err(Error::rejected("--calibration", file, format!("a second profile of engine `{}`; give one file per engine", p.engine)));
+            return Err(Error::rejected(
+                "--calibration",
+                file,
+                format!("a second profile of engine `{}`; give one file per engine", p.engine),
+            ));
         }
         seen.push(p.engine.clone());
         profiles.replace(p, file);

@@ -4,8 +4,64 @@
 
 pub mod verify;
 
-use crate::analytic::pd::{decode_qps, prefill_qps};
-use crate::outcome::{PdRow, Row};
+use crate::analytic::pd::{decode_qps, prefill_qps, InstanceSplit};
+use crate::outcome::{ChosenSplit, PdRow, PdVerification, Row, SplitSource};
+
+/// The split "Overall Best" reports. With simulated splits (a device budget and a simulator
+/// engine) the best of them by requests served within the SLO replaces the formula's split
+/// when it serves strictly more than the formula's split did in its own simulation (or when
+/// the formula's split does not fit the budget); otherwise the formula's split stands. The
+/// reason says which, with both figures.
+pub fn choose_split(row: &PdRow, formula: Option<InstanceSplit>, v: Option<&PdVerification>) -> Option<ChosenSplit> {
+    let formula_good = formula.and_then(|_| v?.simulated.as_ref()).map(|s| s.request_rate * s.goodput);
+    let best = v.and_then(|v| v.splits.iter().find(|e| e.error.is_none()));
+    let make = |p: u32, d: u32, source, good_qps, reason: String| ChosenSplit {
+        prefill_instances: p,
+        decode_instances: d,
+        prefill_devices: p * row.p_devices,
+        decode_devices: d * row.d_devices,
+        source,
+        good_qps,
+        formula_good_qps: formula_good,
+        reason,
+    };
+    match (formula, best) {
+        (Some(f), Some(b))
+            if (b.prefill_instances, b.decode_instances) != (f.prefill_instances, f.decode_instances)
+                && b.good_qps > formula_good.unwrap_or(0.0) =>
+        {
+            let reason = format!(
+                "simulated best split: {} P : {} D serves {:.3} req/s within the SLO, the formula's {} P : {} D {:.3} req/s",
+                b.prefill_instances,
+                b.decode_instances,
+                b.good_qps,
+                f.prefill_instances,
+                f.decode_instances,
+                formula_good.unwrap_or(0.0)
+            );
+            Some(make(b.prefill_instances, b.decode_instances, SplitSource::Simulation, Some(b.good_qps), reason))
+        }
+        (Some(f), _) => {
+            let reason = match (formula_good, best) {
+                (Some(g), Some(b)) => format!(
+                    "formula split (P = D x {:.2}, rounded): {g:.3} req/s within the SLO by simulation; the best simulated split serves {:.3}",
+                    row.pd_ratio, b.good_qps
+                ),
+                (Some(g), None) => format!("formula split (P = D x {:.2}, rounded): {g:.3} req/s within the SLO by simulation", row.pd_ratio),
+                _ => format!("formula split (P = D x {:.2}, rounded); not simulated", row.pd_ratio),
+            };
+            Some(make(f.prefill_instances, f.decode_instances, SplitSource::Formula, formula_good, reason))
+        }
+        (None, Some(b)) => {
+            let reason = format!(
+                "simulated best split: {} P : {} D serves {:.3} req/s within the SLO; no formula split fits the budget",
+                b.prefill_instances, b.decode_instances, b.good_qps
+            );
+            Some(make(b.prefill_instances, b.decode_instances, SplitSource::Simulation, Some(b.good_qps), reason))
+        }
+        (None, None) => None,
+    }
+}
 
 /// Cross every feasible prefill row with every feasible decode row within the limits, keep
 /// the best pairing per (P layout, D layout), one row per balanced QPS (2 decimals), ranked
@@ -87,6 +143,72 @@ mod tests {
         r.ttft_ms = ttft;
         r.tpot_ms = tpot;
         r
+    }
+
+    fn verification(planned: (u32, u32), planned_good: f64, splits: &[(u32, u32, f64)]) -> PdVerification {
+        let sim = crate::outcome::PdSimulated {
+            ttft: Default::default(),
+            tpot: Default::default(),
+            output_throughput: 0.0,
+            request_rate: planned_good * 2.0,
+            goodput: 0.5,
+            kv_transfer_ms: 0.0,
+            slo_met: true,
+            steady: true,
+        };
+        PdVerification {
+            prefill_instances: planned.0,
+            decode_instances: planned.1,
+            arrival_rate: 1.0,
+            planned_ttft_ms: 1.0,
+            planned_tpot_ms: 1.0,
+            planned_qps: 1.0,
+            prefill_utilization: 1.0,
+            decode_utilization: 1.0,
+            requests: 600,
+            simulated: Some(sim),
+            simulation_error: None,
+            sustainable_rate: None,
+            splits: splits
+                .iter()
+                .map(|&(p, d, good_qps)| crate::outcome::PdSplitEval {
+                    prefill_instances: p,
+                    decode_instances: d,
+                    arrival_rate: 1.0,
+                    delivered_qps: good_qps,
+                    good_qps,
+                    slo_met: true,
+                    steady: true,
+                    error: None,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn overall_best_takes_the_simulated_split_only_when_it_serves_more() {
+        // The case: the formula plans 1 P : 2 D (207 req/s within the SLO by simulation)
+        // while 1 P : 3 D serves 251: Overall Best reports 1 P : 3 D, says so and why.
+        // Mutation: drop the simulated branch of `choose_split` (always the formula's split).
+        let p = [row(Phase::Prefill, "P", 10, Some(100.0), None)];
+        let d = [row(Phase::Decode, "D", 1000, None, Some(10.0))];
+        let best = &match_rows(&p, &d, 1024, f64::INFINITY, f64::INFINITY)[0];
+        let formula = Some(InstanceSplit { prefill_instances: 1, decode_instances: 2, prefill_devices: 4, decode_devices: 8 });
+        let v = verification((1, 2), 207.0, &[(1, 3, 251.0), (2, 2, 230.0)]);
+        let c = choose_split(best, formula, Some(&v)).unwrap();
+        assert_eq!((c.prefill_instances, c.decode_instances, c.source), (1, 3, SplitSource::Simulation));
+        assert_eq!((c.good_qps, c.formula_good_qps), (Some(251.0), Some(207.0)));
+        assert!(c.reason.contains("1 P : 3 D serves 251.000") && c.reason.contains("1 P : 2 D 207.000"), "{}", c.reason);
+        // The formula's split is as good or better: it stays, and the reason gives both figures.
+        // Mutation: `>=` for `>` in `choose_split` (a tie would switch away from the formula).
+        let v = verification((1, 2), 251.0, &[(1, 3, 251.0), (2, 2, 230.0)]);
+        let c = choose_split(best, formula, Some(&v)).unwrap();
+        assert_eq!((c.prefill_instances, c.decode_instances, c.source), (1, 2, SplitSource::Formula));
+        assert!(c.reason.contains("251.000 req/s within the SLO by simulation"), "{}", c.reason);
+        // Not simulated (analytic engine): the formula's split, said to be unsimulated.
+        let c = choose_split(best, formula, None).unwrap();
+        assert_eq!((c.source, c.good_qps), (SplitSource::Formula, None));
+        assert!(c.reason.ends_with("not simulated"), "{}", c.reason);
     }
 
     #[test]

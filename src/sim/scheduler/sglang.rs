@@ -59,7 +59,9 @@ impl Scheduler for Sglang {
         if step.role() == Role::Decode {
             let cap = cfg.max_num_seqs.max(1);
             while step.running() < cap && step.admit_transferred() {}
-        } else if self.prefill_batch(cfg, step) {
+        }
+        // On a decode instance only the requests it retracted prefill (recompute).
+        if self.prefill_batch(cfg, step) {
             return;
         }
         while !step.try_decodes() {

@@ -4,8 +4,8 @@
 use super::*;
 use crate::cost::{FixedCost, StepCostModel};
 use crate::sim::instance::{Instance, StepOutcome};
+use crate::sim::AcceptanceDraws;
 use crate::sim::RequestState;
-use crate::workload::arrival::{rng, Stream};
 
 fn cfg(budget: u64, slack: f64, max_num_seqs: u64, block_size: u64) -> InstanceConfig {
     InstanceConfig::for_tests(budget, slack, max_num_seqs, block_size)
@@ -38,13 +38,13 @@ fn trace_up_to(
     for i in 0..reqs.len() as u32 {
         inst.enqueue(i, &reqs);
     }
-    let (mut now, mut rng, mut out, mut steps) = (0, rng(0, Stream::MtpAcceptance), StepOutcome::default(), Vec::new());
+    let (mut now, draws, mut out, mut steps) = (0, AcceptanceDraws::new(0), StepOutcome::default(), Vec::new());
     while inst.has_work() {
         assert!(steps.len() < max, "runaway: {steps:?}");
         assert!(inst.plan(cfg, &mut reqs, now), "stalled after {steps:?}");
         steps.push(inst.planned());
         now += (cost.step_seconds(&inst.shape) * 1e9).round() as u64;
-        inst.complete(cfg, &mut reqs, now, &mut rng, &mut out);
+        inst.complete(cfg, &mut reqs, now, &draws, &mut out);
     }
     (steps, inst, reqs)
 }

@@ -43,9 +43,7 @@ impl Scheduler for Trtllm {
                 break;
             }
         }
-        if step.role() == Role::Decode {
-            return;
-        }
+        // On a decode instance only the requests it preempted prefill (recompute).
         let chunk_of = |left: u64, room: u64| if cfg.chunked_prefill { left.min(room) } else { left };
         let mut i = 0;
         while i < step.partial_prefills() {
