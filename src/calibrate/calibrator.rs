@@ -210,7 +210,8 @@ fn device_losses(
         let e = acc.entry(d.clone()).or_default();
         for &i in idx {
             if let Ok(s) = &sens[i] {
-                e.0 += super::fit::loss(s.ttft_ms, runs[i].ttft_ms) + super::fit::TPOT_WEIGHT * super::fit::loss(s.tpot_ms, runs[i].tpot_ms);
+                e.0 +=
+                    super::fit::loss(s.ttft_ms, runs[i].ttft_ms) + super::fit::TPOT_WEIGHT * super::fit::loss(s.tpot_ms, runs[i].tpot_ms);
                 e.1 += 1;
             } else {
                 // A run the calibration cannot simulate counts as a large error.
