@@ -33,3 +33,12 @@ fn evaluate_sample() -> usize {
     let predictor = Predictor::new(base_plan(&[]).unwrap());
     evaluate(&runs, &predictor.predict_all(&runs)).groups.len()
 }
+
+/// The fit of every engine × device calibration on the training file (four simulation passes
+/// of the 1,036 runs and the optimiser between them). Target: ≤ 60 s on 2 cores.
+#[divan::bench(sample_count = 1, sample_size = 1)]
+fn fit_training_file() -> usize {
+    let runs = read_files(&[TRAIN]).unwrap();
+    let predictor = Predictor::new(base_plan(&[]).unwrap());
+    throughput_optimizer::calibrate::calibrator::fit(&predictor, &runs).params.len()
+}

@@ -215,10 +215,14 @@ pub fn fit_block(members: &[Member], free: &[usize], prior: &Prior) -> Vec<f64> 
         Params::from_vec(v)
     };
     let objective = |x: &[f64; P]| {
-        // Only the first `dims` coordinates move; they map onto the free indices.
+        // Only the first `dims` coordinates move; they map onto the free indices. Beyond ±12 the
+        // logistic map is flat (a parameter at its bound): the excess costs a little, so the
+        // simplex does not run off along a saturated coordinate and drag the others with it.
         let mut z = z0;
+        let mut excess = 0.0;
         for (k, &i) in free.iter().enumerate() {
-            z[i] = x[k];
+            z[i] = x[k].clamp(-Z_MAX, Z_MAX);
+            excess += (x[k] - z[i]).powi(2);
         }
         let mut sum = 0.0;
         for m in members {
@@ -228,7 +232,7 @@ pub fn fit_block(members: &[Member], free: &[usize], prior: &Prior) -> Vec<f64> 
         }
         let p = with(&z, &first.cur).to_vec();
         let pen: f64 = free.iter().map(|&i| prior.penalty_of(i, p[i])).sum();
-        sum / members.len() as f64 + PRIOR_WEIGHT * pen
+        sum / members.len() as f64 + PRIOR_WEIGHT * pen + 1e-3 * excess
     };
     let mut x0 = [0.0; P];
     for (k, &i) in free.iter().enumerate() {
@@ -237,11 +241,14 @@ pub fn fit_block(members: &[Member], free: &[usize], prior: &Prior) -> Vec<f64> 
     let best = nelder_mead_dims(objective, x0, dims, 0.5, 600 * dims.max(1));
     let mut z = z0;
     for (k, &i) in free.iter().enumerate() {
-        z[i] = best[k];
+        z[i] = best[k].clamp(-Z_MAX, Z_MAX);
     }
     let full = prior.params_at(&z);
     free.iter().map(|&i| full[i]).collect()
 }
+
+/// Coordinates beyond which a parameter sits at its bound (logistic(12) = 0.999994).
+const Z_MAX: f64 = 12.0;
 
 /// [`nelder_mead`] over the first `dims` coordinates of `x0` (the rest stay put).
 fn nelder_mead_dims(f: impl Fn(&[f64; P]) -> f64, x0: [f64; P], dims: usize, step: f64, max_evals: usize) -> [f64; P] {
@@ -363,5 +370,37 @@ mod tests {
         let p = fit_group(&samples, &at, &prior);
         assert!((p.step_overhead_us - 4000.0).abs() < 150.0, "{p:?}");
         assert!((p.memory_efficiency - 0.8).abs() < 0.02, "{p:?}");
+    }
+}
+
+#[cfg(test)]
+mod block_tests {
+    use super::*;
+
+    #[test]
+    fn a_parameter_no_run_depends_on_stays_at_its_prior() {
+        // Dense runs (no routed experts): the grouped-GEMM efficiency has no slope, so only the
+        // prior decides it. Fails if the block fit maps its coordinates onto the wrong
+        // parameters, or the prior's pull is lost.
+        let at = Params {
+            memory_efficiency: 0.85,
+            matrix_efficiency_scale: 1.0,
+            comm_efficiency: 0.75,
+            grouped_gemm_efficiency: 1.0,
+            step_overhead_us: 500.0,
+            seq_overhead_us: 10.0,
+            request_overhead_ms: 10.0,
+        };
+        let sens = Sensitivity { ttft_ms: 100.0, tpot_ms: 10.0, ttft: [20.0, 30.0, 0.0, 0.0, 50.0, 0.0], tpot: [5.0, 1.0, 0.0, 0.0, 900.0, 0.0] };
+        let members = vec![Member { sample: Sample { ttft_ms: 120.0, tpot_ms: 12.0, sens }, at, cur: at }];
+        let prior = Prior::new(at, 1.2);
+        let v = fit_block(&members, &[3, 4, 5, 6], &prior);
+        assert!((v[0] - 1.0).abs() < 0.02, "grouped-GEMM efficiency moved without data: {v:?}");
+        // A run the overheads cannot reach (measured far below the simulation even with none):
+        // they go to their bound, and the parameter without data still stays. Fails without the
+        // clamp of saturated coordinates (the simplex ran off and took it to its bound, 2).
+        let fast = vec![Member { sample: Sample { ttft_ms: 10.0, tpot_ms: 1.0, sens }, at, cur: at }];
+        let v = fit_block(&fast, &[3, 4, 5, 6], &prior);
+        assert!(v[1] < 5.0 && (v[0] - 1.0).abs() < 0.05, "{v:?}");
     }
 }

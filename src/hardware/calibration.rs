@@ -106,6 +106,11 @@ pub struct Effective {
 impl Effective {
     /// What the report says of the execution profile: where it comes from and what it adds.
     pub fn describe(&self) -> String {
+        let adds = self.per_seq_s > 0.0 || self.request_overhead_s > 0.0 || self.fused_graph || self.causal_attention;
+        if !adds && !self.source.contains("calibration,") {
+            let engine = self.source.split_whitespace().next().unwrap_or_default();
+            return format!("{engine}: the device profile as it is (no engine overheads, no calibration)");
+        }
         let mut kinds = Vec::new();
         if self.fused_graph {
             kinds.push("fused graph");
@@ -115,7 +120,7 @@ impl Effective {
         }
         let kinds = if kinds.is_empty() { String::new() } else { format!("{}; ", kinds.join(", ")) };
         format!(
-            "{} ({kinds}{} µs per step, {} µs per sequence, {} ms per request; HBM efficiency {})",
+            "{}: {kinds}{} µs per step, {} µs per sequence, {} ms per request; HBM efficiency {}",
             self.source,
             crate::hardware::trim_float(self.device.host_overhead_us),
             crate::hardware::trim_float(self.per_seq_s * 1e6),
@@ -230,8 +235,12 @@ impl EngineProfile {
                 if self.defaults.step_overhead_us > 0.0 {
                     d.host_overhead_us = self.defaults.step_overhead_us;
                 }
-                let why = if calibrated { "no calibration for this device" } else { "calibration off" };
-                (d, self.defaults, format!("{} defaults ({why})", self.engine))
+                let source = if calibrated {
+                    format!("{} defaults, no calibration for {}", self.engine, device.name)
+                } else {
+                    format!("{} defaults, calibration off", self.engine)
+                };
+                (d, self.defaults, source)
             }
         };
         Effective {

@@ -250,5 +250,5 @@ fn the_report_names_the_execution_profile() {
         "--calibration",
         "none",
     ]);
-    assert!(off.contains("Execution profile: vllm defaults (calibration off)"), "{off}");
+    assert!(off.contains("Execution profile: vllm defaults, calibration off: fused graph"), "{off}");
 }
