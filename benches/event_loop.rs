@@ -33,20 +33,7 @@ fn config(decode: DecodeMode) -> SimConfig {
         },
         instances: 1,
         role: Role::Mixed,
-        run: RunParams {
-            measure: Default::default(),
-            closed_requests: None,
-            concurrency: 256,
-            num_requests: 0,
-            max_concurrency: None,
-            min_measured: 0,
-            ttft_limit_ms: f64::INFINITY,
-            tpot_limit_ms: f64::INFINITY,
-            seed: 0,
-            max_steps: u64::MAX,
-            bins: Vec::new(),
-            frontend_ns: 0,
-        },
+        run: RunParams { max_steps: u64::MAX, ..RunParams::closed(256) },
     }
 }
 

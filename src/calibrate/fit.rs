@@ -391,7 +391,8 @@ mod block_tests {
             seq_overhead_us: 10.0,
             request_overhead_ms: 10.0,
         };
-        let sens = Sensitivity { ttft_ms: 100.0, tpot_ms: 10.0, ttft: [20.0, 30.0, 0.0, 0.0, 50.0, 0.0], tpot: [5.0, 1.0, 0.0, 0.0, 900.0, 0.0] };
+        let sens =
+            Sensitivity { ttft_ms: 100.0, tpot_ms: 10.0, ttft: [20.0, 30.0, 0.0, 0.0, 50.0, 0.0], tpot: [5.0, 1.0, 0.0, 0.0, 900.0, 0.0] };
         let members = vec![Member { sample: Sample { ttft_ms: 120.0, tpot_ms: 12.0, sens }, at, cur: at }];
         let prior = Prior::new(at, 1.2);
         let v = fit_block(&members, &[3, 4, 5, 6], &prior);

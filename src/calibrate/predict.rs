@@ -99,6 +99,20 @@ impl Predictor {
 
     /// The prediction for one run; `Err` says why the simulator could not run it.
     pub fn predict(&self, run: &MeasuredRun) -> Result<Prediction, String> {
+        self.simulate_run(run, |ctx, batch, budget| {
+            simulate_means(ctx, batch, budget).map(|m| Prediction { ttft_ms: m.ttft, tpot_ms: m.tpot })
+        })
+    }
+
+    /// The prediction for one run with how its mean TTFT and TPOT move with each priced
+    /// component of the steps ([`Sensitivity`]), for the fit.
+    pub fn sensitivity(&self, run: &MeasuredRun) -> Result<Sensitivity, String> {
+        self.simulate_run(run, simulate_sensitivity)
+    }
+
+    /// Simulate `run` with `sim` (candidate, requests per replica, token budget): the run's
+    /// layout as one aggregated candidate, each of the plan's budgets in turn until one runs.
+    fn simulate_run<T>(&self, run: &MeasuredRun, sim: impl Fn(&CandidateCtx, u32, u64) -> Result<T, SimError>) -> Result<T, String> {
         let (plan, device) = self.plan_for(run)?;
         let cand = Candidate { parallel: run.target.parallel, mtp: 0 };
         let ctx = CandidateCtx::new(&plan, &device, cand, Phase::Aggregated);
@@ -106,25 +120,8 @@ impl Predictor {
         let per_replica = run.concurrency.div_ceil(cand.parallel.dp.max(1) as u64).min(u32::MAX as u64) as u32;
         let mut last = String::new();
         for budget in budgets(&plan, &device).0 {
-            match simulate_means(&ctx, per_replica, budget) {
-                Ok(m) => return Ok(Prediction { ttft_ms: m.ttft, tpot_ms: m.tpot }),
-                Err(e) => last = format!("token budget {budget}: {e}"),
-            }
-        }
-        Err(last)
-    }
-
-    /// The prediction for one run with how its mean TTFT and TPOT move with each priced
-    /// component of the steps ([`Sensitivity`]), for the fit.
-    pub fn sensitivity(&self, run: &MeasuredRun) -> Result<Sensitivity, String> {
-        let (plan, device) = self.plan_for(run)?;
-        let cand = Candidate { parallel: run.target.parallel, mtp: 0 };
-        let ctx = CandidateCtx::new(&plan, &device, cand, Phase::Aggregated);
-        let per_replica = run.concurrency.div_ceil(cand.parallel.dp.max(1) as u64).min(u32::MAX as u64) as u32;
-        let mut last = String::new();
-        for budget in budgets(&plan, &device).0 {
-            match simulate_sensitivity(&ctx, per_replica, budget) {
-                Ok(s) => return Ok(s),
+            match sim(&ctx, per_replica, budget) {
+                Ok(x) => return Ok(x),
                 Err(e) => last = format!("token budget {budget}: {e}"),
             }
         }

@@ -230,6 +230,27 @@ pub struct RunParams {
     pub frontend_ns: Nanos,
 }
 
+impl RunParams {
+    /// A steady-state closed loop of `concurrency` requests with no latency limits, seed 0 and
+    /// a bound of 1 M steps: the base tests and benchmarks adjust.
+    pub fn closed(concurrency: u64) -> Self {
+        RunParams {
+            measure: Default::default(),
+            closed_requests: None,
+            concurrency,
+            num_requests: 0,
+            max_concurrency: None,
+            min_measured: 0,
+            ttft_limit_ms: f64::INFINITY,
+            tpot_limit_ms: f64::INFINITY,
+            seed: 0,
+            max_steps: 1_000_000,
+            bins: Vec::new(),
+            frontend_ns: 0,
+        }
+    }
+}
+
 /// Instances of one kind in a system.
 pub struct Group<'a> {
     pub role: Role,

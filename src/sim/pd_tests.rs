@@ -28,20 +28,7 @@ fn pd_system(cost: &FixedCost, p: u32, d: u32) -> System<'_> {
             link: crate::hardware::Link { bandwidth: crate::units::Bandwidth::gb_s(1e-6), latency_us: 2000.0, efficiency: 1.0 },
         }),
         routing: Routing::LeastLoaded,
-        run: RunParams {
-            measure: Default::default(),
-            closed_requests: None,
-            concurrency: 1,
-            num_requests: 0,
-            max_concurrency: None,
-            min_measured: 0,
-            ttft_limit_ms: f64::INFINITY,
-            tpot_limit_ms: f64::INFINITY,
-            seed: 0,
-            max_steps: 1_000_000,
-            bins: Vec::new(),
-            frontend_ns: 0,
-        },
+        run: RunParams::closed(1),
     }
 }
 

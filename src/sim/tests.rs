@@ -9,20 +9,7 @@ fn cfg(budget: u64, concurrency: u64) -> SimConfig {
         instance: InstanceConfig::for_tests(budget, 0.15, concurrency, 4),
         instances: 1,
         role: Role::Mixed,
-        run: RunParams {
-            measure: Default::default(),
-            closed_requests: None,
-            concurrency,
-            num_requests: 0,
-            max_concurrency: None,
-            min_measured: 0,
-            ttft_limit_ms: f64::INFINITY,
-            tpot_limit_ms: f64::INFINITY,
-            seed: 0,
-            max_steps: 1_000_000,
-            bins: Vec::new(),
-            frontend_ns: 0,
-        },
+        run: RunParams::closed(concurrency),
     }
 }
 

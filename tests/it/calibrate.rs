@@ -173,20 +173,10 @@ fn a_fit_writes_profiles_that_reproduce_its_after_table() {
 
 #[test]
 fn calibration_flags_are_checked() {
+    let base = ["Qwen/Qwen3-32B", "--device", "H100_SXM", "--input-length", "100", "--output-length", "10"];
     cmd()
-        .args([
-            "Qwen/Qwen3-32B",
-            "--device",
-            "H100_SXM",
-            "--input-length",
-            "100",
-            "--output-length",
-            "10",
-            "--calibration",
-            "none",
-            "--calibration",
-            "x.yaml",
-        ])
+        .args(base)
+        .args(["--calibration", "none", "--calibration", "x.yaml"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--calibration"));
@@ -195,17 +185,8 @@ fn calibration_flags_are_checked() {
     std::fs::write(&bad, "engine: vllm\nfused_graph: true\ndefaults: {step_overhead_us: -1, seq_overhead_us: 0, request_overhead_ms: 0}\n")
         .unwrap();
     cmd()
-        .args([
-            "Qwen/Qwen3-32B",
-            "--device",
-            "H100_SXM",
-            "--input-length",
-            "100",
-            "--output-length",
-            "10",
-            "--calibration",
-            &bad.display().to_string(),
-        ])
+        .args(base)
+        .args(["--calibration", &bad.display().to_string()])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("defaults.step_overhead_us").and(predicate::str::contains("-1")));
@@ -215,7 +196,7 @@ fn calibration_flags_are_checked() {
 #[test]
 fn the_report_names_the_execution_profile() {
     // Fails if the serving line stops saying which calibration priced the steps.
-    let on = run_ok(&[
+    let args = [
         "Qwen/Qwen3-32B",
         "--device",
         "H100_SXM",
@@ -230,25 +211,9 @@ fn the_report_names_the_execution_profile() {
         "--batch-range",
         "8",
         "8",
-    ]);
+    ];
+    let on = run_ok(&args);
     assert!(on.contains("Execution profile: vllm × H100_SXM calibration, fitted on"), "{on}");
-    let off = run_ok(&[
-        "Qwen/Qwen3-32B",
-        "--device",
-        "H100_SXM",
-        "--num-devices",
-        "2",
-        "--input-length",
-        "1024",
-        "--output-length",
-        "128",
-        "--tp-sizes",
-        "2",
-        "--batch-range",
-        "8",
-        "8",
-        "--calibration",
-        "none",
-    ]);
+    let off = run_ok(&[&args[..], &["--calibration", "none"]].concat());
     assert!(off.contains("Execution profile: vllm defaults, calibration off: fused graph"), "{off}");
 }
