@@ -371,7 +371,8 @@ pub struct RawArgs {
     /// one file per device profile.
     #[arg(long, visible_alias = "chrome-trace", value_name = "FILE", help_heading = "Engine")]
     pub chrome_trace_file: Option<PathBuf>,
-    /// Worker threads for the candidate search. [default: 8]
+    /// Worker threads for the candidate search; results do not depend on it. [default: the
+    /// cores available to the process]
     #[arg(long, short = 'j', value_parser = positive_u32, value_name = "N", help_heading = "Engine")]
     pub jobs: Option<u32>,
     /// Seed of every random stream (arrivals, lengths, MTP acceptance). [default: 0]

@@ -38,7 +38,9 @@ pub(crate) fn validate_output(
         None => OutputFormat::Table,
         Some(f) => OutputFormat::parse_choice(f).map_err(|e| Error::choice("--output", e))?,
     };
-    let jobs = raw.jobs.unwrap_or(8);
+    // More threads than cores only contend (each probe owns its own recorders and queues).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_JOBS as usize) as u32;
+    let jobs = raw.jobs.unwrap_or(cores);
     if jobs > MAX_JOBS {
         return Err(Error::invalid("--jobs", jobs, format!("at most {MAX_JOBS}")));
     }
