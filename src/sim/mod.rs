@@ -483,6 +483,36 @@ pub fn simulate_system(
     Ok(sim.report())
 }
 
+/// Σ over instances of KV utilization, kept as used blocks per group (instances of a group
+/// share one capacity), so accounting it per event costs O(groups), not O(instances). An
+/// instance's count is refreshed whenever it was touched: every KV change happens in an
+/// event that marks its instance dirty, or while that instance plans.
+struct KvUse {
+    seen: Vec<u64>,
+    by_group: Vec<u64>,
+    capacity: Vec<f64>,
+}
+
+impl KvUse {
+    fn new(instances: &[Instance], group_of: &[usize], groups: usize) -> Self {
+        let mut capacity = vec![1.0; groups];
+        for (i, &g) in group_of.iter().enumerate() {
+            capacity[g] = instances[i].kv.capacity as f64;
+        }
+        KvUse { seen: vec![0; instances.len()], by_group: vec![0; groups], capacity }
+    }
+
+    fn refresh(&mut self, i: usize, g: usize, used: u64) {
+        self.by_group[g] = self.by_group[g] + used - self.seen[i];
+        self.seen[i] = used;
+    }
+
+    /// Σ used / capacity over every instance.
+    fn utilization_sum(&self) -> f64 {
+        self.by_group.iter().zip(&self.capacity).map(|(&u, &c)| u as f64 / c).sum()
+    }
+}
+
 /// Run-wide step statistics for the report.
 #[derive(Default)]
 struct StepStats {
@@ -516,6 +546,7 @@ struct Simulation<'s, 'a> {
     open_marks: (u64, u64),
     instances: Vec<Instance>,
     group_of: Vec<usize>,
+    kv_use: KvUse,
     /// Instances requests enter (mixed or prefill), and decode instances.
     entry: Vec<u32>,
     decoders: Vec<u32>,
@@ -598,6 +629,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             decode_only: entry.is_empty(),
             prefill_only: prefill_only && decoders.is_empty(),
             image_tokens: sys.groups.iter().map(|g| g.cfg.image_tokens).max().unwrap_or(0),
+            kv_use: KvUse::new(&instances, &group_of, sys.groups.len()),
             instances,
             group_of,
             entry,
@@ -718,9 +750,17 @@ impl<'s, 'a> Simulation<'s, 'a> {
         while let Some((t, ev)) = self.queue.pop() {
             debug_assert!(t >= self.now, "time went backwards: {t} < {}", self.now);
             let dt = (t - self.now) as f64;
-            for inst in &self.instances {
-                self.stats.kv_integral += dt * inst.kv.used() as f64 / inst.kv.capacity as f64;
-            }
+            let sum = self.kv_use.utilization_sum();
+            // Time moves on only after every touched instance planned (and was refreshed); within
+            // an instant the counts may lag, which costs nothing as dt is 0. Mutation: drop the
+            // refresh after planning, and this fires in every multi-step simulator test.
+            debug_assert!(
+                dt == 0.0
+                    || (sum - self.instances.iter().map(|i| i.kv.used() as f64 / i.kv.capacity as f64).sum::<f64>()).abs()
+                        <= 1e-9 * (1.0 + sum),
+                "an instance's KV changed without being marked dirty"
+            );
+            self.stats.kv_integral += dt * sum;
             self.now = t;
             let (touched, done_now) = self.apply(ev);
             let touched = touched.unwrap_or(u32::MAX);
@@ -745,6 +785,8 @@ impl<'s, 'a> Simulation<'s, 'a> {
             let mut dirty = std::mem::take(&mut self.dirty);
             for touched in dirty.drain(..) {
                 self.plan(touched)?;
+                let i = touched as usize;
+                self.kv_use.refresh(i, self.group_of[i], self.instances[i].kv.used());
             }
             self.dirty = dirty;
         }
