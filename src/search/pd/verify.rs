@@ -130,20 +130,27 @@ pub fn maximal_splits(total: u32, p_dev: u32, d_dev: u32) -> Vec<(u32, u32)> {
 /// Verify the best P/D row: the planned split (or the smallest integer split near the ratio
 /// without a device budget) at its balanced rate, then — with a budget — every maximal split.
 pub fn verify(plan: &Plan, device: &DeviceProfile, row: &PdRow, split: Option<(u32, u32)>, total: Option<u32>) -> PdVerification {
+    use rayon::prelude::*;
     let (p, d) = split.unwrap_or_else(|| smallest_split(row.pd_ratio));
     let rate = split_rate(row, p, d);
     let requests = verify_requests(plan, row, rate);
-    let simulated = simulate_split(plan, device, row, p, d, rate, requests);
-    let mut splits = Vec::new();
-    if let Some(n) = total {
-        for (sp, sd) in maximal_splits(n, row.p_devices, row.d_devices) {
+    // The planned split and every other maximal split are independent simulations: they run
+    // on the search's thread pool, and results keep their order (output independent of --jobs).
+    let others: Vec<(u32, u32)> = total.map(|n| maximal_splits(n, row.p_devices, row.d_devices)).unwrap_or_default();
+    let runs: Vec<(u32, u32, f64, u64)> = std::iter::once((p, d, rate, requests))
+        .chain(others.iter().filter(|&&s| s != (p, d)).map(|&(sp, sd)| {
             let r = split_rate(row, sp, sd);
-            // The planned split was simulated above.
-            let eval = if (sp, sd) == (p, d) {
-                simulated.clone()
-            } else {
-                simulate_split(plan, device, row, sp, sd, r, verify_requests(plan, row, r))
-            };
+            (sp, sd, r, verify_requests(plan, row, r))
+        }))
+        .collect();
+    let results: Vec<_> = runs.par_iter().map(|&(sp, sd, r, n)| simulate_split(plan, device, row, sp, sd, r, n)).collect();
+    let simulated = results[0].clone();
+    let mut splits = Vec::new();
+    if total.is_some() {
+        for &(sp, sd) in &others {
+            let r = split_rate(row, sp, sd);
+            let at = runs.iter().position(|&(a, b, _, _)| (a, b) == (sp, sd)).expect("every split was simulated");
+            let eval = results[at].clone();
             splits.push(match eval {
                 Ok(s) => PdSplitEval {
                     prefill_instances: sp,
