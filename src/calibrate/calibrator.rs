@@ -5,7 +5,7 @@
 use super::fit::{fit_block, Member, Params, Prior, Sample, Sensitivity};
 use super::measured::MeasuredRun;
 use super::predict::{Prediction, Predictor};
-use super::table::{error_pct, quantile};
+use super::table::{error_pct, summarise};
 use crate::hardware::calibration::{DeviceCalibration, EngineProfile, EngineProfiles, FitRecord, Overheads};
 use crate::hardware::DeviceProfile;
 use std::collections::BTreeMap;
@@ -29,12 +29,9 @@ pub struct FitOutcome {
     pub params: BTreeMap<GroupKey, (Params, usize)>,
 }
 
-/// The engine name a run is simulated under (see [`Predictor::plan_for`]).
+/// The engine profile a run is priced with.
 fn engine_of(run: &MeasuredRun) -> String {
-    match run.engine.as_str() {
-        "sglang" | "trtllm" => run.engine.clone(),
-        _ => "vllm".to_string(),
-    }
+    crate::quant::NamedEnum::name(super::predict::serving_engine_of(run)).to_string()
 }
 
 /// Host overheads the fit starts from and is pulled toward, the same for every engine so that
@@ -57,25 +54,39 @@ fn prior_for(device: &DeviceProfile) -> Prior {
         seq_overhead_us: o.seq_overhead_us,
         request_overhead_ms: o.request_overhead_ms,
     };
-    let top =
-        std::iter::once(device.compute_efficiency).chain(device.matrix_efficiency.clone().values_mut().map(|v| *v)).fold(0.0, f64::max);
+    let top = std::iter::once(device.compute_efficiency).chain(device.matrix_efficiency.values()).fold(0.0, f64::max);
     Prior::new(at, 1.0 / top.max(1e-3))
 }
 
-/// A device entry at `p`, rounded as the file keeps it (3 decimals of an efficiency, whole µs,
-/// tenths of a ms), so the fit's final simulation runs what the file says.
-fn entry(device: &str, p: &Params) -> DeviceCalibration {
+/// `p` rounded as a profile keeps it (3 decimals of an efficiency, whole µs per step, tenths of
+/// a µs per sequence and of a ms per request), so what the fit simulates and reports is what
+/// the file says.
+fn rounded(p: &Params) -> Params {
     let r = |x: f64, per_unit: f64| (x * per_unit).round() / per_unit;
-    DeviceCalibration {
-        device: device.to_string(),
+    Params {
         memory_efficiency: r(p.memory_efficiency, 1e3),
         matrix_efficiency_scale: r(p.matrix_efficiency_scale, 1e3),
         comm_efficiency: r(p.comm_efficiency, 1e3),
         grouped_gemm_efficiency: r(p.grouped_gemm_efficiency, 1e3),
+        step_overhead_us: r(p.step_overhead_us, 1.0),
+        seq_overhead_us: r(p.seq_overhead_us, 10.0),
+        request_overhead_ms: r(p.request_overhead_ms, 10.0),
+    }
+}
+
+/// The device entry of `p` (rounded).
+fn entry(device: &str, p: &Params) -> DeviceCalibration {
+    let p = rounded(p);
+    DeviceCalibration {
+        device: device.to_string(),
+        memory_efficiency: p.memory_efficiency,
+        matrix_efficiency_scale: p.matrix_efficiency_scale,
+        comm_efficiency: p.comm_efficiency,
+        grouped_gemm_efficiency: p.grouped_gemm_efficiency,
         overheads: Overheads {
-            step_overhead_us: r(p.step_overhead_us, 1.0),
-            seq_overhead_us: r(p.seq_overhead_us, 10.0),
-            request_overhead_ms: r(p.request_overhead_ms, 10.0),
+            step_overhead_us: p.step_overhead_us,
+            seq_overhead_us: p.seq_overhead_us,
+            request_overhead_ms: p.request_overhead_ms,
         },
         fit: None,
     }
@@ -89,9 +100,9 @@ fn profiles_with(base: &EngineProfiles, params: &BTreeMap<GroupKey, Params>) -> 
     for e in engines {
         let mut profile = base.get(&e).clone();
         profile.devices = params.iter().filter(|((pe, _), _)| *pe == e).map(|((_, d), p)| entry(d, p)).collect();
-        out.replace(profile, "fit");
+        profile.file = None;
+        out.replace(profile);
     }
-    out.files.clear();
     out
 }
 
@@ -152,7 +163,7 @@ pub fn fit(predictor: &Predictor, runs: &[MeasuredRun]) -> FitOutcome {
     }
     let mut engines = profiles_with(&base, &current);
     record_fits(&mut engines, &groups, runs, &before, &after);
-    let params = current.iter().map(|(k, p)| (k.clone(), (*p, groups[k].len()))).collect();
+    let params = current.iter().map(|(k, p)| (k.clone(), (rounded(p), groups[k].len()))).collect();
     FitOutcome { engines, before, after, params }
 }
 
@@ -180,21 +191,13 @@ fn fit_blocks(
             let block: Vec<Member> = keys.iter().flat_map(|k| members[*k].iter().map(|m| Member { cur: current[*k], ..*m })).collect();
             let v = fit_block(&block, &DEVICE_PARAMS, &priors[keys[0]]);
             for k in keys {
-                let mut p = current[k].to_vec();
-                for (i, x) in DEVICE_PARAMS.iter().zip(&v) {
-                    p[*i] = *x;
-                }
-                current.insert(k.clone(), Params::from_vec(p));
+                current.insert(k.clone(), current[k].with_values(&DEVICE_PARAMS, &v));
             }
         }
         for k in groups.keys() {
             let block: Vec<Member> = members[k].iter().map(|m| Member { cur: current[k], ..*m }).collect();
             let v = fit_block(&block, &ENGINE_PARAMS, &priors[k]);
-            let mut p = current[k].to_vec();
-            for (i, x) in ENGINE_PARAMS.iter().zip(&v) {
-                p[*i] = *x;
-            }
-            current.insert(k.clone(), Params::from_vec(p));
+            current.insert(k.clone(), current[k].with_values(&ENGINE_PARAMS, &v));
         }
     }
 }
@@ -209,9 +212,8 @@ fn device_losses(
     for ((_, d), idx) in groups {
         let e = acc.entry(d.clone()).or_default();
         for &i in idx {
-            if let Ok(s) = &sens[i] {
-                e.0 +=
-                    super::fit::loss(s.ttft_ms, runs[i].ttft_ms) + super::fit::TPOT_WEIGHT * super::fit::loss(s.tpot_ms, runs[i].tpot_ms);
+            if let Some(s) = sample(&runs[i], &sens[i]) {
+                e.0 += super::fit::run_loss(s.sens.ttft_ms, s.sens.tpot_ms, &s);
                 e.1 += 1;
             } else {
                 // A run the calibration cannot simulate counts as a large error.
@@ -227,20 +229,17 @@ fn sample(run: &MeasuredRun, s: &Result<Sensitivity, String>) -> Option<Sample> 
     s.as_ref().ok().map(|s| Sample { ttft_ms: run.ttft_ms, tpot_ms: run.tpot_ms, sens: *s })
 }
 
-/// Median |error| (percent) of TTFT and TPOT over the predicted runs among `idx`.
+/// Median |error| (percent, to a tenth) of TTFT and TPOT over the predicted runs among `idx`.
 fn medians(runs: &[MeasuredRun], idx: &[usize], preds: &[Result<Prediction, String>]) -> [f64; 2] {
-    let mut t = Vec::new();
-    let mut p = Vec::new();
+    let (mut t, mut p) = (Vec::new(), Vec::new());
     for &i in idx {
         if let Ok(pr) = &preds[i] {
-            t.push(error_pct(pr.ttft_ms, runs[i].ttft_ms).abs());
-            p.push(error_pct(pr.tpot_ms, runs[i].tpot_ms).abs());
+            t.push(error_pct(pr.ttft_ms, runs[i].ttft_ms));
+            p.push(error_pct(pr.tpot_ms, runs[i].tpot_ms));
         }
     }
-    t.sort_by(f64::total_cmp);
-    p.sort_by(f64::total_cmp);
-    let r = |x: f64| (x * 10.0).round() / 10.0;
-    [r(quantile(&t, 0.5)), r(quantile(&p, 0.5))]
+    let median = |e: &[f64]| summarise(e).map_or(f64::NAN, |s| (s.median_abs_pct * 10.0).round() / 10.0);
+    [median(&t), median(&p)]
 }
 
 /// Write each group's provenance into its entry, and set each fitted engine's default
@@ -276,9 +275,8 @@ fn record_fits(
             profile.defaults =
                 Overheads { step_overhead_us: r(weighted[0]), seq_overhead_us: r(weighted[1]), request_overhead_ms: r(weighted[2]) };
         }
-        engines.replace(profile, "fit");
+        engines.replace(profile);
     }
-    engines.files.clear();
 }
 
 /// Leave-one-model-out cross-validation: for each model, fit on the runs of the other models

@@ -89,6 +89,15 @@ impl Params {
         }
     }
 
+    /// These parameters with `values` at indices `idx` (of [`Params::to_vec`]).
+    pub fn with_values(&self, idx: &[usize], values: &[f64]) -> Params {
+        let mut v = self.to_vec();
+        for (&i, &x) in idx.iter().zip(values) {
+            v[i] = x;
+        }
+        Params::from_vec(v)
+    }
+
     /// First-order (TTFT, TPOT) of a run simulated at `self` (`s`), at `next`.
     pub fn predict(&self, s: &Sensitivity, next: &Params) -> (f64, f64) {
         let mut scale = [0.0; COMPONENTS];
@@ -174,16 +183,16 @@ pub struct Sample {
     pub sens: Sensitivity,
 }
 
+/// The error of one run's predicted (TTFT, TPOT) against its measurement, as the fit weighs it.
+pub fn run_loss(ttft: f64, tpot: f64, measured: &Sample) -> f64 {
+    loss(ttft, measured.ttft_ms) + TPOT_WEIGHT * loss(tpot, measured.tpot_ms)
+}
+
 /// The parameters that minimise the mean loss of `samples` (simulated at `at`) plus the prior.
 pub fn fit_group(samples: &[Sample], at: &Params, prior: &Prior) -> Params {
     let members: Vec<Member> = samples.iter().map(|s| Member { sample: *s, at: *at, cur: *at }).collect();
     let all: Vec<usize> = (0..P).collect();
-    let v = fit_block(&members, &all, prior);
-    let mut p = at.to_vec();
-    for (i, x) in all.iter().zip(v) {
-        p[*i] = x;
-    }
-    Params::from_vec(p)
+    at.with_values(&all, &fit_block(&members, &all, prior))
 }
 
 /// One run in a block fit: its sample, the calibration it was simulated at, and the current
@@ -202,124 +211,88 @@ pub fn fit_block(members: &[Member], free: &[usize], prior: &Prior) -> Vec<f64> 
     let Some(first) = members.first() else {
         return free.iter().map(|&i| prior.at.to_vec()[i]).collect();
     };
-    let start = first.cur.to_vec();
-    let coords = prior.coords_of(&start);
-    let z0: [f64; P] = std::array::from_fn(|i| coords[i]);
-    let dims = free.len();
-    let with = |z: &[f64; P], base: &Params| -> Params {
-        let full = prior.params_at(z);
-        let mut v = base.to_vec();
-        for &i in free {
-            v[i] = full[i];
-        }
-        Params::from_vec(v)
-    };
-    let objective = |x: &[f64; P]| {
-        // Only the first `dims` coordinates move; they map onto the free indices. Beyond ±12 the
-        // logistic map is flat (a parameter at its bound): the excess costs a little, so the
-        // simplex does not run off along a saturated coordinate and drag the others with it.
+    let z0 = prior.coords_of(&first.cur.to_vec());
+    // The free coordinates, clamped to ±Z_MAX, mapped back to parameter values.
+    let values = |x: &[f64]| -> Vec<f64> {
         let mut z = z0;
-        let mut excess = 0.0;
-        for (k, &i) in free.iter().enumerate() {
-            z[i] = x[k].clamp(-Z_MAX, Z_MAX);
-            excess += (x[k] - z[i]).powi(2);
+        for (&i, &xi) in free.iter().zip(x) {
+            z[i] = xi.clamp(-Z_MAX, Z_MAX);
         }
-        let mut sum = 0.0;
-        for m in members {
-            let p = with(&z, &m.cur);
-            let (ttft, tpot) = m.at.predict(&m.sample.sens, &p);
-            sum += loss(ttft, m.sample.ttft_ms) + TPOT_WEIGHT * loss(tpot, m.sample.tpot_ms);
-        }
-        let p = with(&z, &first.cur).to_vec();
-        let pen: f64 = free.iter().map(|&i| prior.penalty_of(i, p[i])).sum();
+        let full = prior.params_at(&z);
+        free.iter().map(|&i| full[i]).collect()
+    };
+    let objective = |x: &[f64]| {
+        // Beyond ±Z_MAX the logistic map is flat (a parameter at its bound): the excess costs a
+        // little, so the simplex does not run off along a saturated coordinate and drag the
+        // others with it.
+        let excess: f64 = x.iter().map(|xi| (xi - xi.clamp(-Z_MAX, Z_MAX)).powi(2)).sum();
+        let v = values(x);
+        let sum: f64 = members
+            .iter()
+            .map(|m| {
+                let (ttft, tpot) = m.at.predict(&m.sample.sens, &m.cur.with_values(free, &v));
+                run_loss(ttft, tpot, &m.sample)
+            })
+            .sum();
+        let pen: f64 = free.iter().zip(&v).map(|(&i, &vi)| prior.penalty_of(i, vi)).sum();
         sum / members.len() as f64 + PRIOR_WEIGHT * pen + 1e-3 * excess
     };
-    let mut x0 = [0.0; P];
-    for (k, &i) in free.iter().enumerate() {
-        x0[k] = z0[i];
-    }
-    let best = nelder_mead_dims(objective, x0, dims, 0.5, 600 * dims.max(1));
-    let mut z = z0;
-    for (k, &i) in free.iter().enumerate() {
-        z[i] = best[k].clamp(-Z_MAX, Z_MAX);
-    }
-    let full = prior.params_at(&z);
-    free.iter().map(|&i| full[i]).collect()
+    let x0: Vec<f64> = free.iter().map(|&i| z0[i]).collect();
+    values(&nelder_mead(objective, &x0, 0.5, 600 * free.len().max(1)))
 }
 
 /// Coordinates beyond which a parameter sits at its bound (logistic(12) = 0.999994).
 const Z_MAX: f64 = 12.0;
 
-/// [`nelder_mead`] over the first `dims` coordinates of `x0` (the rest stay put).
-fn nelder_mead_dims(f: impl Fn(&[f64; P]) -> f64, x0: [f64; P], dims: usize, step: f64, max_evals: usize) -> [f64; P] {
-    match dims {
-        3 => embed(nelder_mead(|y: &[f64; 3]| f(&lift(y, &x0)), head(&x0), step, max_evals), &x0),
-        4 => embed(nelder_mead(|y: &[f64; 4]| f(&lift(y, &x0)), head(&x0), step, max_evals), &x0),
-        _ => nelder_mead(f, x0, step, max_evals),
-    }
-}
-
-fn head<const N: usize>(x: &[f64; P]) -> [f64; N] {
-    std::array::from_fn(|i| x[i])
-}
-
-fn lift<const N: usize>(y: &[f64; N], x0: &[f64; P]) -> [f64; P] {
-    let mut x = *x0;
-    x[..N].copy_from_slice(y);
-    x
-}
-
-fn embed<const N: usize>(y: [f64; N], x0: &[f64; P]) -> [f64; P] {
-    lift(&y, x0)
-}
-
 /// Minimise `f` from `x0` with the Nelder–Mead simplex (standard coefficients: reflection 1,
 /// expansion 2, contraction ½, shrink ½), at most `max_evals` evaluations. Deterministic.
-pub fn nelder_mead<const N: usize>(f: impl Fn(&[f64; N]) -> f64, x0: [f64; N], step: f64, max_evals: usize) -> [f64; N] {
-    let mut simplex: Vec<([f64; N], f64)> = Vec::with_capacity(N + 1);
-    simplex.push((x0, f(&x0)));
-    for i in 0..N {
-        let mut x = x0;
+pub fn nelder_mead(f: impl Fn(&[f64]) -> f64, x0: &[f64], step: f64, max_evals: usize) -> Vec<f64> {
+    let n = x0.len();
+    let mut simplex: Vec<(Vec<f64>, f64)> = Vec::with_capacity(n + 1);
+    simplex.push((x0.to_vec(), f(x0)));
+    for i in 0..n {
+        let mut x = x0.to_vec();
         x[i] += step;
-        simplex.push((x, f(&x)));
+        let fx = f(&x);
+        simplex.push((x, fx));
     }
-    let mut evals = N + 1;
-    let combine = |a: &[f64; N], b: &[f64; N], t: f64| -> [f64; N] { std::array::from_fn(|i| a[i] + t * (b[i] - a[i])) };
+    let mut evals = n + 1;
+    let combine = |a: &[f64], b: &[f64], t: f64| -> Vec<f64> { a.iter().zip(b).map(|(ai, bi)| ai + t * (bi - ai)).collect() };
     while evals < max_evals {
         simplex.sort_by(|a, b| a.1.total_cmp(&b.1));
-        if (simplex[N].1 - simplex[0].1).abs() <= 1e-10 * (1.0 + simplex[0].1.abs()) {
+        if (simplex[n].1 - simplex[0].1).abs() <= 1e-10 * (1.0 + simplex[0].1.abs()) {
             break;
         }
-        let centroid: [f64; N] = std::array::from_fn(|i| simplex[..N].iter().map(|s| s.0[i]).sum::<f64>() / N as f64);
-        let worst = simplex[N];
-        let reflected = combine(&centroid, &worst.0, -1.0);
+        let centroid: Vec<f64> = (0..n).map(|i| simplex[..n].iter().map(|s| s.0[i]).sum::<f64>() / n as f64).collect();
+        let (worst, f_worst) = simplex[n].clone();
+        let reflected = combine(&centroid, &worst, -1.0);
         let fr = f(&reflected);
         evals += 1;
         if fr < simplex[0].1 {
-            let expanded = combine(&centroid, &worst.0, -2.0);
+            let expanded = combine(&centroid, &worst, -2.0);
             let fe = f(&expanded);
             evals += 1;
-            simplex[N] = if fe < fr { (expanded, fe) } else { (reflected, fr) };
-        } else if fr < simplex[N - 1].1 {
-            simplex[N] = (reflected, fr);
+            simplex[n] = if fe < fr { (expanded, fe) } else { (reflected, fr) };
+        } else if fr < simplex[n - 1].1 {
+            simplex[n] = (reflected, fr);
         } else {
-            let contracted = combine(&centroid, &worst.0, 0.5);
+            let contracted = combine(&centroid, &worst, 0.5);
             let fc = f(&contracted);
             evals += 1;
-            if fc < worst.1 {
-                simplex[N] = (contracted, fc);
+            if fc < f_worst {
+                simplex[n] = (contracted, fc);
             } else {
-                let best = simplex[0].0;
+                let best = simplex[0].0.clone();
                 for s in simplex.iter_mut().skip(1) {
                     s.0 = combine(&best, &s.0, 0.5);
                     s.1 = f(&s.0);
                 }
-                evals += N;
+                evals += n;
             }
         }
     }
     simplex.sort_by(|a, b| a.1.total_cmp(&b.1));
-    simplex[0].0
+    simplex.swap_remove(0).0
 }
 
 #[cfg(test)]
@@ -329,7 +302,7 @@ mod tests {
     #[test]
     fn nelder_mead_finds_the_minimum_of_a_bowl() {
         // Fails if the reflection sign is flipped (the simplex walks uphill).
-        let x = nelder_mead(|x: &[f64; 2]| (x[0] - 3.0).powi(2) + 10.0 * (x[1] + 1.0).powi(2), [0.0, 0.0], 0.5, 2000);
+        let x = nelder_mead(|x: &[f64]| (x[0] - 3.0).powi(2) + 10.0 * (x[1] + 1.0).powi(2), &[0.0, 0.0], 0.5, 2000);
         assert!((x[0] - 3.0).abs() < 1e-3 && (x[1] + 1.0).abs() < 1e-3, "{x:?}");
     }
 

@@ -43,6 +43,16 @@ struct Means {
     tpot: f64,
 }
 
+/// The serving engine a run is simulated under: its own for SGLang and TensorRT-LLM, vLLM's
+/// for every other engine name.
+pub fn serving_engine_of(run: &MeasuredRun) -> crate::plan::ServingEngine {
+    match run.engine.as_str() {
+        "sglang" => crate::plan::ServingEngine::Sglang,
+        "trtllm" => crate::plan::ServingEngine::Trtllm,
+        _ => crate::plan::ServingEngine::Vllm,
+    }
+}
+
 /// Predicts measured runs with the simulator. `base` carries every option a run does not set
 /// (scheduler, token budget rule, reserved memory, compile, seed…): the command line builds it
 /// with its defaults; each run replaces the model, device, quantization, lengths and layout.
@@ -83,12 +93,7 @@ impl Predictor {
         plan.sim.arrival = ArrivalProcess::Closed;
         plan.sim.num_requests = Some(run.num_prompts.max(1));
         plan.sim.measure = crate::sim::Measure::WholeRun;
-        let engine = match run.engine.as_str() {
-            "sglang" => crate::plan::ServingEngine::Sglang,
-            "trtllm" => crate::plan::ServingEngine::Trtllm,
-            _ => crate::plan::ServingEngine::Vllm,
-        };
-        plan.sim.serving_engine = Some(engine);
+        plan.sim.serving_engine = Some(serving_engine_of(run));
 
         // Fused graph, causal attention, overheads and efficiencies: the engine's execution
         // profile and calibration on the device (`--calibration`), as on every command.

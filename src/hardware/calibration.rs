@@ -86,6 +86,9 @@ pub struct EngineProfile {
     pub defaults: Overheads,
     #[serde(default)]
     pub devices: Vec<DeviceCalibration>,
+    /// The `--calibration` file the profile was read from (`None`: built in).
+    #[serde(skip)]
+    pub file: Option<String>,
 }
 
 /// What one engine on one device amounts to for the cost model and the engines.
@@ -99,7 +102,10 @@ pub struct Effective {
     pub per_seq_s: f64,
     /// Added to every request's time to first token, seconds.
     pub request_overhead_s: f64,
-    /// One line for the report: which profile and calibration apply.
+    pub engine: String,
+    /// Whether a device entry (a fitted calibration) applies.
+    pub calibrated: bool,
+    /// Which profile and calibration apply, for the report.
     pub source: String,
 }
 
@@ -107,9 +113,8 @@ impl Effective {
     /// What the report says of the execution profile: where it comes from and what it adds.
     pub fn describe(&self) -> String {
         let adds = self.per_seq_s > 0.0 || self.request_overhead_s > 0.0 || self.fused_graph || self.causal_attention;
-        if !adds && !self.source.contains("calibration,") {
-            let engine = self.source.split_whitespace().next().unwrap_or_default();
-            return format!("{engine}: the device profile as it is (no engine overheads, no calibration)");
+        if !adds && !self.calibrated {
+            return format!("{}: the device profile as it is (no engine overheads, no calibration)", self.engine);
         }
         let mut kinds = Vec::new();
         if self.fused_graph {
@@ -232,6 +237,7 @@ impl EngineProfile {
             }
             None => {
                 let mut d = device.clone();
+                // A profile without a per-step overhead (msmodeling) keeps the device's own.
                 if self.defaults.step_overhead_us > 0.0 {
                     d.host_overhead_us = self.defaults.step_overhead_us;
                 }
@@ -243,12 +249,18 @@ impl EngineProfile {
                 (d, self.defaults, source)
             }
         };
+        let source = match &self.file {
+            Some(f) => format!("{source} (from {f})"),
+            None => source,
+        };
         Effective {
             device: dev,
             fused_graph: self.fused_graph,
             causal_attention: self.causal_attention,
             per_seq_s: o.seq_overhead_us * 1e-6,
             request_overhead_s: o.request_overhead_ms * 1e-3,
+            engine: self.engine.clone(),
+            calibrated: entry.is_some(),
             source,
         }
     }
@@ -265,24 +277,21 @@ impl EngineProfile {
 pub struct EngineProfiles {
     profiles: Vec<EngineProfile>,
     pub calibrated: bool,
-    /// Files whose profiles replaced built-in ones, for the report.
-    pub files: Vec<String>,
 }
 
 impl Default for EngineProfiles {
     fn default() -> Self {
-        EngineProfiles { profiles: EngineProfile::builtin(), calibrated: true, files: Vec::new() }
+        EngineProfiles { profiles: EngineProfile::builtin(), calibrated: true }
     }
 }
 
 impl EngineProfiles {
-    /// Replace the profile of `p.engine` by `p` (read from `file`).
-    pub fn replace(&mut self, p: EngineProfile, file: &str) {
+    /// Replace the profile of `p.engine` by `p`.
+    pub fn replace(&mut self, p: EngineProfile) {
         match self.profiles.iter_mut().find(|o| o.engine == p.engine) {
             Some(slot) => *slot = p,
             None => self.profiles.push(p),
         }
-        self.files.push(file.to_string());
     }
 
     /// The profile of `engine` (one of [`ENGINES`]).

@@ -83,6 +83,10 @@ impl DtypePeaks {
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut f64> {
         [&mut self.fp32, &mut self.bf16, &mut self.fp16, &mut self.int8, &mut self.fp8, &mut self.fp4].into_iter().flatten()
     }
+    /// The peaks that are set.
+    pub fn values(&self) -> impl Iterator<Item = f64> + '_ {
+        self.entries().filter_map(|(_, v)| v)
+    }
     fn entries(&self) -> impl Iterator<Item = (&'static str, Option<f64>)> {
         [("fp32", self.fp32), ("bf16", self.bf16), ("fp16", self.fp16), ("int8", self.int8), ("fp8", self.fp8), ("fp4", self.fp4)]
             .into_iter()

@@ -116,7 +116,7 @@ fn the_sensitivity_pass_simulates_what_a_prediction_simulates_and_its_slopes_pre
             overheads: Overheads { step_overhead_us: step_us, seq_overhead_us: 10.0, request_overhead_ms: 5.0 },
             fit: None,
         }];
-        engines.replace(vllm, "test");
+        engines.replace(vllm);
         engines
     };
     let base = Predictor::new(base_plan(&[]).unwrap());
