@@ -450,7 +450,7 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
             let kv = self.p.ask(&format!("Attention/KV quantization ({})", KvQuant::choices()), None, KvQuant::parse_named)?;
             self.push("--quantize-linear-action", vec![lin.to_string()]);
             self.push("--quantize-attention-action", vec![kv.to_string()]);
-            if lin == LinearQuant::Mxfp4 {
+            if lin.is_mxfp4() {
                 let g = self.p.ask("MXFP4 group size", Some("32"), positive)?;
                 self.push("--mxfp4-group-size", vec![g.to_string()]);
             }

@@ -1,6 +1,7 @@
 //! Quantization actions → bytes per weight / activation / KV element and the dtype a GEMM is
 //! priced at (the original tool's quantization conventions).
 
+use crate::hardware::calibration::Mxfp4Kernel;
 use crate::hardware::Dtype;
 use serde::{Deserialize, Serialize};
 
@@ -73,6 +74,10 @@ pub enum LinearQuant {
     W4A8Dynamic,
     Fp8,
     Mxfp4,
+    /// MXFP4 weights dequantized inside the kernel, bf16 activations, bf16 tensor cores.
+    W4A16Mxfp4,
+    /// MXFP4 weights × MXFP8 activations on tensor cores running FP4 operands at the FP8 rate.
+    W4A8Mxfp4Mxfp8,
 }
 named_enum!(LinearQuant {
     Disabled => "DISABLED",
@@ -84,6 +89,8 @@ named_enum!(LinearQuant {
     W4A8Dynamic => "W4A8_DYNAMIC",
     Fp8 => "FP8",
     Mxfp4 => "MXFP4",
+    W4A16Mxfp4 => "W4A16_MXFP4",
+    W4A8Mxfp4Mxfp8 => "W4A8_MXFP4_MXFP8",
 });
 
 /// `--quantize-attention-action` (KV cache)
@@ -106,6 +113,8 @@ pub enum ActQuant {
     Dynamic,
     /// Dynamic MXFP4 quantization (payload + one scale per group).
     Mxfp4,
+    /// Dynamic MXFP8 quantization (fp8 payload + one scale per group).
+    Mxfp8,
 }
 
 /// The model's native dtype for weights, activations and unquantized KV.
@@ -126,25 +135,46 @@ impl LinearQuant {
             | LinearQuant::W8A8Dynamic
             | LinearQuant::Fp8 => 1.0,
             LinearQuant::W4A8Static | LinearQuant::W4A8Dynamic => 0.5,
-            LinearQuant::Mxfp4 => 0.5 + 1.0 / mxfp4_group.max(1) as f64,
+            LinearQuant::Mxfp4 | LinearQuant::W4A16Mxfp4 | LinearQuant::W4A8Mxfp4Mxfp8 => 0.5 + 1.0 / mxfp4_group.max(1) as f64,
+        }
+    }
+
+    /// Whether the weights are stored as MXFP4 (payload + one scale per group).
+    pub fn is_mxfp4(self) -> bool {
+        matches!(self, LinearQuant::Mxfp4 | LinearQuant::W4A16Mxfp4 | LinearQuant::W4A8Mxfp4Mxfp8)
+    }
+
+    /// MXFP4 weights as a serving engine's kernels multiply them (`kernel`) on a device with
+    /// or without FP4 tensor cores; any other quantization is returned as it is.
+    pub fn with_mxfp4_kernel(self, kernel: Mxfp4Kernel, fp4_tensor_cores: bool) -> LinearQuant {
+        if !self.is_mxfp4() {
+            return self;
+        }
+        match kernel {
+            Mxfp4Kernel::Native => self,
+            Mxfp4Kernel::Bf16 => LinearQuant::W4A16Mxfp4,
+            Mxfp4Kernel::Mxfp8 if fp4_tensor_cores => LinearQuant::W4A8Mxfp4Mxfp8,
+            Mxfp4Kernel::Mxfp8 => LinearQuant::W4A16Mxfp4,
         }
     }
 
     /// Bytes per per-output-channel scale (fp32) for the integer formats.
     pub fn channel_scale_bytes(self) -> f64 {
         match self {
-            LinearQuant::Disabled | LinearQuant::Mxfp4 => 0.0,
+            LinearQuant::Disabled | LinearQuant::Mxfp4 | LinearQuant::W4A16Mxfp4 | LinearQuant::W4A8Mxfp4Mxfp8 => 0.0,
             _ => 4.0,
         }
     }
 
     /// The dtype whose matrix peak prices the GEMM. The original keys quantized GEMMs on the
     /// activation dtype: int8 for W8A8/W8A16/W4A8/FP8 (its FP8 path quantizes activations to
-    /// int8), fp4 for MXFP4.
+    /// int8), fp4 for MXFP4. The MXFP4-weight kernels of serving engines run at the rate of
+    /// their activation type: bf16 (W4A16), fp8 (MXFP8 activations).
     pub fn gemm_dtype(self) -> Dtype {
         match self {
-            LinearQuant::Disabled => MODEL_DTYPE,
+            LinearQuant::Disabled | LinearQuant::W4A16Mxfp4 => MODEL_DTYPE,
             LinearQuant::Mxfp4 => Dtype::Fp4,
+            LinearQuant::W4A8Mxfp4Mxfp8 => Dtype::Fp8,
             _ => Dtype::Int8,
         }
     }
@@ -155,21 +185,32 @@ impl LinearQuant {
             ActQuant::None => 2.0,
             ActQuant::Static | ActQuant::Dynamic => 1.0,
             ActQuant::Mxfp4 => 0.5 + 1.0 / mxfp4_group.max(1) as f64,
+            ActQuant::Mxfp8 => 1.0 + 1.0 / mxfp4_group.max(1) as f64,
         }
     }
 
     pub fn act_quant(self) -> ActQuant {
         match self {
-            LinearQuant::Disabled => ActQuant::None,
+            LinearQuant::Disabled | LinearQuant::W4A16Mxfp4 => ActQuant::None,
             LinearQuant::W8A16Static | LinearQuant::W8A8Static | LinearQuant::W4A8Static => ActQuant::Static,
             LinearQuant::W8A16Dynamic | LinearQuant::W8A8Dynamic | LinearQuant::W4A8Dynamic | LinearQuant::Fp8 => ActQuant::Dynamic,
             LinearQuant::Mxfp4 => ActQuant::Mxfp4,
+            LinearQuant::W4A8Mxfp4Mxfp8 => ActQuant::Mxfp8,
         }
     }
 
     /// fp32 vector FLOPs per weight element spent dequantizing weights at every call (W4A8).
-    pub fn dequant_flops_per_weight(self) -> f64 {
+    /// MXFP4 weights feeding bf16 tensor cores are converted in software on the CUDA cores
+    /// (Hopper has no FP4 conversion instruction): about eight integer instructions per
+    /// element (unpack the nibble, place sign, exponent and mantissa, apply the group scale,
+    /// pack), each costing two FP32 FLOPs of issue rate (integer throughput is half the FP32
+    /// rate). This is why vLLM's gpt-oss decode on H200 measures within 5 % of H100 despite
+    /// 43 % more HBM bandwidth: the conversion, not the weight stream, bounds the kernel.
+    /// Devices with FP4 tensor cores (Blackwell) convert FP4 pairs in one instruction: 1.
+    pub fn dequant_flops_per_weight(self, fp4_tensor_cores: bool) -> f64 {
         match self {
+            LinearQuant::W4A16Mxfp4 if fp4_tensor_cores => 1.0,
+            LinearQuant::W4A16Mxfp4 => 16.0,
             LinearQuant::W4A8Static | LinearQuant::W4A8Dynamic => 1.0,
             _ => 0.0,
         }
@@ -225,6 +266,26 @@ mod tests {
         let e = KvQuant::parse_choice("int4").unwrap_err();
         assert_eq!(e, ChoiceError { value: "int4".into(), choices: "DISABLED, INT8, FP8".into() });
         assert_eq!(e.to_string(), "`int4` is not one of DISABLED, INT8, FP8");
+    }
+
+    #[test]
+    fn mxfp4_weights_run_at_the_rate_of_the_engines_kernels() {
+        // Fails if an MXFP8-activation kernel is assumed on a device without FP4 tensor cores
+        // (TensorRT-LLM runs gpt-oss's experts as W4A16 on Hopper), or if the native MXFP4
+        // convention (msmodeling) is rewritten.
+        use Mxfp4Kernel::*;
+        let q = LinearQuant::Mxfp4;
+        assert_eq!(q.with_mxfp4_kernel(Native, true), LinearQuant::Mxfp4);
+        assert_eq!(q.with_mxfp4_kernel(Bf16, true), LinearQuant::W4A16Mxfp4);
+        assert_eq!(q.with_mxfp4_kernel(Mxfp8, true), LinearQuant::W4A8Mxfp4Mxfp8);
+        assert_eq!(q.with_mxfp4_kernel(Mxfp8, false), LinearQuant::W4A16Mxfp4);
+        assert_eq!(LinearQuant::Fp8.with_mxfp4_kernel(Bf16, true), LinearQuant::Fp8);
+        // Same bytes in memory whatever the kernel; the GEMM rate and the activations differ.
+        assert_eq!(LinearQuant::W4A16Mxfp4.weight_bytes(32), LinearQuant::Mxfp4.weight_bytes(32));
+        assert_eq!(LinearQuant::W4A16Mxfp4.gemm_dtype(), Dtype::Bf16);
+        assert_eq!(LinearQuant::W4A16Mxfp4.act_quant(), ActQuant::None);
+        assert_eq!(LinearQuant::W4A8Mxfp4Mxfp8.gemm_dtype(), Dtype::Fp8);
+        assert_eq!(LinearQuant::W4A8Mxfp4Mxfp8.activation_bytes(32), 1.03125);
     }
 
     #[test]

@@ -118,13 +118,21 @@ pub fn fit(predictor: &Predictor, runs: &[MeasuredRun]) -> FitOutcome {
     }
     let priors: BTreeMap<GroupKey, Prior> =
         groups.keys().map(|k| (k.clone(), prior_for(predictor.device(&k.1).expect("grouped runs have a device")))).collect();
+    let chips: BTreeMap<String, String> = groups
+        .keys()
+        .map(|(_, d)| {
+            let dev = predictor.device(d).expect("grouped runs have a device");
+            (d.clone(), if dev.chip.is_empty() { d.clone() } else { dev.chip.clone() })
+        })
+        .collect();
     let mut current: BTreeMap<GroupKey, Params> = priors.iter().map(|(k, p)| (k.clone(), p.at)).collect();
     let to_pred =
         |s: &Result<Sensitivity, String>| s.as_ref().map(|s| Prediction { ttft_ms: s.ttft_ms, tpot_ms: s.tpot_ms }).map_err(Clone::clone);
     let mut before = Vec::new();
-    // Per device, the simulated calibration with the lowest loss so far, and its predictions:
+    // Per chip, the simulated calibration with the lowest loss so far, and its predictions:
     // the first-order fit can overshoot, so the result is the best simulated round, never
-    // the linear model's promise.
+    // the linear model's promise. (Per chip, not per device: devices on one die share
+    // parameters, so their rounds must be chosen together.)
     let mut best: BTreeMap<String, (f64, BTreeMap<GroupKey, Params>)> = BTreeMap::new();
     let mut after: Vec<Result<Prediction, String>> = vec![Err("not predicted".into()); runs.len()];
     for round in 0..=ROUNDS {
@@ -132,11 +140,11 @@ pub fn fit(predictor: &Predictor, runs: &[MeasuredRun]) -> FitOutcome {
         if round == 0 {
             before = sens.iter().map(to_pred).collect();
         }
-        for (device, loss) in device_losses(&groups, runs, &sens) {
-            if best.get(&device).is_none_or(|(b, _)| loss < *b) {
-                let params = current.iter().filter(|((_, d), _)| *d == device).map(|(k, p)| (k.clone(), *p)).collect();
-                best.insert(device.clone(), (loss, params));
-                for (_, idx) in groups.iter().filter(|((_, d), _)| *d == device) {
+        for (chip, loss) in chip_losses(&groups, &chips, runs, &sens) {
+            if best.get(&chip).is_none_or(|(b, _)| loss < *b) {
+                let params = current.iter().filter(|((_, d), _)| chips[d] == chip).map(|(k, p)| (k.clone(), *p)).collect();
+                best.insert(chip.clone(), (loss, params));
+                for (_, idx) in groups.iter().filter(|((_, d), _)| chips[d] == chip) {
                     for &i in idx {
                         after[i] = to_pred(&sens[i]);
                     }
@@ -156,7 +164,7 @@ pub fn fit(predictor: &Predictor, runs: &[MeasuredRun]) -> FitOutcome {
                 )
             })
             .collect();
-        fit_blocks(&groups, &members, &priors, &mut current);
+        fit_blocks(&groups, &chips, &members, &priors, &mut current);
     }
     for (_, params) in best.into_values() {
         current.extend(params);
@@ -167,32 +175,34 @@ pub fn fit(predictor: &Predictor, runs: &[MeasuredRun]) -> FitOutcome {
     FitOutcome { engines, before, after, params }
 }
 
-/// Parameters of the hardware, shared by every engine on a device: bandwidth share, matrix
-/// efficiency, bus efficiency. The engine's own on each device: grouped-GEMM kernels and the
-/// host overheads.
-const DEVICE_PARAMS: [usize; 3] = [0, 1, 2];
+/// Parameters of the hardware, shared by every engine on a device: the bandwidth share (its
+/// memory); and by every device on the same die: matrix efficiency and bus efficiency (H100
+/// and H200 are one GH100 die with different HBM, so a GEMM or an NVLink transfer runs
+/// alike on both). The engine's own on each device: grouped-GEMM kernels and the host
+/// overheads.
+const DEVICE_PARAMS: [usize; 1] = [0];
+const CHIP_PARAMS: [usize; 2] = [1, 2];
 const ENGINE_PARAMS: [usize; 4] = [3, 4, 5, 6];
 /// Alternations between the device block and the engine blocks per round.
 const BLOCK_PASSES: usize = 3;
 
-/// One round's fit, block by block: each device's hardware parameters on the runs of every
-/// engine on it (a model measured under one engine informs the device's efficiencies for the
-/// others), then each engine × device's own parameters on its runs.
+/// One round's fit, block by block: each die's and each device's hardware parameters on the
+/// runs of every engine on them (a model measured under one engine informs the hardware's
+/// efficiencies for the others), then each engine × device's own parameters on its runs.
 fn fit_blocks(
     groups: &BTreeMap<GroupKey, Vec<usize>>,
+    chips: &BTreeMap<String, String>,
     members: &BTreeMap<GroupKey, Vec<Member>>,
     priors: &BTreeMap<GroupKey, Prior>,
     current: &mut BTreeMap<GroupKey, Params>,
 ) {
-    let devices: std::collections::BTreeSet<String> = groups.keys().map(|(_, d)| d.clone()).collect();
+    let chip_set: std::collections::BTreeSet<&String> = chips.values().collect();
     for _ in 0..BLOCK_PASSES {
-        for d in &devices {
-            let keys: Vec<&GroupKey> = groups.keys().filter(|(_, gd)| gd == d).collect();
-            let block: Vec<Member> = keys.iter().flat_map(|k| members[*k].iter().map(|m| Member { cur: current[*k], ..*m })).collect();
-            let v = fit_block(&block, &DEVICE_PARAMS, &priors[keys[0]]);
-            for k in keys {
-                current.insert(k.clone(), current[k].with_values(&DEVICE_PARAMS, &v));
-            }
+        for c in &chip_set {
+            fit_shared(groups, members, priors, current, &CHIP_PARAMS, |d| chips[d] == **c);
+        }
+        for d in chips.keys() {
+            fit_shared(groups, members, priors, current, &DEVICE_PARAMS, |gd| gd == d);
         }
         for k in groups.keys() {
             let block: Vec<Member> = members[k].iter().map(|m| Member { cur: current[k], ..*m }).collect();
@@ -202,15 +212,34 @@ fn fit_blocks(
     }
 }
 
-/// Mean simulated loss of each device's runs (every engine on it), as the fit scores them.
-fn device_losses(
+/// Fit `params`, shared by every group whose device `on` selects, on all their runs.
+fn fit_shared(
     groups: &BTreeMap<GroupKey, Vec<usize>>,
+    members: &BTreeMap<GroupKey, Vec<Member>>,
+    priors: &BTreeMap<GroupKey, Prior>,
+    current: &mut BTreeMap<GroupKey, Params>,
+    params: &[usize],
+    on: impl Fn(&String) -> bool,
+) {
+    let keys: Vec<&GroupKey> = groups.keys().filter(|(_, d)| on(d)).collect();
+    let block: Vec<Member> = keys.iter().flat_map(|k| members[*k].iter().map(|m| Member { cur: current[*k], ..*m })).collect();
+    let v = fit_block(&block, params, &priors[keys[0]]);
+    for k in keys {
+        current.insert(k.clone(), current[k].with_values(params, &v));
+    }
+}
+
+/// Mean simulated loss of each die's runs (every engine on every device of it), as the fit
+/// scores them.
+fn chip_losses(
+    groups: &BTreeMap<GroupKey, Vec<usize>>,
+    chips: &BTreeMap<String, String>,
     runs: &[MeasuredRun],
     sens: &[Result<Sensitivity, String>],
 ) -> Vec<(String, f64)> {
     let mut acc: BTreeMap<String, (f64, usize)> = BTreeMap::new();
     for ((_, d), idx) in groups {
-        let e = acc.entry(d.clone()).or_default();
+        let e = acc.entry(chips[d].clone()).or_default();
         for &i in idx {
             if let Some(s) = sample(&runs[i], &sens[i]) {
                 e.0 += super::fit::run_loss(s.sens.ttft_ms, s.sens.tpot_ms, &s);

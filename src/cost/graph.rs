@@ -166,6 +166,11 @@ impl<'a> Builder<'a> {
         unreachable!("validated profiles have a bf16 or fp16 matrix peak")
     }
 
+    /// Whether the device's tensor cores take FP4 operands (and so convert FP4 in hardware).
+    fn fp4_cores(&self) -> bool {
+        self.dev.matrix_flops(Dtype::Fp4).is_some()
+    }
+
     /// With causal masking, prefill pairs lose q(q−1)/2 per sequence: Σ q·c − (Σ q² − Σ q)/2.
     fn causal(&self, mma: &mut Coef, gp: &mut Coef) {
         if self.opts.causal_attention {
@@ -191,9 +196,13 @@ impl<'a> Builder<'a> {
     fn gemm_op(&mut self, name: &'static str, count: f64, tok: Coef, k: f64, n: f64, q: Option<LinearQuant>, bias: bool) -> Op {
         let g = self.opts.quant.mxfp4_group_size;
         let (dt, wb, ab, sb, deq) = match q {
-            Some(q) if q.is_quantized() => {
-                (q.gemm_dtype(), q.weight_bytes(g), q.activation_bytes(g), q.channel_scale_bytes(), q.dequant_flops_per_weight())
-            }
+            Some(q) if q.is_quantized() => (
+                q.gemm_dtype(),
+                q.weight_bytes(g),
+                q.activation_bytes(g),
+                q.channel_scale_bytes(),
+                q.dequant_flops_per_weight(self.fp4_cores()),
+            ),
             _ => (Dtype::Bf16, 2.0, 2.0, 0.0, 0.0),
         };
         let rate = self.mma_rate(dt);
@@ -267,7 +276,7 @@ impl<'a> Builder<'a> {
             ActQuant::None => return None,
             ActQuant::Static => (2.0, 3.0),
             ActQuant::Dynamic => (3.0, 3.0),
-            ActQuant::Mxfp4 => (2.0, 2.0 + q.activation_bytes(self.opts.quant.mxfp4_group_size)),
+            ActQuant::Mxfp4 | ActQuant::Mxfp8 => (2.0, 2.0 + q.activation_bytes(self.opts.quant.mxfp4_group_size)),
         };
         Some(self.vector_op(name, count, tok, elems, flops, bytes, true, 1.0))
     }
@@ -867,7 +876,7 @@ impl<'a> Builder<'a> {
     fn expert_costs(&mut self, s: &MoeShape) -> [ExpertCost; 3] {
         let (h, q, i_l, ab, wb) = (self.h, s.q, s.i_l, s.ab, s.wb);
         let mma_r = self.mma_rate(if q.is_quantized() { q.gemm_dtype() } else { Dtype::Bf16 });
-        let deq = q.dequant_flops_per_weight();
+        let deq = q.dequant_flops_per_weight(self.fp4_cores());
         let eager = !self.compile;
         // Grouped kernels run below dense efficiency by the device's (calibrated) factor.
         let g = self.dev.grouped_gemm_efficiency;

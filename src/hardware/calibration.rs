@@ -66,6 +66,24 @@ pub struct DeviceCalibration {
     pub fit: Option<FitRecord>,
 }
 
+/// How an engine multiplies weights stored as MXFP4 (gpt-oss's routed experts): the kernels
+/// decide the tensor-core data type, so the rate depends on the engine and the device.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mxfp4Kernel {
+    /// MXFP4 × MXFP4 at the device's FP4 peak (activations quantized on the fly): the
+    /// original tool's convention, kept by the `msmodeling` profile.
+    #[default]
+    Native,
+    /// MXFP4 weights dequantized in the kernel, bf16 activations, bf16 tensor cores (vLLM's
+    /// Triton and FlashInfer MXFP4-BF16 MoE kernels; TensorRT-LLM on Hopper).
+    Bf16,
+    /// MXFP8 activations × MXFP4 weights on tensor cores that take FP4 operands at the FP8
+    /// rate (TensorRT-LLM's CUTLASS/TRTLLM MoE on Blackwell); bf16 on devices without FP4
+    /// tensor cores, as those engines fall back to there.
+    Mxfp8,
+}
+
 /// One serving engine's execution profile and calibrations.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -82,6 +100,9 @@ pub struct EngineProfile {
     /// kernels do (what `--causal-attention` prices) whatever `--causal-attention` says.
     #[serde(default)]
     pub causal_attention: bool,
+    /// How the engine's kernels multiply MXFP4 weights.
+    #[serde(default, skip_serializing_if = "is_native")]
+    pub mxfp4_kernel: Mxfp4Kernel,
     /// Overheads on devices without an entry of their own.
     pub defaults: Overheads,
     #[serde(default)]
@@ -98,6 +119,7 @@ pub struct Effective {
     pub device: DeviceProfile,
     pub fused_graph: bool,
     pub causal_attention: bool,
+    pub mxfp4_kernel: Mxfp4Kernel,
     /// Per running sequence per step, seconds.
     pub per_seq_s: f64,
     /// Added to every request's time to first token, seconds.
@@ -145,6 +167,10 @@ const BUILTIN: &[(&str, &str)] = &[
 
 /// Engine names a profile may carry.
 pub const ENGINES: [&str; 4] = ["vllm", "sglang", "trtllm", "msmodeling"];
+
+fn is_native(k: &Mxfp4Kernel) -> bool {
+    *k == Mxfp4Kernel::Native
+}
 
 fn one() -> f64 {
     1.0
@@ -257,6 +283,7 @@ impl EngineProfile {
             device: dev,
             fused_graph: self.fused_graph,
             causal_attention: self.causal_attention,
+            mxfp4_kernel: self.mxfp4_kernel,
             per_seq_s: o.seq_overhead_us * 1e-6,
             request_overhead_s: o.request_overhead_ms * 1e-3,
             engine: self.engine.clone(),

@@ -152,6 +152,10 @@ pub struct DeviceProfile {
     pub vendor: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
+    /// The compute die (`GH100`): devices built on the same die share a calibration's matrix
+    /// and bus efficiencies (`calibrate --fit`); empty = the device is its own.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub chip: String,
     /// Matrix-unit (tensor core / cube) peaks.
     pub matrix_tflops: DtypePeaks,
     /// Vector-unit (CUDA core / vector) peaks for element-wise work.

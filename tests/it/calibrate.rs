@@ -169,6 +169,14 @@ fn a_fit_writes_profiles_that_reproduce_its_after_table() {
     assert!(loss(&v["after"]) < loss(&v["before"]), "the fit must improve on the prior");
     let text = std::fs::read_to_string(&files[0]).unwrap();
     assert!(text.contains("device: H100_SXM") && text.contains("fit:"), "{text}");
+    // H100 and H200 are one die (GH100): the fit shares their matrix and bus efficiencies and
+    // keeps their bandwidth shares apart (fails if CHIP_PARAMS are fitted per device).
+    let p: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let entry = |d: &str| p["devices"].as_sequence().unwrap().iter().find(|e| e["device"] == d).unwrap().clone();
+    let (h100, h200) = (entry("H100_SXM"), entry("H200_SXM"));
+    for k in ["matrix_efficiency_scale", "comm_efficiency"] {
+        assert_eq!(h100[k], h200[k], "{k}");
+    }
 }
 
 #[test]

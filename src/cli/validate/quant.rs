@@ -20,7 +20,7 @@ pub(crate) fn validate_quant(raw: &RawArgs, warnings: &mut Warnings) -> Result<Q
         .transpose()?
         .unwrap_or(KvQuant::Disabled);
     let mxfp4_group_size = raw.mxfp4_group_size.unwrap_or(32);
-    if raw.mxfp4_group_size.is_some() && linear != LinearQuant::Mxfp4 && non_expert != Some(LinearQuant::Mxfp4) {
+    if raw.mxfp4_group_size.is_some() && !linear.is_mxfp4() && !non_expert.is_some_and(|q| q.is_mxfp4()) {
         warnings.push(format!("--mxfp4-group-size {mxfp4_group_size} has no effect without MXFP4 quantization"));
     }
     Ok(QuantConfig { linear, non_expert, kv, mxfp4_group_size })

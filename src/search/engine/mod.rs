@@ -40,6 +40,10 @@ impl<'a> CandidateCtx<'a> {
         let mut opts = cost_options(plan, &cand);
         opts.compile.enabled |= eff.fused_graph;
         opts.causal_attention |= eff.causal_attention;
+        // MXFP4 weights run at the rate of the engine's kernels on this device.
+        let fp4 = eff.device.matrix_flops(crate::hardware::Dtype::Fp4).is_some();
+        opts.quant.linear = opts.quant.linear.with_mxfp4_kernel(eff.mxfp4_kernel, fp4);
+        opts.quant.non_expert = opts.quant.non_expert.map(|q| q.with_mxfp4_kernel(eff.mxfp4_kernel, fp4));
         let (mut cost, mem) = build_both(&plan.model, &eff.device, &cand.parallel, &opts);
         cost.per_seq_s = eff.per_seq_s;
         let label = cand.label(&plan.model, plan.serving.speculative.as_ref());
