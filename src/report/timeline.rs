@@ -183,9 +183,11 @@ pub fn chrome_trace(plan: &Plan, rec: &Recording) -> (Value, Option<String>) {
     metadata(rec, role, &mut events);
     for s in &rec.steps {
         let pid = s.instance + 1;
-        events.push(json!({"ph": "X", "cat": "step", "name": step_name(s), "pid": pid, "tid": 1, "ts": us(s.start), "dur": us(s.end - s.start),
+        events.push(
+            json!({"ph": "X", "cat": "step", "name": step_name(s), "pid": pid, "tid": 1, "ts": us(s.start), "dur": us(s.end - s.start),
             "args": {"prefill_tokens": s.prefill_tokens, "prefill_chunks": s.prefill_seqs, "decode_seqs": s.decode_seqs,
-                     "decode_tokens": s.decode_tokens, "kv_blocks_used": s.kv_used}}));
+                     "decode_tokens": s.decode_tokens, "kv_blocks_used": s.kv_used}}),
+        );
         events.push(json!({"ph": "C", "name": "KV blocks used", "pid": pid, "tid": 1, "ts": us(s.start), "args": {"used": s.kv_used}}));
     }
     // Requests drawn: those arriving before the last drawn step ended, the first ones.
@@ -233,7 +235,10 @@ pub fn render(plan: &Plan, report: &Report, chrome: Option<&Path>, requests: Opt
         if let Some(base) = chrome {
             let (doc, notice) = chrome_trace(plan, rec);
             let path = path_for(base, &rec.device, several);
-            out.push(Artifact { destination: Destination::File { flag: "--chrome-trace-file", path }, contents: serde_json::to_string(&doc)? });
+            out.push(Artifact {
+                destination: Destination::File { flag: "--chrome-trace-file", path },
+                contents: serde_json::to_string(&doc)?,
+            });
             if let Some(n) = notice.filter(|_| !plan.output.quiet) {
                 out.push(Artifact { destination: Destination::Stderr, contents: format!("warning: {n}\n") });
             }
@@ -248,7 +253,10 @@ pub fn render(plan: &Plan, report: &Report, chrome: Option<&Path>, requests: Opt
         let flags: Vec<&str> = flags.into_iter().flatten().collect();
         out.push(Artifact {
             destination: Destination::Stderr,
-            contents: format!("warning: {}: no configuration met the limits, so there is no best configuration to simulate; nothing written\n", flags.join(", ")),
+            contents: format!(
+                "warning: {}: no configuration met the limits, so there is no best configuration to simulate; nothing written\n",
+                flags.join(", ")
+            ),
         });
     }
     Ok(out)

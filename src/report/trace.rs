@@ -3,6 +3,7 @@
 //! covering all its layers), one trace file per device, in the Chrome trace-event format
 //! (chrome://tracing, Perfetto). The simulated timeline is `--chrome-trace-file` (`timeline`).
 
+use super::timeline::path_for;
 use super::{Artifact, Destination, ExportError};
 use crate::cost::{BatchShape, PhaseLoad};
 use crate::outcome::Phase;
@@ -11,7 +12,6 @@ use crate::plan::Plan;
 use crate::search::engine::analytic::RooflineOracle;
 use crate::search::CandidateCtx;
 use serde_json::json;
-use super::timeline::path_for;
 use std::path::Path;
 
 /// Events of one step: operators back to back (each operator kind as one span covering all
@@ -73,7 +73,10 @@ pub fn render(plan: &Plan, report: &Report, base: &Path) -> Result<Vec<Artifact>
             "otherData": {"device": d.device, "parallel": best.parallel, "batch_size": best.batch_size, "model": plan.model.id},
         });
         let path = path_for(base, &d.device, several);
-        out.push(Artifact { destination: Destination::File { flag: "--operator-trace-file", path }, contents: serde_json::to_string(&doc)? });
+        out.push(Artifact {
+            destination: Destination::File { flag: "--operator-trace-file", path },
+            contents: serde_json::to_string(&doc)?,
+        });
     }
     Ok(out)
 }

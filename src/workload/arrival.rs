@@ -8,7 +8,6 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Gamma};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 /// Independent random streams derived from `--seed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,103 +72,7 @@ pub struct SharedPrefix {
     pub length: u64,
 }
 
-/// One request of a trace.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TraceRequest {
-    pub arrival_s: f64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prefix_group: Option<u32>,
-    #[serde(default)]
-    pub prefix_len: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Trace {
-    pub source: String,
-    pub requests: Vec<TraceRequest>,
-    /// CSV columns (or JSON keys of a Mooncake trace) the tool does not read (left out, and
-    /// named in a warning).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub ignored_columns: Vec<String>,
-    /// The format the file was read as.
-    #[serde(default)]
-    pub format: super::trace::TraceFormat,
-    /// `--trace-time-scale`, when given: arrival times are the file's times this.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_scale: Option<f64>,
-}
-
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("--arrival trace {path}: {message}")]
-pub struct TraceError {
-    pub path: String,
-    pub message: String,
-}
-
-/// Most requests one simulation may hold (`--num-requests`, a trace): each is kept in memory
-/// (about 500 bytes with its simulation state) and simulated once per candidate.
-pub const MAX_REQUESTS: u64 = 100_000;
-/// [`MAX_REQUESTS`] as a trace's length.
-pub const MAX_TRACE_REQUESTS: usize = MAX_REQUESTS as usize;
-/// Latest arrival time of a trace request, in seconds (about 116 days): later times would not
-/// fit the simulator's nanosecond clock without clamping.
-pub const MAX_ARRIVAL_S: f64 = 1e7;
-
-impl Trace {
-    /// Mean prompt and output lengths, rounded down (at least 1).
-    pub fn mean_lengths(&self) -> (u64, u64) {
-        let n = self.requests.len().max(1) as u64;
-        let sum = |f: fn(&TraceRequest) -> u64| (self.requests.iter().map(f).sum::<u64>() / n).max(1);
-        (sum(|r| r.input_tokens), sum(|r| r.output_tokens))
-    }
-
-    /// Read a trace file: a regular file of at most [`crate::util::MAX_TRACE_BYTES`], streamed
-    /// (never more than [`MAX_TRACE_REQUESTS`] requests are kept).
-    pub fn load(path: &Path) -> Result<Trace, TraceError> {
-        let shown = path.display().to_string();
-        let err = |message: String| TraceError { path: shown.clone(), message };
-        let meta = std::fs::metadata(path).map_err(|e| err(format!("cannot read the file: {e}")))?;
-        if !meta.is_file() {
-            return Err(err(crate::util::ReadError::NotAFile.to_string()));
-        }
-        let cap = crate::util::MAX_TRACE_BYTES;
-        if meta.len() > cap {
-            return Err(err(crate::util::ReadError::TooLarge { size: meta.len(), cap }.to_string()));
-        }
-        let file = std::fs::File::open(path).map_err(|e| err(format!("cannot read the file: {e}")))?;
-        Self::parse_reader(std::io::BufReader::new(std::io::Read::take(file, cap)), &shown)
-    }
-
-    /// A trace in any of the formats [`super::trace`] reads.
-    pub fn parse(text: &str, source: &str) -> Result<Trace, TraceError> {
-        Self::parse_reader(text.as_bytes(), source)
-    }
-
-    /// [`Self::parse`] from a stream (see [`super::trace::read`]).
-    pub fn parse_reader<R: std::io::BufRead>(input: R, source: &str) -> Result<Trace, TraceError> {
-        super::trace::read(input, source)
-    }
-
-    /// `--trace-time-scale`: every arrival time times `factor` (below 1 replays the trace
-    /// faster, above 1 slower). The latest arrival must stay within [`MAX_ARRIVAL_S`].
-    pub fn scale_time(&mut self, factor: f64) -> Result<(), TraceError> {
-        let last = self.requests.last().map_or(0.0, |r| r.arrival_s) * factor;
-        if !(last <= MAX_ARRIVAL_S) {
-            return Err(TraceError {
-                path: self.source.clone(),
-                message: format!("--trace-time-scale {factor} puts the last arrival at {last:e} s, later than {MAX_ARRIVAL_S:e} s"),
-            });
-        }
-        for r in &mut self.requests {
-            r.arrival_s *= factor;
-        }
-        self.time_scale = Some(factor);
-        Ok(())
-    }
-}
+pub use super::trace::{Trace, TraceError, TraceRequest, MAX_ARRIVAL_S, MAX_REQUESTS, MAX_TRACE_REQUESTS};
 
 /// Draw a length from bins: a bin by weight, then uniformly within [min, max).
 fn draw_from_bins(bins: &[LengthBin], rng: &mut ChaCha8Rng) -> u64 {

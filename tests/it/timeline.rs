@@ -85,10 +85,8 @@ fn check_structure(doc: &Value) -> Vec<Value> {
 fn the_headline_timeline_is_a_perfetto_trace_of_the_simulated_steps() {
     let dir = tempfile::tempdir().unwrap();
     let (trace, reqs) = (dir.path().join("t.json"), dir.path().join("r.csv"));
-    let report = run_json(&with(
-        HEADLINE_SIM,
-        &["--chrome-trace-file", trace.to_str().unwrap(), "--requests-file", reqs.to_str().unwrap()],
-    ));
+    let report =
+        run_json(&with(HEADLINE_SIM, &["--chrome-trace-file", trace.to_str().unwrap(), "--requests-file", reqs.to_str().unwrap()]));
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
     // Mutation: leave out the thread_name metadata and check_structure fails on the first step.
     let spans = check_structure(&doc);
@@ -173,8 +171,14 @@ fn trace_time_scale_stretches_arrivals_and_is_validated() {
     // Mutation: divide by the factor instead and the half-scale run ends later.
     let (full, half) = (last_arrival("1"), last_arrival("0.5"));
     assert!((half - full / 2.0).abs() < 1e-3, "{full} {half}");
-    usage_error(&with(SMALL, &["--arrival", "trace", &sample("azure_sample.csv"), "--trace-time-scale", "0"]), &["--trace-time-scale", "positive"]);
-    usage_error(&with(SMALL, &["--input-length", "100", "--output-length", "10", "--trace-time-scale", "2"]), &["--trace-time-scale", "--arrival trace"]);
+    usage_error(
+        &with(SMALL, &["--arrival", "trace", &sample("azure_sample.csv"), "--trace-time-scale", "0"]),
+        &["--trace-time-scale", "positive"],
+    );
+    usage_error(
+        &with(SMALL, &["--input-length", "100", "--output-length", "10", "--trace-time-scale", "2"]),
+        &["--trace-time-scale", "--arrival trace"],
+    );
 }
 
 #[test]

@@ -204,7 +204,7 @@ fn arrival(raw: &RawArgs, warnings: &mut Warnings) -> Result<ArrivalProcess, Err
             let mut trace = Trace::load(Path::new(f))?;
             if !trace.ignored_columns.is_empty() {
                 warnings.push(format!(
-                    "--arrival trace {f}: {} {} not read (the tool reads {})",
+                    "--arrival trace {f}: {} {} are not read (the tool reads {})",
                     if trace.format == TraceFormat::MooncakeJsonLines { "key(s)" } else { "column(s)" },
                     trace.ignored_columns.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", "),
                     match trace.format {

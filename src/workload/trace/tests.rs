@@ -19,8 +19,8 @@ fn datetimes_parse_to_nanoseconds_since_1970() {
 
 #[test]
 fn azure_traces_count_from_the_earliest_row() {
-    let t = parse("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.5000000,4808,10\n2023-11-16 18:15:48.0000000,100,2\n")
-        .unwrap();
+    let t =
+        parse("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.5000000,4808,10\n2023-11-16 18:15:48.0000000,100,2\n").unwrap();
     assert_eq!(t.format, TraceFormat::AzureCsv);
     let got: Vec<(f64, u64, u64)> = t.requests.iter().map(|r| (r.arrival_s, r.input_tokens, r.output_tokens)).collect();
     assert_eq!(got, vec![(0.0, 4808, 10), (1.5, 100, 2)]);
