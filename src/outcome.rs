@@ -138,6 +138,9 @@ pub struct SimSummary {
     /// Stopped early: latencies were far past the limits.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub abandoned: bool,
+    /// Share of prompt tokens found in the prefix cache (absent when none were).
+    #[serde(default, skip_serializing_if = "crate::sim::metrics::is_zero")]
+    pub prefix_cache_hit_rate: f64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bins: Vec<crate::sim::BinStat>,
 }
@@ -159,6 +162,7 @@ impl SimSummary {
             window_s: r.window_s,
             converged: r.converged,
             abandoned: r.abandoned,
+            prefix_cache_hit_rate: r.prefix_cache_hit_rate,
             bins: r.bins.clone(),
         }
     }

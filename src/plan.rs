@@ -276,7 +276,12 @@ pub struct OutputOptions {
     /// Terminal charts: `Some(true)` forced, `Some(false)` never, `None` when stdout is a tty.
     pub plot: Option<bool>,
     pub dump_original: bool,
+    /// `--chrome-trace-file`: the simulated timeline of the best configuration.
     pub chrome_trace: Option<PathBuf>,
+    /// `--requests-file`: one CSV row per simulated request of the best configuration.
+    pub requests_file: Option<PathBuf>,
+    /// `--operator-trace-file`: the per-operator breakdown of one prefill and one decode step.
+    pub operator_trace: Option<PathBuf>,
     /// SVG charts written here.
     pub plot_file: Option<PathBuf>,
     pub quiet: bool,

@@ -271,10 +271,16 @@ pub struct RawArgs {
     /// Request arrivals: closed (the candidate's concurrency kept in flight, steady state),
     /// burst (all requests at t=0, one pass), poisson, constant (fixed gaps), gamma (need
     /// --request-rate), or
-    /// `trace FILE` (CSV or JSON Lines of arrival_s, input_tokens, output_tokens). [default:
-    /// closed]
+    /// `trace FILE`: the tool's CSV or JSON Lines (arrival_s, input_tokens, output_tokens), an
+    /// Azure LLM inference trace CSV (TIMESTAMP, ContextTokens, GeneratedTokens) or Mooncake
+    /// JSON Lines (timestamp, input_length, output_length, hash_ids), told apart by content.
+    /// [default: closed]
     #[arg(long, num_args = 1..=2, value_name = "PROCESS [FILE]", help_heading = "Simulator")]
     pub arrival: Option<Vec<String>>,
+    /// Multiply a trace's arrival times by X: below 1 replays it faster (0.5 = twice the
+    /// request rate), above 1 slower. Only with --arrival trace. [default: 1]
+    #[arg(long, value_parser = finite_f64, value_name = "X", help_heading = "Simulator")]
+    pub trace_time_scale: Option<f64>,
     /// Spread fixed --input-length / --output-length uniformly over [(1 - R)·L, (1 + R)·L]
     /// per simulated request, as `vllm bench serve --random-range-ratio R` draws them (0 to
     /// below 1). [default: fixed lengths]
@@ -367,10 +373,21 @@ pub struct RawArgs {
     /// Directory of measured operator timings (for --performance-model profiling).
     #[arg(long, visible_alias = "profiling-database", value_name = "DIR", help_heading = "Engine")]
     pub profiling_database_path: Option<PathBuf>,
-    /// Write a Chrome trace (chrome://tracing, Perfetto) of the best configuration's steps,
-    /// one file per device profile.
+    /// Write the simulated timeline of the best configuration as a Chrome trace (Perfetto,
+    /// chrome://tracing): a track per instance, a span per engine step with its batch, requests
+    /// as async spans, KV use as a counter (first 100000 steps and 20000 requests). One file
+    /// per device profile.
     #[arg(long, visible_alias = "chrome-trace", value_name = "FILE", help_heading = "Engine")]
     pub chrome_trace_file: Option<PathBuf>,
+    /// Write one CSV row per simulated request of the best configuration: arrival, queueing,
+    /// first scheduled, first token and finish times (ms), input, cached and output tokens,
+    /// preemptions, instance.
+    #[arg(long, value_name = "FILE.csv", help_heading = "Engine")]
+    pub requests_file: Option<PathBuf>,
+    /// Write a Chrome trace of the best configuration's operators: one prefill forward and one
+    /// decode step, each operator kind summed over layers.
+    #[arg(long, value_name = "FILE", help_heading = "Engine")]
+    pub operator_trace_file: Option<PathBuf>,
     /// Worker threads for the candidate search; results do not depend on it. [default: the
     /// cores available to the process]
     #[arg(long, short = 'j', value_parser = positive_u32, value_name = "N", help_heading = "Engine")]

@@ -8,6 +8,7 @@ pub mod csv;
 pub mod json;
 pub mod svg;
 pub mod table;
+pub mod timeline;
 pub mod trace;
 
 use crate::outcome::Report;
@@ -25,6 +26,9 @@ pub enum ExportError {
     /// The chart library failed to draw (its errors carry no structure worth keeping).
     #[error("{0}")]
     Chart(String),
+    /// The re-simulation of the best configuration for a timeline failed.
+    #[error("--chrome-trace-file/--requests-file: simulating the best configuration on {device} failed: {message}")]
+    Simulation { device: String, message: String },
     #[error("{flag} {}: cannot write: {source}", path.display())]
     Write { flag: &'static str, path: PathBuf, source: std::io::Error },
     /// Standard output failed for a reason other than a closed pipe (a full disk, `/dev/full`).
@@ -36,6 +40,8 @@ pub enum ExportError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Destination {
     Stdout,
+    /// A notice for standard error (the exporter leaves it out under `--quiet`).
+    Stderr,
     /// A file, with the option that named it (for error messages).
     File {
         flag: &'static str,
@@ -61,8 +67,16 @@ pub struct MainReport;
 /// `--plot-file`: every chart as one SVG.
 pub struct SvgCharts(pub PathBuf);
 
-/// `--chrome-trace-file`: the operator timeline of the best configuration, per device.
-pub struct ChromeTrace(pub PathBuf);
+/// `--chrome-trace-file` and `--requests-file`: the best configuration re-simulated with
+/// recording on (one simulation serves both).
+pub struct Timeline {
+    pub chrome: Option<PathBuf>,
+    pub requests: Option<PathBuf>,
+}
+
+/// `--operator-trace-file`: the per-operator breakdown of one prefill forward and one decode
+/// step of the best configuration, per device.
+pub struct OperatorTrace(pub PathBuf);
 
 impl Exporter for MainReport {
     fn export(&self, plan: &Plan, report: &Report) -> Result<Vec<Artifact>, ExportError> {
@@ -81,7 +95,13 @@ impl Exporter for SvgCharts {
     }
 }
 
-impl Exporter for ChromeTrace {
+impl Exporter for Timeline {
+    fn export(&self, plan: &Plan, report: &Report) -> Result<Vec<Artifact>, ExportError> {
+        timeline::render(plan, report, self.chrome.as_deref(), self.requests.as_deref())
+    }
+}
+
+impl Exporter for OperatorTrace {
     fn export(&self, plan: &Plan, report: &Report) -> Result<Vec<Artifact>, ExportError> {
         trace::render(plan, report, &self.0)
     }
@@ -93,8 +113,11 @@ pub fn exporters(plan: &Plan) -> Vec<Box<dyn Exporter>> {
     if let Some(path) = &plan.output.plot_file {
         v.push(Box::new(SvgCharts(path.clone())));
     }
-    if let Some(path) = &plan.output.chrome_trace {
-        v.push(Box::new(ChromeTrace(path.clone())));
+    if plan.output.chrome_trace.is_some() || plan.output.requests_file.is_some() {
+        v.push(Box::new(Timeline { chrome: plan.output.chrome_trace.clone(), requests: plan.output.requests_file.clone() }));
+    }
+    if let Some(path) = &plan.output.operator_trace {
+        v.push(Box::new(OperatorTrace(path.clone())));
     }
     v
 }
@@ -119,6 +142,10 @@ pub fn render(plan: &Plan, report: &Report) -> Result<String, ExportError> {
 pub fn write(artifact: &Artifact) -> Result<(), ExportError> {
     match &artifact.destination {
         Destination::Stdout => write_stdout(&artifact.contents),
+        Destination::Stderr => {
+            let _ = std::io::stderr().write_all(artifact.contents.as_bytes());
+            Ok(())
+        }
         Destination::File { flag, path } => {
             write_file(path, &artifact.contents).map_err(|source| ExportError::Write { flag, path: path.clone(), source })
         }

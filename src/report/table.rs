@@ -362,6 +362,9 @@ fn sim_block(plan: &Plan, r: &Row) -> String {
         sm.goodput * 100.0,
         sm.preemptions
     );
+    if sm.prefix_cache_hit_rate > 0.0 {
+        let _ = writeln!(s, "Prefix cache: {:.1} % of the admitted prompts' tokens were cache hits", sm.prefix_cache_hit_rate * 100.0);
+    }
     if !sm.bins.is_empty() {
         s += "Simulated latency by prompt length (ms):\n";
         let mut t = new_table(&["prompt tokens", "requests", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"]);

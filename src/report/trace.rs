@@ -1,7 +1,9 @@
-//! `--chrome-trace-file`: the operator timeline of the best configuration's steps (a prefill
-//! forward and a decode step at the shapes the engine priced), one trace file per device, in
-//! the Chrome trace-event format (chrome://tracing, Perfetto).
+//! `--operator-trace-file`: the per-operator breakdown of the best configuration (one prefill
+//! forward and one decode step at the shapes the engine priced, each operator kind as one span
+//! covering all its layers), one trace file per device, in the Chrome trace-event format
+//! (chrome://tracing, Perfetto). The simulated timeline is `--chrome-trace-file` (`timeline`).
 
+use super::timeline::path_for;
 use super::{Artifact, Destination, ExportError};
 use crate::cost::{BatchShape, PhaseLoad};
 use crate::outcome::Phase;
@@ -10,16 +12,7 @@ use crate::plan::Plan;
 use crate::search::engine::analytic::RooflineOracle;
 use crate::search::CandidateCtx;
 use serde_json::json;
-use std::path::{Path, PathBuf};
-
-fn path_for(base: &Path, device: &str, several: bool) -> PathBuf {
-    if !several {
-        return base.to_path_buf();
-    }
-    let stem = base.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "trace".into());
-    let ext = base.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
-    base.with_file_name(format!("{stem}_{device}{ext}"))
-}
+use std::path::Path;
 
 /// Events of one step: operators back to back (each operator kind as one span covering all
 /// its repetitions), with their bound components as arguments.
@@ -80,7 +73,10 @@ pub fn render(plan: &Plan, report: &Report, base: &Path) -> Result<Vec<Artifact>
             "otherData": {"device": d.device, "parallel": best.parallel, "batch_size": best.batch_size, "model": plan.model.id},
         });
         let path = path_for(base, &d.device, several);
-        out.push(Artifact { destination: Destination::File { flag: "--chrome-trace-file", path }, contents: serde_json::to_string(&doc)? });
+        out.push(Artifact {
+            destination: Destination::File { flag: "--operator-trace-file", path },
+            contents: serde_json::to_string(&doc)?,
+        });
     }
     Ok(out)
 }

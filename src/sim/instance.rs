@@ -523,7 +523,19 @@ impl Instance {
             s.ctx += c.tokens;
             s.first_chunk = false;
             self.load = self.load.saturating_sub(c.tokens);
-            if s.publish_at > 0 && s.ctx >= s.publish_at {
+            if s.publish_at > 0 && s.ctx >= s.publish_at && s.shared_blocks > 0 {
+                // It hit part of its group's prefix and computed more of it: the cached prefix grows.
+                let blocks = s.publish_at / self.kv.block_size;
+                let g = s.group.expect("publishing requires a group");
+                s.publish_at = 0;
+                let moved = self.kv.extend_prefix(g, blocks);
+                let s = &mut self.seqs[slot as usize];
+                s.private_blocks -= moved;
+                s.shared_blocks += moved;
+                let moved = moved.min(s.reserve);
+                s.reserve -= moved;
+                self.reserve_sum -= moved;
+            } else if s.publish_at > 0 && s.ctx >= s.publish_at {
                 let blocks = s.publish_at / self.kv.block_size;
                 let g = s.group.expect("publishing requires a group");
                 s.publish_at = 0;
@@ -848,8 +860,11 @@ impl StepBuilder<'_> {
         let r = &self.reqs[req as usize];
         let prompt = r.prompt_tokens();
         let cached = ((r.input as f64) * self.cfg.prefix_hit_rate).floor() as u64;
+        // A group's cached prefix may be longer than this request's (prefix chains from a
+        // trace's hash ids): it hits its own part. A prefix shorter than a block is never cached.
+        let bs = inst.kv.block_size;
         let shared = match r.prefix_group {
-            Some(g) if r.prefix_len > 0 => inst.kv.acquire_prefix(g),
+            Some(g) if r.prefix_len >= bs => inst.kv.acquire_prefix(g).min(r.prefix_len / bs),
             _ => 0,
         };
         let shared_tokens = (shared * inst.kv.block_size).min(prompt.saturating_sub(1));
@@ -878,8 +893,10 @@ impl StepBuilder<'_> {
             return false;
         }
         let r = &self.reqs[a.req as usize];
-        let publish_at = match (r.prefix_group, a.shared) {
-            (Some(_), 0) if r.prefix_len >= inst.kv.block_size => r.prefix_len,
+        // The first of its group computes and publishes the prefix; one that hit a shorter
+        // cached prefix than its own extends it.
+        let publish_at = match r.prefix_group {
+            Some(_) if r.prefix_len / inst.kv.block_size > a.shared => r.prefix_len,
             _ => 0,
         };
         let left = a.left();
@@ -906,6 +923,7 @@ impl StepBuilder<'_> {
         let rs = &mut self.reqs[a.req as usize];
         if rs.scheduled.is_none() {
             rs.scheduled = Some(self.now);
+            rs.cached = a.start;
         }
         let slot = inst.alloc_slot(seq);
         let admit = inst.seqs[slot as usize].admit_seq;

@@ -121,6 +121,20 @@ impl KvBlockPool {
         true
     }
 
+    /// A request holding a reference to `group`'s prefix computed it further, to `blocks` in
+    /// all: the cached prefix grows to that length, taking over the blocks beyond what it held
+    /// from the request's private ones. Returns the blocks taken over (none when the prefix
+    /// already reaches that far). Prefixes of a group form one chain (see
+    /// `workload::trace::PrefixTrie`), so a longer prefix extends every shorter one.
+    pub fn extend_prefix(&mut self, group: u32, blocks: u64) -> u64 {
+        let Some(e) = self.prefixes.get_mut(&group) else { return 0 };
+        let moved = blocks.saturating_sub(e.blocks);
+        e.blocks += moved;
+        self.private_used -= moved;
+        self.prefix_used += moved;
+        moved
+    }
+
     /// Drop a reference to `group`'s prefix (the blocks stay cached until evicted).
     pub fn release_prefix(&mut self, group: u32) {
         if let Some(e) = self.prefixes.get_mut(&group) {
@@ -173,5 +187,19 @@ mod tests {
         assert_eq!(p.acquire_prefix(1), 0);
         assert_eq!(p.acquire_prefix(2), 2);
         assert_eq!(p.used(), 1 + 2 + 5);
+    }
+
+    #[test]
+    fn a_referenced_prefix_grows_by_the_blocks_its_extender_held() {
+        // Mutation: add `blocks` instead of the difference and the pool counts 5 + 2 blocks.
+        let mut p = KvBlockPool::new(10, 16);
+        assert!(p.try_allocate(2));
+        assert!(p.publish_prefix(1, 2));
+        assert_eq!(p.acquire_prefix(1), 2);
+        assert!(p.try_allocate(3));
+        assert_eq!(p.extend_prefix(1, 5), 3);
+        assert_eq!((p.used(), p.private_used()), (5, 0));
+        assert_eq!(p.extend_prefix(1, 4), 0);
+        assert_eq!(p.acquire_prefix(1), 5);
     }
 }

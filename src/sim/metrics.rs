@@ -188,9 +188,18 @@ pub struct SimReport {
     /// cached prefixes excluded): zero once every request has finished.
     #[serde(default)]
     pub kv_held_at_end: u64,
+    /// Share of the admitted requests' prompt tokens found in the KV cache when first admitted
+    /// (shared prefixes and `--prefix-cache-hit-rate`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prefix_cache_hit_rate: f64,
     /// Per input-length bin (variable-length workloads).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bins: Vec<BinStat>,
+}
+
+/// Serde: figures that are absent when zero.
+pub fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 #[cfg(test)]

@@ -328,6 +328,8 @@ pub struct RequestState {
     pub prefix_len: u64,
     /// First time a scheduler admitted it.
     pub scheduled: Option<Nanos>,
+    /// Prompt tokens found in the KV cache at that first admission (prefix-cache hits).
+    pub cached: u64,
     pub first_token: Option<Nanos>,
     pub finish: Option<Nanos>,
     /// Admission on a decode instance (P/D).
@@ -1289,6 +1291,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             kv_capacity_blocks: self.instances.iter().map(|i| i.kv.capacity).max().unwrap_or(0),
             tokens_emitted: self.tokens_out,
             kv_held_at_end: self.instances.iter().map(|i| i.kv.held()).sum(),
+            prefix_cache_hit_rate: prefix_hit_rate(&self.reqs),
             bins: self
                 .sys
                 .run
@@ -1306,6 +1309,16 @@ impl<'s, 'a> Simulation<'s, 'a> {
                 .collect(),
         };
         (report, self.reqs)
+    }
+}
+
+/// Prompt tokens found in the prefix cache over the prompt tokens of every admitted request.
+fn prefix_hit_rate(reqs: &[RequestState]) -> f64 {
+    let (cached, input) = reqs.iter().filter(|r| r.scheduled.is_some()).fold((0, 0), |(c, i), r| (c + r.cached, i + r.input));
+    if input > 0 {
+        cached as f64 / input as f64
+    } else {
+        0.0
     }
 }
 

@@ -62,6 +62,8 @@ fn slack_lets_a_full_chunk_join_a_few_decodes() {
     let trace = crate::workload::arrival::Trace {
         source: "test".into(),
         ignored_columns: Vec::new(),
+        format: Default::default(),
+        time_scale: None,
         requests: vec![row(1, 2), row(1, 3), row(1, 4), row(1, 5), row(10, 2)],
     };
     let mut c = cfg(10, 5);

@@ -2,12 +2,12 @@
 //! trace replay), lengths (fixed or drawn from a distribution) and shared-prefix groups — each
 //! concern with its own seeded ChaCha stream, so adding one does not perturb the others.
 
+use super::trace::TraceFormat;
 use super::{LengthBin, Lengths};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Gamma};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 /// Independent random streams derived from `--seed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,242 +72,7 @@ pub struct SharedPrefix {
     pub length: u64,
 }
 
-/// One request of a trace.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TraceRequest {
-    pub arrival_s: f64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prefix_group: Option<u32>,
-    #[serde(default)]
-    pub prefix_len: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Trace {
-    pub source: String,
-    pub requests: Vec<TraceRequest>,
-    /// CSV columns the tool does not read (left out, and named in a warning).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub ignored_columns: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("--arrival trace {path}: {message}")]
-pub struct TraceError {
-    pub path: String,
-    pub message: String,
-}
-
-const TRACE_COLUMNS: [&str; 5] = ["arrival_s", "input_tokens", "output_tokens", "prefix_group", "prefix_len"];
-
-/// Most requests one simulation may hold (`--num-requests`, a trace): each is kept in memory
-/// (about 500 bytes with its simulation state) and simulated once per candidate.
-pub const MAX_REQUESTS: u64 = 100_000;
-/// [`MAX_REQUESTS`] as a trace's length.
-pub const MAX_TRACE_REQUESTS: usize = MAX_REQUESTS as usize;
-/// Latest arrival time of a trace request, in seconds (about 116 days): later times would not
-/// fit the simulator's nanosecond clock without clamping.
-pub const MAX_ARRIVAL_S: f64 = 1e7;
-
-impl Trace {
-    /// Mean prompt and output lengths, rounded down (at least 1).
-    pub fn mean_lengths(&self) -> (u64, u64) {
-        let n = self.requests.len().max(1) as u64;
-        let sum = |f: fn(&TraceRequest) -> u64| (self.requests.iter().map(f).sum::<u64>() / n).max(1);
-        (sum(|r| r.input_tokens), sum(|r| r.output_tokens))
-    }
-
-    /// Read a trace file: a regular file of at most [`crate::util::MAX_TRACE_BYTES`], streamed
-    /// (never more than [`MAX_TRACE_REQUESTS`] requests are kept).
-    pub fn load(path: &Path) -> Result<Trace, TraceError> {
-        let shown = path.display().to_string();
-        let err = |message: String| TraceError { path: shown.clone(), message };
-        let meta = std::fs::metadata(path).map_err(|e| err(format!("cannot read the file: {e}")))?;
-        if !meta.is_file() {
-            return Err(err(crate::util::ReadError::NotAFile.to_string()));
-        }
-        let cap = crate::util::MAX_TRACE_BYTES;
-        if meta.len() > cap {
-            return Err(err(crate::util::ReadError::TooLarge { size: meta.len(), cap }.to_string()));
-        }
-        let file = std::fs::File::open(path).map_err(|e| err(format!("cannot read the file: {e}")))?;
-        Self::parse_reader(std::io::BufReader::new(std::io::Read::take(file, cap)), &shown)
-    }
-
-    /// CSV with a header row, or JSON Lines (one object per line).
-    pub fn parse(text: &str, source: &str) -> Result<Trace, TraceError> {
-        Self::parse_reader(text.as_bytes(), source)
-    }
-
-    /// [`Self::parse`] from a stream: the first non-blank character decides the format (`{`:
-    /// JSON Lines); a UTF-8 byte-order mark is skipped.
-    pub fn parse_reader<R: std::io::BufRead>(mut input: R, source: &str) -> Result<Trace, TraceError> {
-        let err = |message: String| TraceError { path: source.to_string(), message };
-        let mut skipped = 0;
-        let first = loop {
-            let buf = input.fill_buf().map_err(|e| err(format!("cannot read the file: {e}")))?;
-            let Some(&b) = buf.first() else { break None };
-            if b.is_ascii_whitespace() {
-                skipped += u64::from(b == b'\n');
-                input.consume(1);
-            } else if buf.starts_with("\u{feff}".as_bytes()) {
-                input.consume(3);
-            } else {
-                break Some(b);
-            }
-        };
-        let mut ignored_columns = Vec::new();
-        let requests = match first {
-            None => {
-                return Err(err(
-                    "the file is empty; a trace is CSV with a header row (arrival_s,input_tokens,output_tokens) or JSON Lines".into()
-                ))
-            }
-            Some(b'{') => parse_json_lines(input, &err)?,
-            Some(_) => parse_csv(input, &err, &mut ignored_columns)?,
-        };
-        let requests: Numbered = requests.into_iter().map(|(line, r)| (line + skipped, r)).collect();
-        if requests.is_empty() {
-            return Err(err("the trace has no requests".into()));
-        }
-        for (line, r) in &requests {
-            check_request(r).map_err(|(field, msg)| err(format!("line {line}: field `{field}`: {msg}")))?;
-        }
-        let mut requests: Vec<TraceRequest> = requests.into_iter().map(|(_, r)| r).collect();
-        // Replay in time order; ties keep file order.
-        requests.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s));
-        Ok(Trace { source: source.to_string(), requests, ignored_columns })
-    }
-}
-
-type Numbered = Vec<(u64, TraceRequest)>;
-
-fn too_many(line: u64) -> String {
-    format!("line {line}: more than {MAX_TRACE_REQUESTS} requests; split the trace or sample it")
-}
-
-fn parse_json_lines<R: std::io::BufRead>(input: R, err: &dyn Fn(String) -> TraceError) -> Result<Numbered, TraceError> {
-    let mut requests = Vec::new();
-    // Line numbers count from the first non-blank line; the caller adds the blank lines before it.
-    for (i, line) in input.lines().enumerate() {
-        let line = line.map_err(|e| err(format!("line {}: cannot read: {e}", i + 1)))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        if requests.len() == MAX_TRACE_REQUESTS {
-            return Err(err(too_many(i as u64 + 1)));
-        }
-        let r: TraceRequest = serde_json::from_str(&line).map_err(|e| err(format!("line {}: {e}", i + 1)))?;
-        requests.push((i as u64 + 1, r));
-    }
-    Ok(requests)
-}
-
-/// The header's column indices for each known column; unknown columns are collected in
-/// `ignored` (a trace exported by another tool often carries more), repeated ones are errors.
-fn csv_columns(
-    header: &csv::StringRecord,
-    err: &dyn Fn(String) -> TraceError,
-    ignored: &mut Vec<String>,
-) -> Result<[Option<usize>; 5], TraceError> {
-    let mut idx = [None; 5];
-    for (i, h) in header.iter().enumerate() {
-        let h = h.trim();
-        let Some(k) = TRACE_COLUMNS.iter().position(|c| *c == h) else {
-            if ignored.iter().any(|c| c == h) {
-                return Err(err(format!("line 1: column `{h}` appears twice")));
-            }
-            ignored.push(h.to_string());
-            continue;
-        };
-        if idx[k].is_some() {
-            return Err(err(format!("line 1: column `{h}` appears twice")));
-        }
-        idx[k] = Some(i);
-    }
-    for (k, need) in TRACE_COLUMNS[..3].iter().enumerate() {
-        if idx[k].is_none() {
-            return Err(err(format!("line 1: missing column `{need}`")));
-        }
-    }
-    Ok(idx)
-}
-
-fn parse_csv<R: std::io::Read>(input: R, err: &dyn Fn(String) -> TraceError, ignored: &mut Vec<String>) -> Result<Numbered, TraceError> {
-    let mut reader = csv::ReaderBuilder::new().flexible(true).trim(csv::Trim::All).from_reader(input);
-    let header = reader.headers().map_err(|e| err(format!("line 1: {e}")))?.clone();
-    let idx = csv_columns(&header, err, ignored)?;
-    let mut requests = Vec::new();
-    let mut record = csv::StringRecord::new();
-    loop {
-        let more = reader.read_record(&mut record).map_err(|e| err(format!("{e}")))?;
-        if !more {
-            break;
-        }
-        let line = record.position().map_or(0, |p| p.line());
-        if record.len() == 1 && record[0].is_empty() {
-            continue;
-        }
-        if record.len() != header.len() {
-            return Err(err(format!("line {line}: {} fields, the header has {}", record.len(), header.len())));
-        }
-        if requests.len() == MAX_TRACE_REQUESTS {
-            return Err(err(too_many(line)));
-        }
-        requests.push((line, csv_request(&record, &header, &idx, line, err)?));
-    }
-    Ok(requests)
-}
-
-fn csv_request(
-    record: &csv::StringRecord,
-    header: &csv::StringRecord,
-    idx: &[Option<usize>; 5],
-    line: u64,
-    err: &dyn Fn(String) -> TraceError,
-) -> Result<TraceRequest, TraceError> {
-    // Columns 0-2 are required (checked with the header); 3 and 4 may be absent or empty.
-    let cell = |k: usize| idx[k].map(|i| (header[i].trim(), &record[i]));
-    let value = |k: usize| cell(k).map(|(_, c)| c).filter(|c| k < 3 || !c.is_empty());
-    let bad = |k: usize, what: &str| {
-        let (h, c) = cell(k).unwrap_or_default();
-        err(format!("line {line}: field `{h}` is `{c}`; expected {what}"))
-    };
-    let tokens = |k: usize| value(k).map(|c| c.parse::<u64>().map_err(|_| bad(k, "a whole number of tokens"))).transpose();
-    Ok(TraceRequest {
-        arrival_s: value(0).unwrap_or_default().parse().map_err(|_| bad(0, "a number of seconds"))?,
-        input_tokens: tokens(1)?.unwrap_or(0),
-        output_tokens: tokens(2)?.unwrap_or(0),
-        prefix_group: value(3).map(|c| c.parse::<u32>().map_err(|_| bad(3, "a group number"))).transpose()?,
-        prefix_len: tokens(4)?.unwrap_or(0),
-    })
-}
-
-/// The bounds of one request: the field and what is wrong.
-fn check_request(r: &TraceRequest) -> Result<(), (&'static str, String)> {
-    if !r.arrival_s.is_finite() || r.arrival_s < 0.0 {
-        return Err(("arrival_s", format!("{} is negative or not finite; arrival times are seconds ≥ 0", r.arrival_s)));
-    }
-    if r.arrival_s > MAX_ARRIVAL_S {
-        return Err(("arrival_s", format!("{:e} is later than {MAX_ARRIVAL_S:e} s (about 116 days) after the start", r.arrival_s)));
-    }
-    if r.input_tokens == 0 || r.input_tokens > super::MAX_LENGTH {
-        return Err(("input_tokens", format!("{} is not between 1 and {}", r.input_tokens, super::MAX_LENGTH)));
-    }
-    if r.output_tokens == 0 || r.output_tokens > super::MAX_LENGTH {
-        return Err(("output_tokens", format!("{} is not between 1 and {}", r.output_tokens, super::MAX_LENGTH)));
-    }
-    if r.prefix_len > r.input_tokens {
-        return Err(("prefix_len", format!("{} exceeds input_tokens {}", r.prefix_len, r.input_tokens)));
-    }
-    if r.prefix_len > 0 && r.prefix_group.is_none() {
-        return Err(("prefix_group", "missing while prefix_len is set".into()));
-    }
-    Ok(())
-}
+pub use super::trace::{Trace, TraceError, TraceRequest, MAX_ARRIVAL_S, MAX_REQUESTS, MAX_TRACE_REQUESTS};
 
 /// Draw a length from bins: a bin by weight, then uniformly within [min, max).
 fn draw_from_bins(bins: &[LengthBin], rng: &mut ChaCha8Rng) -> u64 {
@@ -473,7 +238,16 @@ impl ArrivalProcess {
             ArrivalProcess::Poisson { rate } => format!("poisson at {rate} req/s"),
             ArrivalProcess::Constant { rate } => format!("constant at {rate} req/s"),
             ArrivalProcess::Gamma { rate, burstiness } => format!("gamma at {rate} req/s, burstiness {burstiness}"),
-            ArrivalProcess::Trace(t) => format!("trace {} ({} requests)", t.source, t.requests.len()),
+            ArrivalProcess::Trace(t) => format!(
+                "trace {} ({}{} requests{})",
+                t.source,
+                match t.format {
+                    TraceFormat::AzureCsv | TraceFormat::MooncakeJsonLines => format!("{}, ", t.format.describe()),
+                    _ => String::new(),
+                },
+                t.requests.len(),
+                t.time_scale.map(|x| format!(", times ×{x}")).unwrap_or_default()
+            ),
             other => other.name().to_string(),
         }
     }

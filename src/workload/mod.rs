@@ -4,6 +4,7 @@
 
 pub mod arrival;
 pub mod distribution;
+pub mod trace;
 
 pub use distribution::{Composition, LengthBin, LengthDistribution, LengthError, Representative};
 

@@ -282,7 +282,7 @@ fn outputs_are_checked_first_and_written_whole() {
     case(d, &with(Q, &["--arrival", "trace", "keep.csv", "--output-file", "keep.csv"]), 2, &["--output-file keep.csv", "input file"]);
     assert!(std::fs::read_to_string(d.join("keep.csv")).unwrap().contains("arrival_s"));
     // Each fails if its path is checked only after the search.
-    for flag in ["--output-file", "--plot-file", "--chrome-trace-file"] {
+    for flag in ["--output-file", "--plot-file", "--chrome-trace-file", "--requests-file", "--operator-trace-file"] {
         case(d, &with(&fast, &[flag, "missing/dir/out.svg"]), 2, &[flag, "does not exist"]);
     }
     // The report replaces an existing file whole (report::tests::a_failed_write_leaves_the_previous_file

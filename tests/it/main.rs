@@ -8,5 +8,6 @@ mod layers;
 mod modes;
 mod scenarios;
 mod search;
+mod timeline;
 mod util;
 mod validation;

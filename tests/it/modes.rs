@@ -645,10 +645,10 @@ fn dump_original_results_prints_raw_columns() {
 }
 
 #[test]
-fn chrome_trace_file_is_valid_json() {
+fn operator_trace_file_is_valid_json() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trace.json");
-    run_ok(&args(&small_headline(), &["--chrome-trace-file", path.to_str().unwrap()]));
+    run_ok(&args(&small_headline(), &["--operator-trace-file", path.to_str().unwrap()]));
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("the trace is written")).expect("the trace is JSON");
     let events = array(&v["traceEvents"], "traceEvents");
     assert!(!events.is_empty());

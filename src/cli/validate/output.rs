@@ -60,8 +60,13 @@ pub(crate) fn validate_output(
         }
         other => other.clone(),
     };
-    for (flag, path) in [("--output-file", &raw.output_file), ("--plot-file", &plot_file), ("--chrome-trace-file", &raw.chrome_trace_file)]
-    {
+    for (flag, path) in [
+        ("--output-file", &raw.output_file),
+        ("--plot-file", &plot_file),
+        ("--chrome-trace-file", &raw.chrome_trace_file),
+        ("--requests-file", &raw.requests_file),
+        ("--operator-trace-file", &raw.operator_trace_file),
+    ] {
         if let Some(p) = path {
             check_output_path(flag, p, &input_files(raw))?;
         }
@@ -73,6 +78,8 @@ pub(crate) fn validate_output(
         plot,
         dump_original: raw.dump_original_results,
         chrome_trace: raw.chrome_trace_file.clone(),
+        requests_file: raw.requests_file.clone(),
+        operator_trace: raw.operator_trace_file.clone(),
         plot_file,
         quiet,
     };

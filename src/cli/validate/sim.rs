@@ -7,6 +7,7 @@ use crate::plan::{EngineKind, ServingEngine, SimOptions};
 use crate::quant::NamedEnum;
 use crate::sim::Percentile;
 use crate::workload::arrival::{ArrivalProcess, SharedPrefix, Trace, MAX_REQUESTS};
+use crate::workload::trace::TraceFormat;
 use crate::workload::Lengths;
 use std::path::Path;
 
@@ -22,6 +23,7 @@ pub(crate) fn validate_engine(raw: &RawArgs) -> Result<EngineKind, Error> {
 fn sim_flags(raw: &RawArgs) -> Vec<&'static str> {
     [
         (raw.arrival.is_some(), "--arrival"),
+        (raw.trace_time_scale.is_some(), "--trace-time-scale"),
         (raw.request_rate.is_some(), "--request-rate"),
         (raw.burstiness.is_some(), "--burstiness"),
         (raw.num_requests.is_some(), "--num-requests"),
@@ -165,8 +167,18 @@ fn arrival(raw: &RawArgs, warnings: &mut Warnings) -> Result<ArrivalProcess, Err
             Some(r) => Ok(r),
         }
     };
+    let kind = raw.arrival.as_deref().map(|v| v[0].to_lowercase());
+    match raw.trace_time_scale {
+        Some(x) if kind.as_deref() != Some("trace") => {
+            return Err(Error::requires("--trace-time-scale", "--arrival", format!("--trace-time-scale {x} needs --arrival trace FILE")))
+        }
+        Some(x) if !(x > 0.0 && x <= 1e6) => {
+            return Err(Error::invalid("--trace-time-scale", x, "must be a positive factor up to 1000000 (below 1 = faster)"))
+        }
+        _ => {}
+    }
     let Some(v) = raw.arrival.as_deref() else { return Ok(ArrivalProcess::Closed) };
-    let kind = v[0].to_lowercase();
+    let kind = kind.unwrap_or_default();
     if kind != "trace" && v.len() > 1 {
         return Err(Error::invalid("--arrival", v.join(" "), "only `trace` takes a FILE"));
     }
@@ -186,15 +198,24 @@ fn arrival(raw: &RawArgs, warnings: &mut Warnings) -> Result<ArrivalProcess, Err
             let Some(f) = v.get(1) else {
                 return Err(Error::missing(
                     "--arrival",
-                    "--arrival trace needs a FILE (CSV or JSON Lines of arrival_s, input_tokens, output_tokens)",
+                    "--arrival trace needs a FILE (the tool's CSV or JSON Lines, an Azure LLM inference trace CSV, or Mooncake JSON Lines)",
                 ));
             };
-            let trace = Trace::load(Path::new(f))?;
+            let mut trace = Trace::load(Path::new(f))?;
             if !trace.ignored_columns.is_empty() {
                 warnings.push(format!(
-                    "--arrival trace {f}: column(s) {} are not read (the tool reads arrival_s, input_tokens, output_tokens, prefix_group, prefix_len)",
-                    trace.ignored_columns.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+                    "--arrival trace {f}: {} {} are not read (the tool reads {})",
+                    if trace.format == TraceFormat::MooncakeJsonLines { "key(s)" } else { "column(s)" },
+                    trace.ignored_columns.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", "),
+                    match trace.format {
+                        TraceFormat::AzureCsv => "TIMESTAMP, ContextTokens, GeneratedTokens",
+                        TraceFormat::MooncakeJsonLines => "timestamp, input_length, output_length, hash_ids",
+                        _ => "arrival_s, input_tokens, output_tokens, prefix_group, prefix_len",
+                    }
                 ));
+            }
+            if let Some(x) = raw.trace_time_scale {
+                trace.scale_time(x)?;
             }
             ArrivalProcess::Trace(trace)
         }
