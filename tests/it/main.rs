@@ -6,6 +6,7 @@ mod hostile;
 mod interactive;
 mod layers;
 mod modes;
+mod msrv;
 mod scenarios;
 mod search;
 mod util;
