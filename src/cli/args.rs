@@ -396,6 +396,19 @@ pub struct RawArgs {
     /// Write SVG charts (throughput vs concurrency and latency; the chunk-budget study) here.
     #[arg(long, value_name = "PATH.svg", help_heading = "Output")]
     pub plot_file: Option<PathBuf>,
+    /// Print ready-to-run launch commands of the recommended configuration for a serving
+    /// engine (vllm, sglang or trtllm) on stdout, in place of the report (which still goes to
+    /// --output-file). P/D plans get one command per prefill and decode instance and a router.
+    #[arg(long, value_name = "ENGINE", help_heading = "Launch commands", conflicts_with = "interactive")]
+    pub emit: Option<String>,
+    /// Write the --emit files into this existing directory instead (each file whole or not at
+    /// all); the report stays on stdout.
+    #[arg(long, value_name = "DIR", requires = "emit", help_heading = "Launch commands")]
+    pub emit_dir: Option<PathBuf>,
+    /// Emit row N of the top table (P/D ratio: of the P/D table; --disagg: row N of each
+    /// phase) instead of the recommended row 1. [default: 1]
+    #[arg(long, value_parser = positive_u32, value_name = "N", requires = "emit", help_heading = "Launch commands")]
+    pub emit_row: Option<u32>,
     /// Price prefill attention with causal masking: a chunk of q new tokens at context c
     /// attends to q·c − q(q−1)/2 pairs. [default: off — the original's convention, every
     /// query attends to the whole context]

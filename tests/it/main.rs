@@ -4,6 +4,7 @@
 mod calibrate;
 mod hostile;
 mod interactive;
+mod launch;
 mod layers;
 mod modes;
 mod msrv;
