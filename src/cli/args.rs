@@ -74,7 +74,8 @@ fn limit_ms(s: &str) -> Result<f64, String> {
     version,
     about = "Find the LLM-serving deployment with the most tokens/s under TTFT/TPOT limits.",
     long_about = LONG_ABOUT,
-    after_help = AFTER_HELP,
+    after_help = "Every option, with units, defaults and examples: --help",
+    after_long_help = AFTER_HELP,
     allow_negative_numbers = true
 )]
 pub struct RawArgs {
@@ -452,15 +453,63 @@ pub struct RawArgs {
     pub quiet: bool,
 }
 
+/// The options `-h` shows, with a one-line text each; `--help` shows every option with its full
+/// text. Everything else is hidden from `-h` so that it fits a screen (≤ 60 lines).
+const SHORT_HELP: &[(&str, &str)] = &[
+    ("model_id", "Model: a catalog id (--list-models), a directory or config.json, or a cached Hugging Face id"),
+    ("device", "Device profile(s) (--list-devices); several compare hardware [default: TEST_DEVICE]"),
+    ("num_devices", "Devices in total (world size) [default: 1]"),
+    ("input_length", "Prompt tokens, or a length-distribution YAML file"),
+    ("output_length", "Generated tokens per request"),
+    ("ttft_limits", "TTFT limit in ms (or inf)"),
+    ("tpot_limits", "TPOT limit in ms (or inf)"),
+    ("disagg", "Disaggregated serving: prefill and decode searched on their own"),
+    ("enable_optimize_prefill_decode_ratio", "P/D instance-ratio planning"),
+    ("quantize_linear_action", "Weight quantization [default: W8A8_DYNAMIC]"),
+    ("engine", "Evaluation engine: sim, analytic or compare [default: sim]"),
+    ("serving_engine", "Serving engine simulated: vllm, sglang, trtllm or msmodeling"),
+    ("output", "Report format: table, json or csv [default: table]"),
+    ("output_file", "Write the report to this file"),
+    ("emit", "Print launch commands for vllm, sglang or trtllm instead of the report"),
+    ("emit_dir", "Write the --emit files into this directory"),
+    ("scenario", "Run a scenario file (a whole run in YAML)"),
+    ("interactive", "Guided mode: asks for what is missing"),
+    ("list_models", "List the built-in models"),
+    ("list_devices", "List the device profiles"),
+    ("jobs", "Worker threads [default: the cores available]"),
+    ("quiet", "No warnings on stderr"),
+];
+
 impl RawArgs {
+    /// The argument parser: `-h` shows [`SHORT_HELP`], `--help` everything.
+    pub fn parser() -> clap::Command {
+        use clap::CommandFactory;
+        Self::command().mut_args(|a| {
+            let id = a.get_id().as_str().to_string();
+            match SHORT_HELP.iter().find(|(name, _)| *name == id) {
+                Some((_, short)) => {
+                    let long = a.get_long_help().or(a.get_help()).cloned();
+                    let a = a.help(*short);
+                    match long {
+                        Some(l) => a.long_help(l),
+                        None => a,
+                    }
+                }
+                None if id == "help" || id == "version" => a,
+                None => a.hide_short_help(true),
+            }
+        })
+    }
+
     /// Parse a command line and remember it (the first item is the program name).
     pub fn parse_argv<I, T>(argv: I) -> Result<Self, clap::Error>
     where
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
+        use clap::FromArgMatches;
         let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
-        let mut raw = Self::try_parse_from(&argv)?;
+        let mut raw = Self::from_arg_matches(&Self::parser().try_get_matches_from(&argv)?)?;
         raw.argv = argv;
         Ok(raw)
     }
