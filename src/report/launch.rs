@@ -201,7 +201,8 @@ fn flags_for(w: (LinearQuant, LinearQuant)) -> String {
 
 fn weights(plan: &Plan, model: &str) -> Result<Weights, String> {
     let planned = (plan.quant.for_experts(), plan.quant.for_non_experts());
-    let describe = |w: (LinearQuant, LinearQuant)| if w.0 == w.1 { w.0.to_string() } else { format!("{} experts, {} other linears", w.0, w.1) };
+    let describe =
+        |w: (LinearQuant, LinearQuant)| if w.0 == w.1 { w.0.to_string() } else { format!("{} experts, {} other linears", w.0, w.1) };
     if let Some(native) = native_weights(&plan.model.id) {
         if native != planned {
             return Err(format!(
@@ -244,7 +245,7 @@ fn nth<'a, T>(rows: &'a [T], n: usize, what: &str) -> Result<&'a T, String> {
     })
 }
 
-fn phase<'a>(dev: &'a DeviceResult, p: Phase) -> &'a [Row] {
+fn phase(dev: &DeviceResult, p: Phase) -> &[Row] {
     dev.phases.iter().find(|r| r.phase == p).map_or(&[], |r| &r.best)
 }
 
@@ -275,7 +276,10 @@ fn instances(plan: &Plan, dev: &DeviceResult, n: usize) -> Result<(Vec<Instance>
     match &plan.mode {
         Mode::Aggregation => {
             let r = nth(phase(dev, Phase::Aggregated), n, "aggregated")?;
-            Ok((vec![instance(Role::Mixed, 1, r)], format!("row {n} of the aggregated table: {}, {:.2} tokens/s at concurrency {}", r.parallel, r.throughput, r.concurrency)))
+            Ok((
+                vec![instance(Role::Mixed, 1, r)],
+                format!("row {n} of the aggregated table: {}, {:.2} tokens/s at concurrency {}", r.parallel, r.throughput, r.concurrency),
+            ))
         }
         Mode::Disaggregation { .. } => {
             let p = nth(phase(dev, Phase::Prefill), n, "prefill")?;
@@ -294,7 +298,10 @@ fn instances(plan: &Plan, dev: &DeviceResult, n: usize) -> Result<(Vec<Instance>
             let pd = dev.pd_ratio.as_ref().ok_or("the run has no P/D result")?;
             let r = nth(&pd.rows, n, "P/D")?;
             let (pc, dc) = pd_counts(pd, n);
-            let src = format!("row {n} of the P/D table: {pc} prefill x {}, {dc} decode x {}, {:.2} req/s balanced", r.p_parallel, r.d_parallel, r.balanced_qps);
+            let src = format!(
+                "row {n} of the P/D table: {pc} prefill x {}, {dc} decode x {}, {:.2} req/s balanced",
+                r.p_parallel, r.d_parallel, r.balanced_qps
+            );
             let stub = |layout: ParallelConfig, batch: u32, budget: u64, mtp: u32| Instance {
                 role: Role::Mixed,
                 count: 0,
@@ -440,7 +447,12 @@ impl Vllm {
     fn serve(&self, d: &Deployment, i: &Instance, port: u32) -> Result<Vec<String>, String> {
         let mut v: Vec<String> = vec!["vllm".into(), "serve".into(), d.model.clone(), "--port".into(), port.to_string()];
         v.extend(self.parallel(d, &i.layout)?);
-        v.extend(["--max-num-seqs".into(), i.max_num_seqs.to_string(), "--max-num-batched-tokens".into(), i.max_batched_tokens.to_string()]);
+        v.extend([
+            "--max-num-seqs".into(),
+            i.max_num_seqs.to_string(),
+            "--max-num-batched-tokens".into(),
+            i.max_batched_tokens.to_string(),
+        ]);
         if !d.chunked_prefill {
             v.push("--no-enable-chunked-prefill".into());
         }
@@ -505,7 +517,8 @@ impl Emitter for Vllm {
         };
         let (ph, pp) = hosts(Role::Prefill, "PREFILL_HOST");
         let (dh, dp) = hosts(Role::Decode, "DECODE_HOST");
-        let mut words: Vec<String> = vec!["python".into(), "tests/v1/kv_connector/nixl_integration/toy_proxy_server.py".into(), "--port".into(), "8000".into()];
+        let mut words: Vec<String> =
+            vec!["python".into(), "tests/v1/kv_connector/nixl_integration/toy_proxy_server.py".into(), "--port".into(), "8000".into()];
         words.push("--prefiller-hosts".into());
         words.extend(ph);
         words.push("--prefiller-ports".into());
@@ -514,9 +527,13 @@ impl Emitter for Vllm {
         words.extend(dh);
         words.push("--decoder-ports".into());
         words.extend(dp);
-        let mut s = header("vLLM", d, &["the proxy clients send requests to (port 8000); run from a vLLM source checkout, \
+        let mut s = header(
+            "vLLM",
+            d,
+            &["the proxy clients send requests to (port 8000); run from a vLLM source checkout, \
             with PREFILL_HOST_i / DECODE_HOST_i set to where each instance runs"
-            .to_string()]);
+                .to_string()],
+        );
         s += &command("", &words);
         s += "\n";
         files.push(LaunchFile { name: "router.sh".into(), contents: s });
@@ -604,7 +621,8 @@ impl Emitter for Sglang {
             return Ok(vec![LaunchFile { name: "launch.sh".into(), contents: s }]);
         }
         let mut files = Vec::new();
-        let mut router: Vec<String> = vec!["python".into(), "-m".into(), "sglang_router.launch_router".into(), "--pd-disaggregation".into()];
+        let mut router: Vec<String> =
+            vec!["python".into(), "-m".into(), "sglang_router.launch_router".into(), "--pd-disaggregation".into()];
         for i in &d.instances {
             let (base, var) = if i.role == Role::Prefill { (30000, "PREFILL_HOST") } else { (31000, "DECODE_HOST") };
             let mut n = notes.clone();
@@ -620,8 +638,11 @@ impl Emitter for Sglang {
             files.push(LaunchFile { name: format!("{}.sh", i.role.name()), contents: s });
         }
         router.extend(["--host".into(), "0.0.0.0".into(), "--port".into(), "8000".into()]);
-        let s = header("SGLang", d, &["the router clients send requests to (port 8000); PREFILL_HOST_i / DECODE_HOST_i: where each instance runs".to_string()])
-            + &command("", &router)
+        let s = header(
+            "SGLang",
+            d,
+            &["the router clients send requests to (port 8000); PREFILL_HOST_i / DECODE_HOST_i: where each instance runs".to_string()],
+        ) + &command("", &router)
             + "\n";
         files.push(LaunchFile { name: "router.sh".into(), contents: s });
         Ok(files)
@@ -675,10 +696,18 @@ impl Trtllm {
             Role::Prefill => {
                 // Not supported on context servers in disaggregated serving.
                 y += "disable_overlap_scheduler: true\n";
-                let _ = write!(y, "cache_transceiver_config:\n  backend: UCX\n  max_tokens_in_buffer: {}\n", d.max_input.max(i.max_batched_tokens));
+                let _ = write!(
+                    y,
+                    "cache_transceiver_config:\n  backend: UCX\n  max_tokens_in_buffer: {}\n",
+                    d.max_input.max(i.max_batched_tokens)
+                );
             }
             Role::Decode => {
-                let _ = write!(y, "cache_transceiver_config:\n  backend: UCX\n  max_tokens_in_buffer: {}\n", d.max_input.max(i.max_batched_tokens));
+                let _ = write!(
+                    y,
+                    "cache_transceiver_config:\n  backend: UCX\n  max_tokens_in_buffer: {}\n",
+                    d.max_input.max(i.max_batched_tokens)
+                );
             }
         }
         y
@@ -705,7 +734,11 @@ impl Trtllm {
         if replicas > 1 {
             n.push(format!("DP{replicas}: TensorRT-LLM serves each replica as its own server; balance requests over their ports"));
         }
-        n.push(placement_note(&Instance { count: servers, layout: ParallelConfig { num_devices: i.layout.num_devices / replicas, ..i.layout }, ..i.clone() }));
+        n.push(placement_note(&Instance {
+            count: servers,
+            layout: ParallelConfig { num_devices: i.layout.num_devices / replicas, ..i.layout },
+            ..i.clone()
+        }));
         let mut s = header("TensorRT-LLM", d, &n);
         let mut ports = Vec::new();
         for j in 0..servers {
@@ -746,7 +779,11 @@ impl Emitter for Trtllm {
         let mut files = Vec::new();
         let mut cfg = String::from("hostname: 0.0.0.0\nport: 8000\nbackend: pytorch\n");
         for i in &d.instances {
-            let (base, key, var) = if i.role == Role::Prefill { (8100, "context_servers", "PREFILL_HOST") } else { (8200, "generation_servers", "DECODE_HOST") };
+            let (base, key, var) = if i.role == Role::Prefill {
+                (8100, "context_servers", "PREFILL_HOST")
+            } else {
+                (8200, "generation_servers", "DECODE_HOST")
+            };
             let (s, yaml, ports) = self.servers(d, i, base, &notes)?;
             let _ = write!(cfg, "{key}:\n  num_instances: {}\n  urls:\n", ports.len());
             for (j, p) in ports.iter().enumerate() {
@@ -766,5 +803,86 @@ impl Emitter for Trtllm {
         ) + "trtllm-serve disaggregated -c disagg-config.yaml\n";
         files.push(LaunchFile { name: "router.sh".into(), contents: s });
         Ok(files)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn moe(layout: ParallelConfig) -> Deployment {
+        Deployment {
+            model: "Qwen/Qwen3-30B-A3B".into(),
+            device: "H100_SXM".into(),
+            nvidia: true,
+            ascend: false,
+            moe: true,
+            weights: Weights::Bf16,
+            kv: KvQuant::Disabled,
+            chunked_prefill: true,
+            prefix_caching: false,
+            memory_fraction: 0.86,
+            block_size: 128,
+            max_input: 3500,
+            instances: vec![Instance { role: Role::Mixed, count: 1, layout, max_num_seqs: 64, max_batched_tokens: 8192, mtp: 0 }],
+            source: "test".into(),
+        }
+    }
+
+    fn layout(tp: u32, dp: u32, ep: u32, moe_tp: u32, moe_dp: u32) -> ParallelConfig {
+        ParallelConfig { num_devices: tp * dp, tp, dp, ep, moe_tp, moe_dp, dcp: 1 }
+    }
+
+    fn text(e: &dyn Emitter, d: &Deployment) -> String {
+        e.emit(d).unwrap().into_iter().map(|f| f.contents).collect()
+    }
+
+    /// vLLM expresses experts over every device by TP or by EP, nothing in between. Fails if
+    /// the EP arm of `Vllm::parallel` drops `--enable-expert-parallel` or accepts a partial EP.
+    #[test]
+    fn vllm_moe_is_all_tp_or_all_ep() {
+        let ep = text(&Vllm, &moe(layout(1, 8, 8, 1, 1)));
+        assert!(
+            ep.contains("--tensor-parallel-size 1") && ep.contains("--data-parallel-size 8") && ep.contains("--enable-expert-parallel"),
+            "{ep}"
+        );
+        let tp = text(&Vllm, &moe(layout(8, 1, 1, 8, 1)));
+        assert!(!tp.contains("--enable-expert-parallel"), "{tp}");
+        let err = Vllm.emit(&moe(layout(8, 1, 4, 2, 1))).unwrap_err();
+        assert!(err.contains("EP4 x MoE-TP2 x MoE-DP1"), "{err}");
+    }
+
+    /// SGLang counts every device in `--tp-size` and runs attention data-parallel with DP; its
+    /// limits are divided by `--dp-size` there, so the plan's per-replica values are multiplied.
+    #[test]
+    fn sglang_moe_with_dp_attention() {
+        let s = text(&Sglang, &moe(layout(1, 8, 8, 1, 1)));
+        for part in ["--tp-size 8", "--dp-size 8", "--enable-dp-attention", "--ep-size 8", "--max-running-requests 512"] {
+            assert!(s.contains(part), "{part} in {s}");
+        }
+    }
+
+    /// TensorRT-LLM's attention DP runs attention with TP 1: TP2 x DP4 is refused, TP1 x DP8
+    /// becomes `enable_attention_dp`.
+    #[test]
+    fn trtllm_attention_dp_needs_tp_one() {
+        assert!(Trtllm.emit(&moe(layout(2, 4, 8, 1, 1))).unwrap_err().contains("attention with TP 1"));
+        let files = Trtllm.emit(&moe(layout(1, 8, 8, 1, 1))).unwrap();
+        assert!(files[0].contents.contains("enable_attention_dp: true"), "{}", files[0].contents);
+        assert!(
+            files[1].contents.contains("--tp_size 8 --ep_size 8") || files[1].contents.contains("--ep_size 8"),
+            "{}",
+            files[1].contents
+        );
+    }
+
+    /// `--emit-row` past the table names its range; an empty table says there is nothing to
+    /// launch. Fails if `nth` indexes from 0 (row 3 would be out of range).
+    #[test]
+    fn rows_out_of_range_name_the_range() {
+        let rows = [1, 2, 3];
+        assert_eq!(nth(&rows, 3, "x"), Ok(&3));
+        assert_eq!(nth(&rows, 4, "aggregated").unwrap_err(), "--emit-row 4: the aggregated table has 3 rows (1 to 3)");
+        assert!(nth::<u32>(&[], 1, "decode").unwrap_err().contains("no decode configuration"));
     }
 }

@@ -97,7 +97,8 @@ pub struct LaunchCommands(pub crate::plan::EmitOptions);
 
 impl Exporter for LaunchCommands {
     fn export(&self, plan: &Plan, report: &Report) -> Result<Vec<Artifact>, ExportError> {
-        let files = launch::render(plan, report, &self.0).map_err(|message| ExportError::Launch { engine: self.0.engine.to_string(), message })?;
+        let files =
+            launch::render(plan, report, &self.0).map_err(|message| ExportError::Launch { engine: self.0.engine.to_string(), message })?;
         Ok(match &self.0.dir {
             None => vec![Artifact { destination: Destination::Stdout, contents: launch::as_script(&files) }],
             Some(dir) => files

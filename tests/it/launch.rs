@@ -137,7 +137,21 @@ fn an_engine_that_cannot_serve_the_plan_says_why() {
     usage_error(&args(&ascend, &["--emit", "trtllm"]), &["--emit trtllm", "NVIDIA GPUs only", "ATLAS_800_A2_376T_64G"]);
     // The FP8 checkpoint of DeepSeek-V3 cannot serve the BF16 weights a plan priced.
     usage_error(
-        &["deepseek-ai/DeepSeek-V3", "--device", "H100_SXM", "--num-devices", "16", "--input-length", "100", "--output-length", "10", "--quantize-linear-action", "DISABLED", "--emit", "sglang"],
+        &[
+            "deepseek-ai/DeepSeek-V3",
+            "--device",
+            "H100_SXM",
+            "--num-devices",
+            "16",
+            "--input-length",
+            "100",
+            "--output-length",
+            "10",
+            "--quantize-linear-action",
+            "DISABLED",
+            "--emit",
+            "sglang",
+        ],
         &["--emit sglang", "FP8 weights", "--quantize-linear-action FP8"],
     );
     let out = cmd().args(args(AGG, &["--emit", "vllm"])).output().unwrap();
