@@ -112,12 +112,12 @@ pub enum ModeAnswer {
 pub fn parse_mode(a: &str) -> Result<ModeAnswer, String> {
     let n = a.trim().to_lowercase().replace([' ', '-', '_'], "");
     match n.as_str() {
-        "1" | "aggregation" | "aggregated" | "pdmixed" | "mixed" | "pd混部" | "pd聚合" | "聚合部署" | "混部" | "聚合" => Ok(ModeAnswer::Aggregation),
+        "1" | "aggregation" | "aggregated" | "pdmixed" | "mixed" | "pd混部" | "pd聚合" | "聚合部署" | "混部" | "聚合" => {
+            Ok(ModeAnswer::Aggregation)
+        }
         "2" | "disaggregation" | "disaggregated" | "disagg" | "pd分离" | "分离" => Ok(ModeAnswer::Disaggregated),
         "3" | "ratio" | "pdratio" | "p/dratio" | "p/d配比" | "pd配比" | "实例配比" | "配比" => Ok(ModeAnswer::Ratio),
-        _ => Err(format!(
-            "`{a}` is not a deployment mode: answer 1 (aggregation), 2 (disaggregation) or 3 (P/D ratio planning)"
-        )),
+        _ => Err(format!("`{a}` is not a deployment mode: answer 1 (aggregation), 2 (disaggregation) or 3 (P/D ratio planning)")),
     }
 }
 
