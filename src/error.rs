@@ -102,6 +102,8 @@ impl From<crate::report::ExportError> for Error {
             crate::report::ExportError::Write { flag, path, source } => {
                 Error::Io { what: format!("{flag} {}: cannot write", path.display()), message: source.to_string() }
             }
+            // The user's --emit choice cannot run the plan: a usage error, like a rejected flag.
+            crate::report::ExportError::Launch { engine, message } => Error::Rejected { field: "--emit".into(), value: engine, message },
             crate::report::ExportError::Stdout(e) => Error::Io { what: "stdout: cannot write the report".into(), message: e.to_string() },
             other => Error::Output(other.to_string()),
         }

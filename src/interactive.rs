@@ -112,12 +112,12 @@ pub enum ModeAnswer {
 pub fn parse_mode(a: &str) -> Result<ModeAnswer, String> {
     let n = a.trim().to_lowercase().replace([' ', '-', '_'], "");
     match n.as_str() {
-        "1" | "aggregation" | "aggregated" | "pdmixed" | "mixed" | "pd混部" | "pd聚合" | "聚合部署" | "混部" | "聚合" => Ok(ModeAnswer::Aggregation),
+        "1" | "aggregation" | "aggregated" | "pdmixed" | "mixed" | "pd混部" | "pd聚合" | "聚合部署" | "混部" | "聚合" => {
+            Ok(ModeAnswer::Aggregation)
+        }
         "2" | "disaggregation" | "disaggregated" | "disagg" | "pd分离" | "分离" => Ok(ModeAnswer::Disaggregated),
         "3" | "ratio" | "pdratio" | "p/dratio" | "p/d配比" | "pd配比" | "实例配比" | "配比" => Ok(ModeAnswer::Ratio),
-        _ => Err(format!(
-            "`{a}` is not a deployment mode: answer 1 (PD混部 / PD聚合 / 聚合部署: aggregation), 2 (PD分离: disaggregation) or 3 (PD ratio / P/D配比: instance ratio planning)"
-        )),
+        _ => Err(format!("`{a}` is not a deployment mode: answer 1 (aggregation), 2 (disaggregation) or 3 (P/D ratio planning)")),
     }
 }
 
@@ -236,13 +236,15 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
         } else if raw.disagg {
             ModeAnswer::Disaggregated
         } else {
-            p.say("Deployment mode: 1) PD混部 / PD聚合 / 聚合部署 (aggregation: prefill and decode on the same instances)");
-            p.say("                 2) PD分离 (disaggregated prefill and decode)");
-            p.say("                 3) PD ratio / P/D配比 (plan the prefill/decode instance ratio)");
+            // The original workflow's names (PD混部 / PD聚合 / 聚合部署, PD分离, P/D配比) are
+            // accepted answers too (`parse_mode`).
+            p.say("Deployment mode: 1) aggregation (prefill and decode on the same instances)");
+            p.say("                 2) disaggregation (prefill and decode on separate instances)");
+            p.say("                 3) P/D ratio (plan the prefill/decode instance ratio)");
             p.ask("Mode", Some("1"), parse_mode)?
         };
         let mode = if mode == ModeAnswer::Disaggregated && !raw.disagg {
-            p.say("PD分离: 1) evaluate the prefill and decode phases separately (--disagg)");
+            p.say("Disaggregation: 1) evaluate the prefill and decode phases separately (--disagg)");
             p.say("        2) give devices per P and D instance and compute the matched ratio");
             let k = p.ask("Which", Some("1"), |a| match a {
                 "1" => Ok(ModeAnswer::Disaggregated),
@@ -602,7 +604,7 @@ mod tests {
         for a in ["PD ratio", "P/D配比", "实例配比", "3"] {
             assert_eq!(parse_mode(a).unwrap(), ModeAnswer::Ratio, "{a}");
         }
-        assert!(parse_mode("hybrid").unwrap_err().contains("PD混部"));
+        assert!(parse_mode("hybrid").unwrap_err().contains("1 (aggregation)"));
     }
 
     #[test]

@@ -146,6 +146,27 @@ impl ServingEngine {
     }
 }
 
+/// The serving engine `--emit` writes launch commands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LaunchEngine {
+    Vllm,
+    Sglang,
+    Trtllm,
+}
+crate::quant::named_enum!(LaunchEngine { Vllm => "vllm", Sglang => "sglang", Trtllm => "trtllm" });
+
+/// `--emit ENGINE [--emit-dir DIR] [--emit-row N]`: launch commands for a row of the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmitOptions {
+    pub engine: LaunchEngine,
+    /// Write the files here; `None`: print them on stdout instead of the report.
+    pub dir: Option<PathBuf>,
+    /// 1-based row of the top table (1: the recommended configuration).
+    pub row: usize,
+    /// The model exactly as the user gave it (the commands serve it under that name).
+    pub model: String,
+}
+
 /// Block speculative decoding (DFlash / DSpark): `block` query tokens per decode step,
 /// `acceptance` accepted draft tokens on average.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -285,6 +306,8 @@ pub struct OutputOptions {
     /// SVG charts written here.
     pub plot_file: Option<PathBuf>,
     pub quiet: bool,
+    /// `--emit`: launch commands of a row for a serving engine.
+    pub emit: Option<EmitOptions>,
 }
 
 /// Everything a run needs, validated. Later stages trust it.

@@ -125,7 +125,7 @@ pub fn parallel_for(
     let mut p = ParallelConfig::dense(n, tp);
     if model.is_moe() {
         let (mtp, ep) = (moe_tp.max(1), moe_ep.max(1));
-        if n % (mtp * ep) != 0 {
+        if !n.is_multiple_of(mtp * ep) {
             return Err((
                 "moe_tp",
                 format!("moe_tp {mtp} × moe_ep {ep} does not divide the instance's {n} devices (tp {tp} × attention_dp {dp})"),

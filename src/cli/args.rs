@@ -74,7 +74,8 @@ fn limit_ms(s: &str) -> Result<f64, String> {
     version,
     about = "Find the LLM-serving deployment with the most tokens/s under TTFT/TPOT limits.",
     long_about = LONG_ABOUT,
-    after_help = AFTER_HELP,
+    after_help = "Every option, with units, defaults and examples: --help",
+    after_long_help = AFTER_HELP,
     allow_negative_numbers = true
 )]
 pub struct RawArgs {
@@ -413,6 +414,19 @@ pub struct RawArgs {
     /// Write SVG charts (throughput vs concurrency and latency; the chunk-budget study) here.
     #[arg(long, value_name = "PATH.svg", help_heading = "Output")]
     pub plot_file: Option<PathBuf>,
+    /// Print ready-to-run launch commands of the recommended configuration for a serving
+    /// engine (vllm, sglang or trtllm) on stdout, in place of the report (which still goes to
+    /// --output-file). P/D plans get one command per prefill and decode instance and a router.
+    #[arg(long, value_name = "ENGINE", help_heading = "Launch commands", conflicts_with = "interactive")]
+    pub emit: Option<String>,
+    /// Write the --emit files into this existing directory instead (each file whole or not at
+    /// all); the report stays on stdout.
+    #[arg(long, value_name = "DIR", requires = "emit", help_heading = "Launch commands")]
+    pub emit_dir: Option<PathBuf>,
+    /// Emit row N of the top table (P/D ratio: of the P/D table; --disagg: row N of each
+    /// phase) instead of the recommended row 1. [default: 1]
+    #[arg(long, value_parser = positive_u32, value_name = "N", requires = "emit", help_heading = "Launch commands")]
+    pub emit_row: Option<u32>,
     /// Price prefill attention with causal masking: a chunk of q new tokens at context c
     /// attends to q·c − q(q−1)/2 pairs. [default: off — the original's convention, every
     /// query attends to the whole context]
@@ -456,15 +470,63 @@ pub struct RawArgs {
     pub quiet: bool,
 }
 
+/// The options `-h` shows, with a one-line text each; `--help` shows every option with its full
+/// text. Everything else is hidden from `-h` so that it fits a screen (≤ 60 lines).
+const SHORT_HELP: &[(&str, &str)] = &[
+    ("model_id", "Model: a catalog id (--list-models), a directory or config.json, or a cached Hugging Face id"),
+    ("device", "Device profile(s) (--list-devices); several compare hardware [default: TEST_DEVICE]"),
+    ("num_devices", "Devices in total (world size) [default: 1]"),
+    ("input_length", "Prompt tokens, or a length-distribution YAML file"),
+    ("output_length", "Generated tokens per request"),
+    ("ttft_limits", "TTFT limit in ms (or inf)"),
+    ("tpot_limits", "TPOT limit in ms (or inf)"),
+    ("disagg", "Disaggregated serving: prefill and decode searched on their own"),
+    ("enable_optimize_prefill_decode_ratio", "P/D instance-ratio planning"),
+    ("quantize_linear_action", "Weight quantization [default: W8A8_DYNAMIC]"),
+    ("engine", "Evaluation engine: sim, analytic or compare [default: sim]"),
+    ("serving_engine", "Serving engine simulated: vllm, sglang, trtllm or msmodeling"),
+    ("output", "Report format: table, json or csv [default: table]"),
+    ("output_file", "Write the report to this file"),
+    ("emit", "Print launch commands for vllm, sglang or trtllm instead of the report"),
+    ("emit_dir", "Write the --emit files into this directory"),
+    ("scenario", "Run a scenario file (a whole run in YAML)"),
+    ("interactive", "Guided mode: asks for what is missing"),
+    ("list_models", "List the built-in models"),
+    ("list_devices", "List the device profiles"),
+    ("jobs", "Worker threads [default: the cores available]"),
+    ("quiet", "No warnings on stderr"),
+];
+
 impl RawArgs {
+    /// The argument parser: `-h` shows [`SHORT_HELP`], `--help` everything.
+    pub fn parser() -> clap::Command {
+        use clap::CommandFactory;
+        Self::command().mut_args(|a| {
+            let id = a.get_id().as_str().to_string();
+            match SHORT_HELP.iter().find(|(name, _)| *name == id) {
+                Some((_, short)) => {
+                    let long = a.get_long_help().or(a.get_help()).cloned();
+                    let a = a.help(*short);
+                    match long {
+                        Some(l) => a.long_help(l),
+                        None => a,
+                    }
+                }
+                None if id == "help" || id == "version" => a,
+                None => a.hide_short_help(true),
+            }
+        })
+    }
+
     /// Parse a command line and remember it (the first item is the program name).
     pub fn parse_argv<I, T>(argv: I) -> Result<Self, clap::Error>
     where
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
+        use clap::FromArgMatches;
         let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
-        let mut raw = Self::try_parse_from(&argv)?;
+        let mut raw = Self::from_arg_matches(&Self::parser().try_get_matches_from(&argv)?)?;
         raw.argv = argv;
         Ok(raw)
     }

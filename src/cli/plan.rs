@@ -74,5 +74,8 @@ pub fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
         warnings: warnings.into_vec(),
     };
     crate::search::check_candidates(&plan).map_err(PlanError::NoLayout)?;
+    if let Some(emit) = &plan.output.emit {
+        crate::report::launch::check(&plan, emit).map_err(|m| PlanError::rejected("--emit", emit.engine, m))?;
+    }
     Ok(Command::Run(Box::new(plan)))
 }

@@ -6,6 +6,7 @@
 pub mod chart;
 pub mod csv;
 pub mod json;
+pub mod launch;
 pub mod svg;
 pub mod table;
 pub mod timeline;
@@ -31,6 +32,9 @@ pub enum ExportError {
     Simulation { device: String, message: String },
     #[error("{flag} {}: cannot write: {source}", path.display())]
     Write { flag: &'static str, path: PathBuf, source: std::io::Error },
+    /// `--emit`: the engine cannot run the chosen row as planned, or there is no such row.
+    #[error("{message}")]
+    Launch { engine: String, message: String },
     /// Standard output failed for a reason other than a closed pipe (a full disk, `/dev/full`).
     #[error("cannot write the report to standard output: {0}")]
     Stdout(std::io::Error),
@@ -107,9 +111,36 @@ impl Exporter for OperatorTrace {
     }
 }
 
-/// The exporters a plan asks for, in the order their outputs are written.
+/// `--emit ENGINE`: launch commands, printed on stdout in place of the report, or written as
+/// files into `--emit-dir`.
+pub struct LaunchCommands(pub crate::plan::EmitOptions);
+
+impl Exporter for LaunchCommands {
+    fn export(&self, plan: &Plan, report: &Report) -> Result<Vec<Artifact>, ExportError> {
+        let files =
+            launch::render(plan, report, &self.0).map_err(|message| ExportError::Launch { engine: self.0.engine.to_string(), message })?;
+        Ok(match &self.0.dir {
+            None => vec![Artifact { destination: Destination::Stdout, contents: launch::as_script(&files) }],
+            Some(dir) => files
+                .into_iter()
+                .map(|f| Artifact { destination: Destination::File { flag: "--emit-dir", path: dir.join(f.name) }, contents: f.contents })
+                .collect(),
+        })
+    }
+}
+
+/// The exporters a plan asks for, in the order their outputs are written. Launch commands on
+/// stdout take the report's place there (it still goes to `--output-file`); they come first
+/// so that a row that cannot be launched fails before anything is written.
 pub fn exporters(plan: &Plan) -> Vec<Box<dyn Exporter>> {
-    let mut v: Vec<Box<dyn Exporter>> = vec![Box::new(MainReport)];
+    let mut v: Vec<Box<dyn Exporter>> = Vec::new();
+    if let Some(emit) = &plan.output.emit {
+        v.push(Box::new(LaunchCommands(emit.clone())));
+    }
+    let emit_on_stdout = plan.output.emit.as_ref().is_some_and(|e| e.dir.is_none());
+    if !emit_on_stdout || plan.output.file.is_some() {
+        v.push(Box::new(MainReport));
+    }
     if let Some(path) = &plan.output.plot_file {
         v.push(Box::new(SvgCharts(path.clone())));
     }

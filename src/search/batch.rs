@@ -379,7 +379,7 @@ mod tests {
         let mut probed = Vec::new();
         let mut f = |b: u32| {
             probed.push(b);
-            ttft_probe(b, if b % 2 == 0 { 100.5 } else { 50.0 })
+            ttft_probe(b, if b.is_multiple_of(2) { 100.5 } else { 50.0 })
         };
         search(3, Some(9), SearchStrategy::Exponential, &mut f);
         assert!(probed.iter().all(|&b| (3..=9).contains(&b)), "{probed:?}");

@@ -60,7 +60,7 @@ pub fn model_limit(model: &ModelArch, p: &ParallelConfig, with_vision: bool) -> 
                 if heads % tp != 0 {
                     return Some(format!("TP={tp} does not divide the {heads} attention heads"));
                 }
-                if tp > kv_heads && tp % kv_heads != 0 {
+                if tp > kv_heads && !tp.is_multiple_of(kv_heads) {
                     return Some(format!("TP={tp} is neither a divisor nor a multiple of the {kv_heads} KV heads"));
                 }
                 if tp <= kv_heads && kv_heads % tp != 0 {
@@ -122,7 +122,7 @@ pub fn enumerate(plan: &Plan, n: u32, phase: Phase) -> (Vec<Candidate>, Vec<Stri
             for &md in &mdps {
                 for &mtp in &mtps {
                     for &dcp in &dcps {
-                        if n % tp != 0 || n % ep != 0 || n % (ep * md) != 0 || tp % dcp != 0 {
+                        if !n.is_multiple_of(tp) || !n.is_multiple_of(ep) || !n.is_multiple_of(ep * md) || tp % dcp != 0 {
                             continue;
                         }
                         let p = ParallelConfig {

@@ -384,7 +384,7 @@ impl Instance {
                 let ctx = self.seq_ctx(&self.seqs[slot as usize]);
                 self.step_decodes -= 1;
                 self.step_dec_ctx -= ctx;
-                if self.lockstep && ctx % self.kv.block_size == 0 {
+                if self.lockstep && ctx.is_multiple_of(self.kv.block_size) {
                     self.kv.release(1);
                 }
             }

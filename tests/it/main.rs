@@ -2,10 +2,13 @@
 //! `validation` (every rejected command line) and `modes` (every mode and output).
 
 mod calibrate;
+mod help;
 mod hostile;
 mod interactive;
+mod launch;
 mod layers;
 mod modes;
+mod msrv;
 mod scenarios;
 mod search;
 mod timeline;

@@ -3,7 +3,7 @@
 use super::Warnings;
 use crate::cli::args::RawArgs;
 use crate::error::Error;
-use crate::plan::{OutputFormat, OutputOptions};
+use crate::plan::{EmitOptions, LaunchEngine, OutputFormat, OutputOptions};
 use crate::quant::NamedEnum;
 use std::path::{Path, PathBuf};
 
@@ -82,8 +82,35 @@ pub(crate) fn validate_output(
         operator_trace: raw.operator_trace_file.clone(),
         plot_file,
         quiet,
+        emit: validate_emit(raw, num_device_kinds)?,
     };
     Ok((output, jobs as usize))
+}
+
+/// `--emit ENGINE`, `--emit-dir DIR`, `--emit-row N`. Launch commands are for one device
+/// type, and the directory must exist before the search runs.
+fn validate_emit(raw: &RawArgs, num_device_kinds: usize) -> Result<Option<EmitOptions>, Error> {
+    let Some(name) = &raw.emit else { return Ok(None) };
+    let engine = LaunchEngine::parse_choice(name).map_err(|e| Error::choice("--emit", e))?;
+    if num_device_kinds > 1 {
+        return Err(Error::rejected(
+            "--emit",
+            name,
+            format!("--emit {name}: launch commands are for one device type, and this run compares {num_device_kinds}; give one --device"),
+        ));
+    }
+    if let Some(dir) = &raw.emit_dir {
+        if !dir.is_dir() {
+            return Err(Error::invalid("--emit-dir", dir.display(), "is not an existing directory"));
+        }
+    }
+    let given = raw.model_id.as_ref().or(raw.model_id_flag.as_ref()).cloned().unwrap_or_default();
+    // A path to a config.json serves the directory holding it.
+    let model = match Path::new(&given) {
+        p if p.is_file() => p.parent().filter(|d| !d.as_os_str().is_empty()).map_or(".".to_string(), |d| d.display().to_string()),
+        _ => given,
+    };
+    Ok(Some(EmitOptions { engine, dir: raw.emit_dir.clone(), row: raw.emit_row.unwrap_or(1) as usize, model }))
 }
 
 /// Every file the run reads (as given), so that no output overwrites one of them.

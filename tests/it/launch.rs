@@ -1,0 +1,159 @@
+//! `--emit ENGINE`: launch commands for vLLM, SGLang and TensorRT-LLM, for an aggregated plan
+//! and a P/D ratio plan (golden files in tests/it/snapshots), and the refusals: an unknown
+//! engine, a plan an engine cannot serve, a row that does not exist.
+
+use crate::util::{args, cmd, run_ok, usage_error};
+
+/// Qwen3-32B on 8 × H100 with BF16 weights and an FP8 KV cache, aggregated.
+const AGG: &[&str] = &[
+    "Qwen/Qwen3-32B",
+    "--device",
+    "H100_SXM",
+    "--num-devices",
+    "8",
+    "--input-length",
+    "3500",
+    "--output-length",
+    "1500",
+    "--tpot-limits",
+    "50",
+    "--quantize-linear-action",
+    "DISABLED",
+    "--quantize-attention-action",
+    "FP8",
+    "-q",
+];
+
+/// The same model planned as P/D instances of 4 devices within 16.
+const PD: &[&str] = &[
+    "Qwen/Qwen3-32B",
+    "--device",
+    "H100_SXM",
+    "--num-devices",
+    "16",
+    "--input-length",
+    "3500",
+    "--output-length",
+    "1500",
+    "--ttft-limits",
+    "2000",
+    "--tpot-limits",
+    "50",
+    "--quantize-linear-action",
+    "DISABLED",
+    "--enable-optimize-prefill-decode-ratio",
+    "--prefill-devices-per-instance",
+    "4",
+    "--decode-devices-per-instance",
+    "4",
+    "-q",
+];
+
+fn emit(base: &[&str], engine: &str) -> String {
+    run_ok(&args(base, &["--emit", engine]))
+}
+
+#[test]
+fn vllm_aggregated() {
+    insta::assert_snapshot!("launch-vllm-aggregated", emit(AGG, "vllm"));
+}
+
+#[test]
+fn sglang_aggregated() {
+    insta::assert_snapshot!("launch-sglang-aggregated", emit(AGG, "sglang"));
+}
+
+#[test]
+fn trtllm_aggregated() {
+    insta::assert_snapshot!("launch-trtllm-aggregated", emit(AGG, "trtllm"));
+}
+
+#[test]
+fn vllm_pd() {
+    insta::assert_snapshot!("launch-vllm-pd", emit(PD, "vllm"));
+}
+
+#[test]
+fn sglang_pd() {
+    insta::assert_snapshot!("launch-sglang-pd", emit(PD, "sglang"));
+}
+
+#[test]
+fn trtllm_pd() {
+    insta::assert_snapshot!("launch-trtllm-pd", emit(PD, "trtllm"));
+}
+
+/// `--emit-dir` writes the same files the printed script holds, and the report stays on stdout.
+/// Fails if the directory gets a different text than stdout shows (e.g. the wait lines), or if
+/// the report is dropped.
+#[test]
+fn emit_dir_writes_the_files_and_keeps_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let out = run_ok(&args(PD, &["--emit", "trtllm", "--emit-dir", d]));
+    assert!(out.contains("Overall Best Configuration"), "the report stays on stdout:\n{out}");
+    let mut names: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, ["decode-options.yaml", "decode.sh", "disagg-config.yaml", "prefill-options.yaml", "prefill.sh", "router.sh"]);
+    let printed = emit(PD, "trtllm");
+    let decode = std::fs::read_to_string(dir.path().join("decode.sh")).unwrap();
+    // Printed, it loses its shebang and its wait (the router comes after it).
+    let body = decode.strip_prefix("#!/bin/sh\n").unwrap().strip_suffix("wait\n").unwrap();
+    assert!(printed.contains(body), "decode.sh is part of the printed script:\n{printed}");
+    let yaml = std::fs::read_to_string(dir.path().join("disagg-config.yaml")).unwrap();
+    assert!(printed.contains(&format!("cat > disagg-config.yaml <<'EOF'\n{yaml}EOF")));
+}
+
+/// `--emit-row N` takes row N of the table; past the last row it names the range.
+#[test]
+fn emit_row_picks_a_row_and_names_the_range() {
+    let row2 = run_ok(&args(AGG, &["--emit", "vllm", "--emit-row", "2"]));
+    assert!(row2.contains("row 2 of the aggregated table"), "{row2}");
+    assert_ne!(row2, emit(AGG, "vllm"), "row 2 is not row 1");
+    usage_error(&args(AGG, &["--emit", "vllm", "--emit-row", "99"]), &["--emit-row 99", "(1 to "]);
+}
+
+#[test]
+fn unknown_engine_names_the_flag_and_the_choices() {
+    usage_error(&args(AGG, &["--emit", "tgi"]), &["--emit", "`tgi`", "vllm, sglang, trtllm"]);
+    usage_error(&args(AGG, &["--emit-dir", "."]), &["--emit"]);
+}
+
+/// What an engine cannot serve is refused before the search, naming the engine and the way
+/// out; nothing is printed on stdout.
+#[test]
+fn an_engine_that_cannot_serve_the_plan_says_why() {
+    // The default W8A8 weights need a quantized checkpoint; Qwen/Qwen3-32B is BF16.
+    let base: Vec<&str> = AGG.iter().copied().filter(|a| *a != "DISABLED").collect();
+    let no_quant: Vec<&str> = base.iter().copied().filter(|a| *a != "--quantize-linear-action").collect();
+    usage_error(&args(&no_quant, &["--emit", "vllm"]), &["--emit vllm", "W8A8_DYNAMIC", "--quantize-linear-action DISABLED or FP8"]);
+    // INT8 KV cache: none of the three has one.
+    let int8: Vec<&str> = AGG.iter().map(|a| if *a == "FP8" { "INT8" } else { a }).collect();
+    for e in ["vllm", "sglang", "trtllm"] {
+        usage_error(&args(&int8, &["--emit", e]), &[&format!("--emit {e}"), "INT8 KV cache"]);
+    }
+    // TensorRT-LLM on an Ascend device.
+    let ascend: Vec<&str> = AGG.iter().map(|a| if *a == "H100_SXM" { "ATLAS_800_A2_376T_64G" } else { a }).collect();
+    usage_error(&args(&ascend, &["--emit", "trtllm"]), &["--emit trtllm", "NVIDIA GPUs only", "ATLAS_800_A2_376T_64G"]);
+    // The FP8 checkpoint of DeepSeek-V3 cannot serve the BF16 weights a plan priced.
+    usage_error(
+        &[
+            "deepseek-ai/DeepSeek-V3",
+            "--device",
+            "H100_SXM",
+            "--num-devices",
+            "16",
+            "--input-length",
+            "100",
+            "--output-length",
+            "10",
+            "--quantize-linear-action",
+            "DISABLED",
+            "--emit",
+            "sglang",
+        ],
+        &["--emit sglang", "FP8 weights", "--quantize-linear-action FP8"],
+    );
+    let out = cmd().args(args(AGG, &["--emit", "vllm"])).output().unwrap();
+    assert!(out.status.success());
+}
