@@ -63,7 +63,7 @@ pub fn render(report: &Report) -> Result<String, super::ExportError> {
                 let l = &r.layout;
                 w.write_record([
                     r.device.clone(),
-                    serde_json::to_value(r.phase).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+                    r.phase.code().to_string(),
                     r.parallel.clone(),
                     l.tp.to_string(),
                     l.dp.to_string(),
@@ -90,7 +90,7 @@ pub fn render(report: &Report) -> Result<String, super::ExportError> {
                     r.prefill_num_chunks.to_string(),
                     r.effective_input_length.to_string(),
                     r.feasible().to_string(),
-                    r.stop_reason.map(|s| s.describe().to_string()).unwrap_or_default(),
+                    r.stop_reason.map(|s| s.code().to_string()).unwrap_or_default(),
                     rank,
                     r.serving_engine.map(|e| e.to_string()).unwrap_or_default(),
                     r.max_num_seqs.map(|m| m.to_string()).unwrap_or_default(),

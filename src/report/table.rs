@@ -114,7 +114,7 @@ fn input_configuration(plan: &Plan, report: &Report, dev: &DeviceResult) -> Stri
             let _ = writeln!(s, "Devices: {} {}", i.num_devices, dev.device);
         }
     }
-    let _ = writeln!(s, "Input length: {}  Output length: {}", i.input_length, i.output_length);
+    let _ = writeln!(s, "Input length: {}  Output length: {}", i.input_length.description, i.output_length.description);
     if i.prefix_cache_hit_rate > 0.0 {
         let _ = writeln!(s, "Prefix cache hit rate: {} (effective input {} tokens)", i.prefix_cache_hit_rate, i.effective_input_length);
     }
@@ -805,8 +805,8 @@ fn profile_table(report: &Report) -> String {
             format!("{:.2}", p.vector_tflops),
             format!("{:.3}", p.hbm_tib_s),
             format!("{:.1}", p.memory_gib),
-            p.comm_grid.clone(),
-            p.comm_gb_s.clone(),
+            p.comm_grid.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" x "),
+            p.comm_gb_s.iter().map(|&b| crate::hardware::trim_float(b)).collect::<Vec<_>>().join(" | "),
         ]);
     }
     s += &centered(t);
@@ -958,8 +958,8 @@ fn dump(report: &Report) -> String {
                     report.inputs.model.clone(),
                     report.inputs.quantize_linear_action.clone(),
                     report.inputs.quantize_attention_action.clone(),
-                    report.inputs.input_length.clone(),
-                    report.inputs.output_length.clone(),
+                    report.inputs.input_length.description.clone(),
+                    report.inputs.output_length.description.clone(),
                     r.effective_input_length.to_string(),
                     r.max_batched_tokens.to_string(),
                     r.prefill_num_chunks.to_string(),

@@ -18,7 +18,8 @@ pub use ranking::{best_per_layout, ranking, Ranking};
 
 use crate::hardware::DeviceProfile;
 use crate::outcome::{
-    DeviceResult, Inputs, PdRatioResult, Phase, PhaseResult, ProfileSummary, Report, Row, ServingSummary, StopReason, DISCLAIMER,
+    BatchRange, DeviceResult, Inputs, LengthInput, LengthSource, ModeInput, ModeKind, PdRatioResult, Phase, PhaseResult, ProfileSummary,
+    Report, Row, ServingSummary, StopReason, DISCLAIMER,
 };
 use crate::plan::{EngineKind, Mode, Plan};
 use crate::workload::Lengths;
@@ -285,8 +286,8 @@ fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress
             vector_tflops: device.display_vector_tflops(),
             hbm_tib_s: device.display_hbm_tib_s(),
             memory_gib: device.memory_gib(),
-            comm_grid: device.grid_shape(),
-            comm_gb_s: device.display_comm_gb_s(),
+            comm_grid: device.grid_sizes(),
+            comm_gb_s: device.comm_gb_s(),
         },
         phases,
         pd_ratio,
@@ -314,7 +315,7 @@ pub fn run_with_progress(plan: &Plan, report: ProgressFn) -> Report {
         Err(_) => plan.devices.iter().map(|d| run_device(plan, engine.as_ref(), d, &progress)).collect(),
     };
     Report {
-        schema_version: 1,
+        schema_version: crate::outcome::SCHEMA_VERSION,
         tool: env!("CARGO_PKG_NAME").to_string(),
         version: env!("CARGO_PKG_VERSION").to_string(),
         engine: plan.engine.to_string(),
@@ -326,17 +327,51 @@ pub fn run_with_progress(plan: &Plan, report: ProgressFn) -> Report {
 }
 
 fn inputs(plan: &Plan) -> Inputs {
-    let mode = match &plan.mode {
-        Mode::Aggregation => "aggregation".to_string(),
-        Mode::Disaggregation { prefill, decode } => match (prefill, decode) {
-            (true, true) => "disaggregation (prefill and decode)".into(),
-            (true, false) => "disaggregation (prefill)".into(),
-            _ => "disaggregation (decode)".into(),
-        },
-        Mode::PdRatio { prefill_devices, decode_devices, .. } => {
-            format!("P/D ratio ({prefill_devices} devices per prefill instance, {decode_devices} per decode instance)")
+    let (kind, phases, sizes, total, description) = match &plan.mode {
+        Mode::Aggregation => (ModeKind::Aggregation, vec![Phase::Aggregated], None, None, "aggregation".to_string()),
+        Mode::Disaggregation { prefill, decode } => {
+            let phases: Vec<Phase> =
+                [(*prefill, Phase::Prefill), (*decode, Phase::Decode)].into_iter().filter(|p| p.0).map(|p| p.1).collect();
+            let words = match (prefill, decode) {
+                (true, true) => "disaggregation (prefill and decode)",
+                (true, false) => "disaggregation (prefill)",
+                _ => "disaggregation (decode)",
+            };
+            (ModeKind::Disaggregation, phases, None, None, words.to_string())
         }
+        Mode::PdRatio { prefill_devices, decode_devices, total_devices } => (
+            ModeKind::PdRatio,
+            vec![Phase::Prefill, Phase::Decode],
+            Some((*prefill_devices, *decode_devices)),
+            *total_devices,
+            format!("P/D ratio ({prefill_devices} devices per prefill instance, {decode_devices} per decode instance)"),
+        ),
     };
+    let mode = ModeInput {
+        kind,
+        phases,
+        prefill_devices_per_instance: sizes.map(|s| s.0),
+        decode_devices_per_instance: sizes.map(|s| s.1),
+        total_devices: total,
+        description,
+    };
+    let trace = matches!(plan.sim.arrival, crate::workload::arrival::ArrivalProcess::Trace(_));
+    let w = &plan.workload;
+    let length = |l: &Lengths, distribution: bool, description: &str| LengthInput {
+        source: if trace {
+            LengthSource::Trace
+        } else if distribution {
+            LengthSource::Distribution
+        } else {
+            LengthSource::Fixed
+        },
+        mean_tokens: l.mean_raw(),
+        description: description.to_string(),
+    };
+    // Outputs come from a distribution when the input distribution has `output_bins`.
+    let output_from_bins = matches!(&w.input, Lengths::Distribution(d) if d.output_mean().is_some());
+    let input_length = length(&w.input, w.input.is_variable(), &w.input_label);
+    let output_length = length(&w.output, w.output.is_variable() || output_from_bins, &w.output_label);
     let s = &plan.search;
     Inputs {
         model: plan.model.id.clone(),
@@ -347,8 +382,8 @@ fn inputs(plan: &Plan) -> Inputs {
         devices: plan.devices.iter().map(|d| d.name.clone()).collect(),
         num_devices: plan.num_devices,
         mode,
-        input_length: plan.workload.input_label.clone(),
-        output_length: plan.workload.output_label.clone(),
+        input_length,
+        output_length,
         effective_input_length: plan.workload.input.effective(plan.workload.prefix_cache_hit_rate) + image_tokens(plan),
         quantize_linear_action: plan.quant.linear.to_string(),
         quantize_non_expert_linear_action: plan.quant.non_expert.map(|q| q.to_string()),
@@ -361,7 +396,7 @@ fn inputs(plan: &Plan) -> Inputs {
         mtp_tokens: s.mtp.clone(),
         mtp_acceptance_rates: plan.serving.mtp_acceptance_rates.clone(),
         max_batched_tokens: s.max_batched_tokens.clone(),
-        batch_range: (s.batch_min, s.batch_max),
+        batch_range: BatchRange { min: s.batch_min, max: s.batch_max },
         reserved_memory_gb: plan.serving.reserved_memory_gb,
         gpu_memory_utilization: plan.serving.gpu_memory_utilization,
         serving_cost_ms: plan.serving.serving_cost_ms,

@@ -7,6 +7,7 @@ mod interactive;
 mod layers;
 mod modes;
 mod scenarios;
+mod schema;
 mod search;
 mod util;
 mod validation;

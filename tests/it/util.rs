@@ -136,6 +136,10 @@ pub fn builtin_profile(name: &str) -> String {
 }
 
 /// `a` and `b` agree to a relative tolerance.
+/// Relative tolerance of a relation between figures read from the JSON report: each is
+/// rounded to 6 significant digits (a relative error up to 5e-6), and a formula combines a few.
+pub const JSON_REL: f64 = 3e-5;
+
 pub fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * a.abs().max(b.abs()).max(1e-12)
 }
