@@ -5,8 +5,10 @@
 
 pub mod chart;
 pub mod csv;
+pub mod frontier;
 pub mod json;
 pub mod svg;
+pub mod svg_frontier;
 pub mod table;
 pub mod trace;
 

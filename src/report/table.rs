@@ -19,7 +19,7 @@ pub fn new_table(header: &[&str]) -> Table {
     t
 }
 
-fn centered(mut t: Table) -> String {
+pub(super) fn centered(mut t: Table) -> String {
     for col in t.column_iter_mut() {
         col.set_cell_alignment(CellAlignment::Center);
     }
@@ -529,6 +529,16 @@ fn phase_block(plan: &Plan, report: &Report, dev: &DeviceResult, p: &PhaseResult
             }
         }
     }
+    if p.phase == Phase::Aggregated {
+        if let Some(f) = &dev.frontier {
+            let _ = writeln!(s, "{}", rule(STARS));
+            s += &super::frontier::frontier_block(f);
+        }
+        if let Some(c) = &dev.agg_vs_disagg {
+            let _ = writeln!(s, "{}", rule(STARS));
+            s += &super::frontier::comparison_block(plan, dev, c);
+        }
+    }
     let _ = writeln!(s, "{}", banner(STARS));
     s
 }
@@ -661,7 +671,7 @@ fn verification_block(plan: &Plan, row: &crate::outcome::PdRow, v: &crate::outco
 }
 
 /// The planned TTFT, TPOT and request rate beside the simulated distribution.
-fn planned_vs_simulated(v: &crate::outcome::PdVerification, sim: &crate::outcome::PdSimulated) -> String {
+pub(super) fn planned_vs_simulated(v: &crate::outcome::PdVerification, sim: &crate::outcome::PdSimulated) -> String {
     let mut t = new_table(&["metric", "planned", "simulated mean", "p50", "p90", "p99"]);
     for (name, planned, st) in [("TTFT (ms)", v.planned_ttft_ms, &sim.ttft), ("TPOT (ms)", v.planned_tpot_ms, &sim.tpot)] {
         t.add_row(vec![
@@ -688,7 +698,7 @@ fn planned_vs_simulated(v: &crate::outcome::PdVerification, sim: &crate::outcome
 
 /// Whether the simulated system meets the SLO, the cautions on how far that holds (run too
 /// short, a side near saturation), and the sustainable rate when it does not.
-fn verification_verdict(plan: &Plan, v: &crate::outcome::PdVerification, sim: &crate::outcome::PdSimulated) -> String {
+pub(super) fn verification_verdict(plan: &Plan, v: &crate::outcome::PdVerification, sim: &crate::outcome::PdSimulated) -> String {
     let mut s = String::new();
     let stat = crate::quant::NamedEnum::name(plan.sim.slo_percentile);
     let _ = writeln!(

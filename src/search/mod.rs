@@ -5,6 +5,7 @@
 pub mod batch;
 pub mod candidates;
 pub mod engine;
+pub mod frontier;
 pub mod pd;
 pub mod ranking;
 pub mod sweep;
@@ -156,6 +157,12 @@ fn count_candidates(plan: &Plan) -> u64 {
         }
         Mode::PdRatio { prefill_devices, decode_devices, .. } => vec![(*prefill_devices, Phase::Prefill), (*decode_devices, Phase::Decode)],
     };
+    let mut phases = phases;
+    if compares_disagg(plan) {
+        for s in frontier::instance_sizes(plan.num_devices) {
+            phases.extend([(s, Phase::Prefill), (s, Phase::Decode)]);
+        }
+    }
     let per_device: u64 = phases.iter().map(|(n, ph)| candidates::enumerate(plan, *n, *ph).0.len() as u64).sum();
     per_device * plan.devices.len() as u64
 }
@@ -229,6 +236,64 @@ pub fn serving_summary(plan: &Plan, device: &DeviceProfile) -> Option<ServingSum
     })
 }
 
+/// Whether the run compares aggregated serving with P/D on the same devices.
+fn compares_disagg(plan: &Plan) -> bool {
+    plan.search.compare_disagg && matches!(plan.mode, Mode::Aggregation)
+}
+
+/// Aggregation: the frontier of the aggregated probes and, with `--compare-disagg`, of the
+/// P/D deployments searched on the same devices, and the comparison of the best of each.
+fn deployment_plane(
+    plan: &Plan,
+    engine: &dyn Engine,
+    device: &DeviceProfile,
+    agg: &PhaseResult,
+    progress: &Progress,
+) -> (crate::outcome::Frontier, Option<crate::outcome::AggVsDisagg>) {
+    let (ttft, tpot) = (plan.slo.ttft_limit(), plan.slo.tpot_limit());
+    let mut points = frontier::aggregated_points(&agg.rows, ttft, tpot);
+    if !compares_disagg(plan) {
+        return (frontier::frontier(plan, points), None);
+    }
+    let n = plan.num_devices;
+    let sizes = frontier::instance_sizes(n);
+    let searched: Vec<(PhaseResult, PhaseResult)> = sizes
+        .iter()
+        .map(|&s| {
+            (
+                search_phase_with(plan, engine, device, s, Phase::Prefill, progress),
+                search_phase_with(plan, engine, device, s, Phase::Decode, progress),
+            )
+        })
+        .collect();
+    let prefill: Vec<frontier::SizedRows> =
+        searched.iter().map(|(p, _)| frontier::SizedRows { devices: p.num_devices, rows: &p.rows }).collect();
+    let decode: Vec<frontier::SizedRows> =
+        searched.iter().map(|(_, d)| frontier::SizedRows { devices: d.num_devices, rows: &d.rows }).collect();
+    let pd = frontier::disaggregated_points(plan, device, &prefill, &decode, n);
+    let agg_count = points.len();
+    points.extend(pd.iter().map(|(p, _)| p.clone()));
+    let mut f = frontier::frontier(plan, points);
+    // The best of each kind within the SLO, by its planned (P/D) or simulated (aggregated) figure.
+    let best_of = |kind| {
+        frontier::choose(
+            &f.points
+                .iter()
+                .map(|p| crate::outcome::FrontierPoint { meets_slo: p.meets_slo && p.kind == kind, ..p.clone() })
+                .collect::<Vec<_>>(),
+        )
+    };
+    let best_agg = best_of(crate::outcome::DeploymentKind::Aggregated);
+    let best_pd = best_of(crate::outcome::DeploymentKind::Disaggregated);
+    let cmp = frontier::compare(plan, device, best_agg.map(|i| &f.points[i]), best_pd.map(|i| (&f.points[i], &pd[i - agg_count].1)));
+    f.chosen = match cmp.winner {
+        Some(crate::outcome::DeploymentKind::Aggregated) => best_agg,
+        Some(crate::outcome::DeploymentKind::Disaggregated) => best_pd,
+        None => None,
+    };
+    (f, Some(cmp))
+}
+
 fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress: &Progress) -> DeviceResult {
     let search_phase = |plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, n: u32, phase: Phase| {
         search_phase_with(plan, engine, device, n, phase, progress)
@@ -272,6 +337,13 @@ fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress
             phases.push(d);
         }
     }
+    let (frontier, agg_vs_disagg) = match (&plan.mode, phases.first()) {
+        (Mode::Aggregation, Some(agg)) => {
+            let (f, c) = deployment_plane(plan, engine, device, agg, progress);
+            (Some(f), c)
+        }
+        _ => (None, None),
+    };
     // Cost-model approximations are the same for every layout; take them from one.
     let notes = candidates::enumerate(plan, plan.phase_devices().0, phases[0].phase)
         .0
@@ -292,6 +364,8 @@ fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress
         phases,
         pd_ratio,
         notes,
+        frontier,
+        agg_vs_disagg,
     }
 }
 
@@ -406,7 +480,12 @@ fn inputs(plan: &Plan) -> Inputs {
 
 /// Time to move one request's prompt KV from a prefill device to a decode device.
 fn kv_transfer_ms(plan: &Plan, device: &DeviceProfile, row: &crate::outcome::PdRow) -> f64 {
-    let ctx = CandidateCtx::new(plan, device, Candidate { parallel: row.p_layout, mtp: 0 }, Phase::Prefill);
+    kv_transfer_ms_for(plan, device, row.p_layout)
+}
+
+/// [`kv_transfer_ms`] from a prefill instance of layout `p_layout`.
+pub(crate) fn kv_transfer_ms_for(plan: &Plan, device: &DeviceProfile, p_layout: crate::cost::ParallelConfig) -> f64 {
+    let ctx = CandidateCtx::new(plan, device, Candidate { parallel: p_layout, mtp: 0 }, Phase::Prefill);
     let tokens = plan.workload.input.mean_raw();
     device.kv_transfer.transfer_s(ctx.mem.kv_bytes_per_token * tokens as f64) * 1e3
 }
