@@ -541,6 +541,8 @@ pub struct FrontierPoint {
     pub meets_slo: bool,
     /// No other point has both more tokens/s per device and more tokens/s per user.
     pub on_frontier: bool,
+    /// Aggregated points: the probe's index in the aggregated phase's `rows`.
+    pub row: Option<usize>,
     /// Aggregated points: the layout label and the batch size per replica.
     pub parallel: Option<String>,
     pub batch_size: Option<u32>,

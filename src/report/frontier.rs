@@ -27,7 +27,7 @@ pub fn frontier_block(f: &Frontier) -> String {
         on.len(),
         f.points.len()
     );
-    // The chosen deployment is listed even when a point beyond the SLO outdoes it per device.
+    // The chosen deployment is listed even when it is off the frontier.
     if let Some(c) = f.chosen.filter(|c| !f.points[*c].on_frontier) {
         on.push((c, &f.points[c]));
     }
@@ -43,18 +43,14 @@ pub fn frontier_block(f: &Frontier) -> String {
             format!("{:.2}", p.ttft_ms),
             format!("{:.2}", p.tpot_ms),
             if p.meets_slo { "yes" } else { "no" }.to_string(),
-            if f.chosen == Some(i) {
-                "<- chosen"
-            } else if !p.on_frontier {
-                "(chosen, not on the frontier)"
-            } else {
-                ""
-            }
-            .to_string(),
+            if f.chosen == Some(i) { "<- chosen" } else { "" }.to_string(),
         ]);
     }
     s += &centered(t);
     s.push('\n');
+    if f.chosen.is_some_and(|c| !f.points[c].on_frontier) {
+        s += "The chosen deployment is off the frontier: the points that beat it on both axes miss the TTFT limit, or are P/D plans that fell short when simulated as one system (below).\n";
+    }
     if f.chosen.is_none() {
         s += "No configuration meets the SLO: nothing is chosen.\n";
     }

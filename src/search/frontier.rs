@@ -29,8 +29,9 @@ fn plotted(r: &Row) -> bool {
 /// Every aggregated probe as a point.
 pub fn aggregated_points(rows: &[Row], ttft_limit: f64, tpot_limit: f64) -> Vec<FrontierPoint> {
     rows.iter()
-        .filter(|r| plotted(r))
-        .map(|r| {
+        .enumerate()
+        .filter(|(_, r)| plotted(r))
+        .map(|(i, r)| {
             let tpot = r.tpot_ms.unwrap_or(f64::INFINITY);
             let ttft = r.ttft_ms.unwrap_or(0.0);
             FrontierPoint {
@@ -44,6 +45,7 @@ pub fn aggregated_points(rows: &[Row], ttft_limit: f64, tpot_limit: f64) -> Vec<
                 tpot_ms: tpot,
                 meets_slo: r.feasible() && tpot <= tpot_limit && ttft <= ttft_limit,
                 on_frontier: false,
+                row: Some(i),
                 parallel: Some(r.parallel.clone()),
                 batch_size: Some(r.batch_size),
                 pd: None,
@@ -202,6 +204,7 @@ pub fn disaggregated_points(
                     tpot_ms: tpot,
                     meets_slo: d.feasible() && tpot <= tpot_limit,
                     on_frontier: false,
+                    row: None,
                     parallel: None,
                     batch_size: None,
                     pd: Some(pd),
@@ -331,6 +334,7 @@ mod tests {
             tpot_ms: 1000.0 / user,
             meets_slo: meets,
             on_frontier: false,
+            row: None,
             parallel: None,
             batch_size: None,
             pd: None,

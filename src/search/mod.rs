@@ -252,8 +252,14 @@ fn deployment_plane(
 ) -> (crate::outcome::Frontier, Option<crate::outcome::AggVsDisagg>) {
     let (ttft, tpot) = (plan.slo.ttft_limit(), plan.slo.tpot_limit());
     let mut points = frontier::aggregated_points(&agg.rows, ttft, tpot);
+    // The aggregated choice is Overall Best's row, so the two never disagree (with a closed
+    // loop it is also the most per device; an open loop ranks by requests within the SLO).
+    let best_row = agg.best.first().and_then(|b| agg.rows.iter().position(|r| r == b));
+    let best_agg = best_row.and_then(|i| points.iter().position(|p| p.row == Some(i)));
     if !compares_disagg(plan) {
-        return (frontier::frontier(plan, points), None);
+        let mut f = frontier::frontier(plan, points);
+        f.chosen = best_agg;
+        return (f, None);
     }
     let n = plan.num_devices;
     let sizes = frontier::instance_sizes(n);
@@ -274,17 +280,16 @@ fn deployment_plane(
     let agg_count = points.len();
     points.extend(pd.iter().map(|(p, _)| p.clone()));
     let mut f = frontier::frontier(plan, points);
-    // The best of each kind within the SLO, by its planned (P/D) or simulated (aggregated) figure.
-    let best_of = |kind| {
-        frontier::choose(
-            &f.points
-                .iter()
-                .map(|p| crate::outcome::FrontierPoint { meets_slo: p.meets_slo && p.kind == kind, ..p.clone() })
-                .collect::<Vec<_>>(),
-        )
-    };
-    let best_agg = best_of(crate::outcome::DeploymentKind::Aggregated);
-    let best_pd = best_of(crate::outcome::DeploymentKind::Disaggregated);
+    // The best P/D deployment within the SLO, by its planned figure.
+    let only_pd: Vec<crate::outcome::FrontierPoint> = f
+        .points
+        .iter()
+        .map(|p| crate::outcome::FrontierPoint {
+            meets_slo: p.meets_slo && p.kind == crate::outcome::DeploymentKind::Disaggregated,
+            ..p.clone()
+        })
+        .collect();
+    let best_pd = frontier::choose(&only_pd);
     let cmp = frontier::compare(plan, device, best_agg.map(|i| &f.points[i]), best_pd.map(|i| (&f.points[i], &pd[i - agg_count].1)));
     f.chosen = match cmp.winner {
         Some(crate::outcome::DeploymentKind::Aggregated) => best_agg,

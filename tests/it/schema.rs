@@ -53,7 +53,7 @@ fn validate(root: &Value, schema: &Value, v: &Value, path: &str, errs: &mut Vec<
             "format" => {
                 let ok = match s.as_str().unwrap() {
                     "uint32" => v.as_u64().is_some_and(|n| n <= u32::MAX as u64) || !v.is_number(),
-                    "uint64" => v.is_u64() || !v.is_number(),
+                    "uint64" | "uint" => v.is_u64() || !v.is_number(),
                     "double" => true,
                     other => panic!("unknown format {other} at {path}"),
                 };
@@ -161,12 +161,15 @@ fn scenario(name: &str) -> String {
 fn json_output_validates_against_the_published_schema() {
     let schema = published_schema();
     let (disagg, pd, trace) = (scenario("disagg-compare"), scenario("pd-ratio-qwen-no-budget"), scenario("trace-replay"));
+    let agg_vs_disagg = scenario("agg-vs-disagg");
     let runs: Vec<(&str, Vec<&str>)> = vec![
         ("headline, analytic engine", HEADLINE.to_vec()),
         ("headline, compare engine, TP=8", args(&HEADLINE[..HEADLINE.len() - 2], &["--engine", "compare", "--tp-sizes", "8"])),
         ("disaggregation, compare engine", vec!["--scenario", &disagg]),
         ("P/D ratio with simulated verification", vec!["--scenario", &pd, "--num-requests", "200"]),
         ("trace replay", vec!["--scenario", &trace]),
+        ("aggregated against P/D on the same devices", vec!["--scenario", &agg_vs_disagg, "--num-requests", "200"]),
+        ("aggregated against P/D, analytic engine", args(HEADLINE, &["--compare-disagg"])),
         (
             "built-in length distribution, analytic",
             args(&HEADLINE[..5], &["--length-distribution", "--output-length", "500", "--engine", "analytic"]),
@@ -243,6 +246,35 @@ fn csv_and_json_agree_on_codes() {
         codes.insert(stop.to_string());
     }
     assert!(codes.contains("tpot_limit") && codes.iter().any(|c| c.ends_with("_oom")), "the run must exercise codes: {codes:?}");
+}
+
+#[test]
+fn csv_and_json_agree_on_the_frontier() {
+    // Each aggregated CSV row carries its frontier point's figures; P/D deployments follow as
+    // `disaggregated` lines; exactly one line is chosen, the JSON's choice. Mutation: look the
+    // point up by the row's position among plotted rows instead of `FrontierPoint::row`.
+    let base = args(HEADLINE, &["--compare-disagg"]);
+    let doc = run_json(&base);
+    let (header, lines) = parse_csv(&run_ok(&args(&base, &["--output", "csv"])));
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let f = &doc["devices"][0]["frontier"];
+    let points = f["points"].as_array().unwrap();
+    let rows = doc["devices"][0]["phases"][0]["rows"].as_array().unwrap();
+    let pd: Vec<&Vec<String>> = lines.iter().filter(|l| field(&header, l, "phase") == "disaggregated").collect();
+    assert!(!pd.is_empty());
+    assert_eq!(pd.len(), points.iter().filter(|p| p["kind"] == "disaggregated").count());
+    assert_eq!(lines.len(), rows.len() + pd.len());
+    for p in points.iter().filter(|p| p["kind"] == "aggregated") {
+        let l = &lines[p["row"].as_u64().unwrap() as usize];
+        assert_eq!(field(&header, l, "on_frontier"), p["on_frontier"].as_bool().unwrap().to_string());
+        let user: f64 = field(&header, l, "tokens_per_s_per_user").parse().unwrap();
+        assert!(crate::util::close(user, p["tokens_per_s_per_user"].as_f64().unwrap(), crate::util::JSON_REL));
+    }
+    let chosen: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| field(&header, l, "chosen") == "true").map(|(i, _)| i).collect();
+    assert_eq!(chosen.len(), 1, "one chosen deployment");
+    let c = &points[f["chosen"].as_u64().unwrap() as usize];
+    let per_device: f64 = field(&header, &lines[chosen[0]], "throughput_per_device_tok_s").parse().unwrap();
+    assert!(crate::util::close(per_device, c["tokens_per_s_per_device"].as_f64().unwrap(), crate::util::JSON_REL));
 }
 
 #[test]
