@@ -102,6 +102,9 @@ fn sweep_charts(report: &Report, color: bool) -> String {
     s
 }
 
+/// A labelled series drawn as a line (`true`) or as points.
+type Drawn = (String, Vec<(f32, f32)>, bool);
+
 /// The deployment plane: aggregated and P/D points, the frontier and the TPOT limit.
 fn frontier_chart(report: &Report, color: bool) -> String {
     let mut s = String::new();
@@ -115,7 +118,7 @@ fn frontier_chart(report: &Report, color: bool) -> String {
         front.sort_by(|a, b| a.0.total_cmp(&b.0));
         let top = f.points.iter().map(|p| p.tokens_per_s_per_device as f32).fold(0.0, f32::max);
         let (agg, pd) = (pts(DeploymentKind::Aggregated), pts(DeploymentKind::Disaggregated));
-        let mut series: Vec<(String, Vec<(f32, f32)>, bool)> = vec![("Pareto frontier".into(), front, true)];
+        let mut series: Vec<Drawn> = vec![("Pareto frontier".into(), front, true)];
         if let Some(x) = f.slo_tokens_per_s_per_user {
             series.push((format!("TPOT limit ({x:.1} tokens/s per user)"), vec![(x as f32, 0.0), (x as f32, top)], true));
         }
@@ -133,7 +136,7 @@ fn frontier_chart(report: &Report, color: bool) -> String {
 }
 
 /// Like [`chart`], with each series drawn as a line or as points.
-fn points_chart(title: &str, series: &[(String, Vec<(f32, f32)>, bool)], color: bool) -> String {
+fn points_chart(title: &str, series: &[Drawn], color: bool) -> String {
     let all: Vec<(f32, f32)> = series.iter().flat_map(|(_, p, _)| p.iter().copied()).collect();
     if all.is_empty() {
         return String::new();
