@@ -491,6 +491,14 @@ pub enum DeploymentKind {
 }
 
 impl DeploymentKind {
+    /// The kind as the text report and the charts say it.
+    pub fn label(self) -> &'static str {
+        match self {
+            DeploymentKind::Aggregated => "aggregated",
+            DeploymentKind::Disaggregated => "P/D",
+        }
+    }
+
     pub fn code(self) -> &'static str {
         match self {
             DeploymentKind::Aggregated => "aggregated",

@@ -5,7 +5,6 @@
 
 pub mod chart;
 pub mod csv;
-pub mod frontier;
 pub mod json;
 pub mod svg;
 pub mod svg_frontier;

@@ -157,7 +157,7 @@ fn draw_legend(area: &Area, f: &Frontier, cmp: Option<&AggVsDisagg>) -> Result<(
     let Some(c) = f.chosen.map(|i| &f.points[i]) else {
         return text(area, "nothing meets the SLO", y, 0);
     };
-    let kind = super::frontier::kind_name(c.kind);
+    let kind = c.kind.label();
     let mut lines = wrap(&format!("{kind}: {}", c.label), 44);
     lines.push(format!("{:.1} tokens/s per device, {:.1} per user", c.tokens_per_s_per_device, c.tokens_per_s_per_user));
     if let Some(sim) = cmp

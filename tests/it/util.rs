@@ -72,7 +72,12 @@ pub fn usage_error(args: &[&str], parts: &[&str]) -> String {
 pub fn section<'a>(text: &'a str, title: &str) -> &'a str {
     let start = text.find(title).unwrap_or_else(|| panic!("no section titled {title:?} in:\n{text}"));
     let rest = &text[start..];
-    let end = rest.find("\n***").map_or(rest.len(), |i| i + 1);
+    // A section ends at the block's closing banner, or where the frontier's section begins.
+    let end = ["\n***", "\n    ----------------------------------------------------------------------------\nPareto frontier"]
+        .iter()
+        .filter_map(|m| rest.find(m))
+        .min()
+        .map_or(rest.len(), |i| i + 1);
     &rest[..end]
 }
 
