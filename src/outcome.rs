@@ -7,12 +7,13 @@
 
 use crate::cost::memory::MemoryUse;
 use crate::cost::{Breakdown, ParallelConfig};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use crate::analytic::pd::InstanceSplit;
 
 /// Which phase a search evaluates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Prefill and decode on the same instances (PD mixed).
@@ -21,12 +22,23 @@ pub enum Phase {
     Decode,
 }
 
+impl Phase {
+    /// The machine-readable code, the same in JSON and CSV.
+    pub fn code(self) -> &'static str {
+        match self {
+            Phase::Aggregated => "aggregated",
+            Phase::Prefill => "prefill",
+            Phase::Decode => "decode",
+        }
+    }
+}
+
 pub const DISCLAIMER: &str = "These results come from throughput modelling and are a planning reference only: actual \
 performance depends on the runtime, topology, software stack and real traffic, so validate on the real serving \
 stack with your workload before deciding.";
 
 /// Why a probe is infeasible.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
     PrefillOom,
@@ -49,6 +61,28 @@ impl From<crate::analytic::Oom> for StopReason {
 }
 
 impl StopReason {
+    pub const ALL: [StopReason; 6] = [
+        StopReason::PrefillOom,
+        StopReason::DecodeOom,
+        StopReason::MemoryOom,
+        StopReason::TpotLimit,
+        StopReason::TtftLimit,
+        StopReason::StepLimit,
+    ];
+
+    /// The machine-readable code, the same in JSON and CSV (`prefill_oom`, `tpot_limit`, …).
+    pub fn code(self) -> &'static str {
+        match self {
+            StopReason::PrefillOom => "prefill_oom",
+            StopReason::DecodeOom => "decode_oom",
+            StopReason::MemoryOom => "memory_oom",
+            StopReason::TpotLimit => "tpot_limit",
+            StopReason::TtftLimit => "ttft_limit",
+            StopReason::StepLimit => "step_limit",
+        }
+    }
+
+    /// The reason in words, for the text report.
     pub fn describe(self) -> &'static str {
         match self {
             StopReason::PrefillOom => "out of memory in prefill",
@@ -62,7 +96,7 @@ impl StopReason {
 }
 
 /// One composition line of a variable-length batch (per DP replica).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CompositionRow {
     pub num_input_tokens: u64,
     pub query_len: u64,
@@ -71,7 +105,7 @@ pub struct CompositionRow {
 }
 
 /// One probed (candidate, batch size) with its metrics.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Row {
     pub device: String,
     pub phase: Phase,
@@ -107,6 +141,7 @@ pub struct Row {
     pub sim: Option<SimSummary>,
     /// Why the simulation could not run, if it could not.
     #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "sim_error_message", skip_deserializing)]
+    #[schemars(with = "Option<String>")]
     pub sim_error: Option<crate::sim::SimError>,
     /// The analytic engine's figures at the same batch size (`--engine compare`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -120,7 +155,7 @@ pub struct Row {
 }
 
 /// What the simulator measured beyond the row's headline figures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SimSummary {
     pub latency: crate::sim::LatencyStats,
     pub total_throughput: f64,
@@ -169,7 +204,7 @@ impl SimSummary {
 }
 
 /// The analytic engine's TTFT, TPOT and throughput for a simulated row.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AnalyticFigures {
     pub ttft_ms: Option<f64>,
     pub tpot_ms: Option<f64>,
@@ -232,7 +267,7 @@ impl Row {
 }
 
 /// One P/D pairing of a prefill row and a decode row.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PdRow {
     pub pd_ratio: f64,
     pub balanced_qps: f64,
@@ -258,7 +293,7 @@ pub struct PdRow {
     pub p_transfer_ms: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PdRatioResult {
     pub rows: Vec<PdRow>,
     /// The formula's split of the device budget (P ≈ D × ratio, the original tool's rule).
@@ -274,7 +309,7 @@ pub struct PdRatioResult {
 }
 
 /// Where the split "Overall Best" reports comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum SplitSource {
     /// The formula's split (P ≈ D × ratio within the device budget).
@@ -293,7 +328,7 @@ impl SplitSource {
 }
 
 /// The P/D split "Overall Best" reports, and why it is that one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ChosenSplit {
     pub prefill_instances: u32,
     pub decode_instances: u32,
@@ -308,7 +343,7 @@ pub struct ChosenSplit {
 }
 
 /// What the simulated P/D system delivered.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PdSimulated {
     pub ttft: crate::sim::Stat,
     /// TPOT under the plan's definition: the decode cadence after the first token (TTFT holds the
@@ -325,7 +360,7 @@ pub struct PdSimulated {
 }
 
 /// One instance split simulated at its balanced rate.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PdSplitEval {
     pub prefill_instances: u32,
     pub decode_instances: u32,
@@ -337,11 +372,12 @@ pub struct PdSplitEval {
     /// See [`PdSimulated::steady`].
     pub steady: bool,
     #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "sim_error_message", skip_deserializing)]
+    #[schemars(with = "Option<String>")]
     pub error: Option<crate::sim::SimError>,
 }
 
 /// The planned split simulated, with the planned figures beside it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PdVerification {
     pub prefill_instances: u32,
     pub decode_instances: u32,
@@ -360,6 +396,7 @@ pub struct PdVerification {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simulated: Option<PdSimulated>,
     #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "sim_error_message", skip_deserializing)]
+    #[schemars(with = "Option<String>")]
     pub simulation_error: Option<crate::sim::SimError>,
     /// The highest arrival rate at which the split still meets the SLO (the balanced rate
     /// itself when it does; none when even a small fraction of it fails).
@@ -370,7 +407,7 @@ pub struct PdVerification {
 }
 
 /// One budget of a chunk-budget study.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SweepPoint {
     /// `--max-batched-tokens`.
     pub budget: u64,
@@ -389,7 +426,7 @@ pub struct SweepPoint {
 }
 
 /// A layout studied across budgets at one concurrency.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BudgetSweep {
     pub parallel: String,
     pub batch_size: u32,
@@ -398,7 +435,7 @@ pub struct BudgetSweep {
 }
 
 /// All probes of one phase on one device, and the ranked best rows.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PhaseResult {
     pub phase: Phase,
     pub num_devices: u32,
@@ -414,18 +451,21 @@ pub struct PhaseResult {
 }
 
 /// Profile numbers shown in the cross-hardware comparison.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProfileSummary {
     pub cube_tflops: f64,
     pub vector_tflops: f64,
     pub hbm_tib_s: f64,
     pub memory_gib: f64,
-    pub comm_grid: String,
-    pub comm_gb_s: String,
+    /// Devices per level of the communication grid, outermost level first.
+    pub comm_grid: Vec<u64>,
+    /// Effective bandwidth per device of each grid level (bandwidth × efficiency), GB/s,
+    /// outermost level first.
+    pub comm_gb_s: Vec<f64>,
 }
 
 /// The serving engine simulated on a device: its scheduler policy, token budget and running cap.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServingSummary {
     pub engine: crate::plan::ServingEngine,
     /// The scheduler policy, in words.
@@ -444,7 +484,121 @@ pub struct ServingSummary {
     pub calibration: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// How a deployment serves requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DeploymentKind {
+    /// Every instance runs prefill and decode (mixed batching).
+    Aggregated,
+    /// Prefill instances hand the KV cache to decode instances (P/D).
+    Disaggregated,
+}
+
+impl DeploymentKind {
+    /// The kind as the text report and the charts say it.
+    pub fn label(self) -> &'static str {
+        match self {
+            DeploymentKind::Aggregated => "aggregated",
+            DeploymentKind::Disaggregated => "P/D",
+        }
+    }
+
+    pub fn code(self) -> &'static str {
+        match self {
+            DeploymentKind::Aggregated => "aggregated",
+            DeploymentKind::Disaggregated => "disaggregated",
+        }
+    }
+}
+
+/// A P/D deployment on the device budget: instance layouts, counts and batch sizes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PdDeployment {
+    pub prefill_parallel: String,
+    pub decode_parallel: String,
+    pub prefill_instances: u32,
+    pub decode_instances: u32,
+    pub prefill_devices_per_instance: u32,
+    pub decode_devices_per_instance: u32,
+    /// Requests per prefill / decode DP replica.
+    pub prefill_batch_size: u32,
+    pub decode_batch_size: u32,
+    /// Requests per second the split sustains by the P/D formulas: min(P × prefill QPS,
+    /// D × decode QPS).
+    pub request_rate: f64,
+    /// Share of the prefill and of the decode side's capacity that rate uses (1 = 100 %).
+    pub prefill_utilization: f64,
+    pub decode_utilization: f64,
+}
+
+/// One probed configuration as a point of the throughput-per-device against
+/// throughput-per-user plane.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FrontierPoint {
+    pub kind: DeploymentKind,
+    /// Aggregated: the layout and batch size; disaggregated: both sides and the split.
+    pub label: String,
+    /// Devices the deployment uses.
+    pub devices: u32,
+    /// Output tokens/s of the whole deployment.
+    pub tokens_per_s: f64,
+    /// Output tokens/s per device used.
+    pub tokens_per_s_per_device: f64,
+    /// Output tokens/s each request sees while decoding: 1000 / TPOT.
+    pub tokens_per_s_per_user: f64,
+    /// TTFT (P/D: the prefill's plus the KV transfer) and TPOT, ms.
+    pub ttft_ms: f64,
+    pub tpot_ms: f64,
+    /// Within the TTFT and TPOT limits (and in memory).
+    pub meets_slo: bool,
+    /// No other point has both more tokens/s per device and more tokens/s per user.
+    pub on_frontier: bool,
+    /// Aggregated points: the probe's index in the aggregated phase's `rows`.
+    pub row: Option<usize>,
+    /// Aggregated points: the layout label and the batch size per replica.
+    pub parallel: Option<String>,
+    pub batch_size: Option<u32>,
+    /// Disaggregated points: the deployment.
+    pub pd: Option<PdDeployment>,
+}
+
+/// Every probed configuration of a device as a point, the Pareto frontier among them and the
+/// deployment chosen: the most tokens/s per device within the SLO.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Frontier {
+    /// Aggregated points first (probe order), then disaggregated ones.
+    pub points: Vec<FrontierPoint>,
+    /// Index in `points` of the chosen deployment, if any meets the SLO.
+    pub chosen: Option<usize>,
+    /// The TPOT limit as tokens/s per user (1000 / limit), if there is one.
+    pub slo_tokens_per_s_per_user: Option<f64>,
+}
+
+/// A deployment of the aggregated-versus-disaggregated comparison, with the figure it is
+/// judged by.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ComparedDeployment {
+    pub point: FrontierPoint,
+    /// Output tokens/s per device by simulation: the aggregated search's own figure; for P/D,
+    /// the simulated system's delivered rate when it holds the SLO at the planned rate, else
+    /// its sustainable rate, times the mean output length. None with the analytic engine.
+    pub simulated_tokens_per_s_per_device: Option<f64>,
+}
+
+/// The best aggregated and the best P/D deployment for the same model, devices and SLO, and
+/// which serves more per device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AggVsDisagg {
+    pub aggregated: Option<ComparedDeployment>,
+    pub disaggregated: Option<ComparedDeployment>,
+    /// The P/D plan simulated as one system (simulator engines).
+    pub verification: Option<PdVerification>,
+    pub winner: Option<DeploymentKind>,
+    /// Why, in words, with the figures.
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DeviceResult {
     pub device: String,
     pub profile: ProfileSummary,
@@ -457,18 +611,79 @@ pub struct DeviceResult {
     /// Approximations taken by the cost model (e.g. a missing dtype peak).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Aggregation: every probe (and with `--compare-disagg` every P/D deployment) as a point
+    /// of tokens/s per device against tokens/s per user, the frontier and the choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frontier: Option<Frontier>,
+    /// `--compare-disagg`: the best aggregated and P/D deployments side by side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agg_vs_disagg: Option<AggVsDisagg>,
+}
+
+/// Which serving mode the run searched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ModeKind {
+    Aggregation,
+    Disaggregation,
+    PdRatio,
+}
+
+/// The serving mode: its kind, the phases searched and, for P/D ratio planning, the instance
+/// sizes and the device budget.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ModeInput {
+    pub kind: ModeKind,
+    /// Phases searched, in order.
+    pub phases: Vec<Phase>,
+    /// P/D ratio planning: devices per prefill and per decode instance.
+    pub prefill_devices_per_instance: Option<u32>,
+    pub decode_devices_per_instance: Option<u32>,
+    /// P/D ratio planning: the device budget to split (`--num-devices`), if given.
+    pub total_devices: Option<u32>,
+    /// The mode in words, as the text report says it.
+    pub description: String,
+}
+
+/// Where request lengths come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LengthSource {
+    /// One length for every request (`--input-length N`, `--output-length N`).
+    Fixed,
+    /// A length distribution (its bins; for outputs, the file's `output_bins`).
+    Distribution,
+    /// Every request's lengths from `--arrival trace FILE`.
+    Trace,
+}
+
+/// Input or output lengths of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LengthInput {
+    pub source: LengthSource,
+    /// Mean length in tokens before the prefix cache (the length itself when fixed).
+    pub mean_tokens: u64,
+    /// As Input Configuration prints it (e.g. `3500`, `from the trace (mean 2404)`).
+    pub description: String,
+}
+
+/// The batch sizes per replica searched (`--batch-range`); `max` none: unbounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct BatchRange {
+    pub min: u32,
+    pub max: Option<u32>,
 }
 
 /// The run's inputs, echoed in every format.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Inputs {
     pub model: String,
     pub model_source: String,
     pub devices: Vec<String>,
     pub num_devices: u32,
-    pub mode: String,
-    pub input_length: String,
-    pub output_length: String,
+    pub mode: ModeInput,
+    pub input_length: LengthInput,
+    pub output_length: LengthInput,
     pub effective_input_length: u64,
     pub quantize_linear_action: String,
     pub quantize_non_expert_linear_action: Option<String>,
@@ -481,7 +696,7 @@ pub struct Inputs {
     pub mtp_tokens: Vec<u32>,
     pub mtp_acceptance_rates: Vec<f64>,
     pub max_batched_tokens: Option<Vec<u64>>,
-    pub batch_range: (u32, Option<u32>),
+    pub batch_range: BatchRange,
     pub reserved_memory_gb: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_memory_utilization: Option<f64>,
@@ -489,8 +704,16 @@ pub struct Inputs {
     pub seed: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The version of the JSON report's schema (docs/report.schema.json); the changelog is in
+/// docs/user-guide.md, section "Schema versions".
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The whole result of a run: what `--output json` writes. Floating-point numbers are
+/// rounded to 6 significant digits when written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(title = "throughput-optimizer report")]
 pub struct Report {
+    /// The version of this schema.
     pub schema_version: u32,
     pub tool: String,
     pub version: String,

@@ -241,6 +241,9 @@ pub struct SearchSpace {
     pub max_batched_tokens: Option<Vec<u64>>,
     /// Study every layout across the budgets, not only the best.
     pub sweep_all_layouts: bool,
+    /// Aggregation: also search P/D deployments on the same devices and compare
+    /// (`--compare-disagg`).
+    pub compare_disagg: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -32,6 +32,18 @@ pub fn closest<'a>(needle: &str, candidates: &[&'a str], n: usize) -> Vec<&'a st
     scored.into_iter().take(n).map(|(_, c)| c).collect()
 }
 
+/// `x` rounded to `digits` significant decimal digits (1 to 17), as the nearest `f64` to
+/// that decimal: its shortest representation then has at most `digits` digits
+/// (`247.72999999999996` → `247.73` at 6). Zero, infinities and NaN are returned as they are.
+pub fn round_significant(x: f64, digits: usize) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    // Formatting in scientific notation rounds half to even on the exact binary value, and
+    // parsing gives the nearest double to that decimal: deterministic on every platform.
+    format!("{:.*e}", digits.clamp(1, 17) - 1, x).parse().unwrap_or(x)
+}
+
 /// Python's `round()` (banker's rounding) for the places where the original relies on it.
 pub fn round_half_even(x: f64) -> f64 {
     x.round_ties_even()
@@ -78,6 +90,21 @@ pub fn read_bounded(path: &std::path::Path, cap: u64) -> Result<String, ReadErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn significant_digits() {
+        assert_eq!(round_significant(247.72999999999996, 6), 247.73);
+        assert_eq!(round_significant(7.699999999999999, 6), 7.7);
+        assert_eq!(round_significant(0.022916666666666665, 6), 0.0229167);
+        assert_eq!(round_significant(75453.78123, 6), 75453.8);
+        assert_eq!(round_significant(-1.23456, 3), -1.23);
+        assert_eq!(round_significant(0.0, 6), 0.0);
+        assert!(round_significant(f64::NAN, 6).is_nan());
+        assert_eq!(round_significant(f64::INFINITY, 6), f64::INFINITY);
+        // The shortest representation has at most 6 digits.
+        assert_eq!(round_significant(1.0 / 3.0, 6).to_string(), "0.333333");
+    }
+
     #[test]
     fn bankers_rounding_matches_python() {
         assert_eq!(round_half_even(2.5), 2.0);

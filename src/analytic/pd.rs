@@ -5,7 +5,7 @@ use crate::util::round_half_even;
 use serde::{Deserialize, Serialize};
 
 /// How many prefill and decode instances a device budget holds at the matched ratio.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct InstanceSplit {
     pub prefill_instances: u32,
     pub decode_instances: u32,

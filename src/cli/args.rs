@@ -130,6 +130,12 @@ pub struct RawArgs {
     /// their request rates, split --num-devices (if given) into P and D instances.
     #[arg(long, help_heading = "Mode")]
     pub enable_optimize_prefill_decode_ratio: bool,
+    /// Aggregation: also search disaggregated (P/D) deployments on the same --num-devices
+    /// (prefill and decode instances of every power-of-two size that fits), simulate the best
+    /// one as a system, and report which serves more tokens/s per device under the SLO. Every
+    /// P/D deployment joins the Pareto frontier. Costs about six more phase searches.
+    #[arg(long, alias = "disagg-compare", help_heading = "Mode")]
+    pub compare_disagg: bool,
     /// Devices per prefill instance (P/D ratio mode).
     #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "Mode")]
     pub prefill_devices_per_instance: Option<u32>,

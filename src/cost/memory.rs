@@ -26,7 +26,7 @@ pub struct MemoryModel {
 }
 
 /// The memory picture of one forward, as the report columns show it (GiB).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemoryUse {
     pub weight_gib: f64,
     pub kv_cache_gib: f64,

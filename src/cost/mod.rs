@@ -21,7 +21,7 @@ use ops::f;
 use serde::{Deserialize, Serialize};
 
 /// A parallel layout of `num_devices` devices.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ParallelConfig {
     pub num_devices: u32,
     /// Attention / dense tensor parallelism; `dp = num_devices / tp` replicas.

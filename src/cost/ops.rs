@@ -92,7 +92,7 @@ impl OpTime {
 /// Seconds attributed to each bound, summed over a step's operators: each operator adds
 /// only its dominant component (compute adds both cube and vector), as the original's
 /// bottleneck analysis does; fixed per-op and host costs are kept separately.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Breakdown {
     pub memory: f64,
     pub comm: f64,

@@ -250,7 +250,18 @@ impl DeviceProfile {
     }
     /// Effective bandwidth per grid level, GB/s, joined with " | ".
     pub fn display_comm_gb_s(&self) -> String {
-        self.comm_grid.iter().map(|l| trim_float(l.bandwidth.bytes_per_s * l.efficiency / 1e9)).collect::<Vec<_>>().join(" | ")
+        self.comm_gb_s().into_iter().map(trim_float).collect::<Vec<_>>().join(" | ")
+    }
+
+    /// Effective bandwidth per device of each grid level (bandwidth × efficiency), GB/s,
+    /// outermost level first.
+    pub fn comm_gb_s(&self) -> Vec<f64> {
+        self.comm_grid.iter().map(|l| l.bandwidth.bytes_per_s * l.efficiency / 1e9).collect()
+    }
+
+    /// Devices per grid level, outermost first.
+    pub fn grid_sizes(&self) -> Vec<u64> {
+        self.comm_grid.iter().map(|l| l.size as u64).collect()
     }
 
     /// Check every field; the message names the field, the value and what is allowed.
@@ -370,7 +381,7 @@ fn physical(field: &str, v: f64, (lo, hi, unit, what): Range) -> Result<(), Stri
 }
 
 /// Format without trailing zeros: 35.0 → "35", 137.2 → "137.2".
-pub(crate) fn trim_float(v: f64) -> String {
+pub fn trim_float(v: f64) -> String {
     let s = format!("{:.3}", v);
     let s = s.trim_end_matches('0').trim_end_matches('.');
     s.to_string()

@@ -1,9 +1,10 @@
 //! Terminal charts for a single device: throughput vs concurrency and throughput vs latency
 //! (TPOT; TTFT for prefill), one curve per parallel layout, over every probe that fits in
-//! memory (SLO violations included, so the curve shows where the limit cuts).
+//! memory (SLO violations included, so the curve shows where the limit cuts); and the Pareto
+//! frontier of tokens/s per device against tokens/s per user.
 
 use crate::outcome::Phase;
-use crate::outcome::{Report, Row, StopReason};
+use crate::outcome::{DeploymentKind, Report, Row, StopReason};
 use crate::plan::Plan;
 use std::fmt::Write;
 use std::io::IsTerminal;
@@ -101,6 +102,69 @@ fn sweep_charts(report: &Report, color: bool) -> String {
     s
 }
 
+/// A labelled series drawn as a line (`true`) or as points.
+type Drawn = (String, Vec<(f32, f32)>, bool);
+
+/// The deployment plane: aggregated and P/D points, the frontier and the TPOT limit.
+fn frontier_chart(report: &Report, color: bool) -> String {
+    let mut s = String::new();
+    for d in &report.devices {
+        let Some(f) = d.frontier.as_ref().filter(|f| !f.points.is_empty()) else { continue };
+        let pts = |k: DeploymentKind| -> Vec<(f32, f32)> {
+            f.points.iter().filter(|p| p.kind == k).map(|p| (p.tokens_per_s_per_user as f32, p.tokens_per_s_per_device as f32)).collect()
+        };
+        let mut front: Vec<(f32, f32)> =
+            f.points.iter().filter(|p| p.on_frontier).map(|p| (p.tokens_per_s_per_user as f32, p.tokens_per_s_per_device as f32)).collect();
+        front.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let top = f.points.iter().map(|p| p.tokens_per_s_per_device as f32).fold(0.0, f32::max);
+        let (agg, pd) = (pts(DeploymentKind::Aggregated), pts(DeploymentKind::Disaggregated));
+        let mut series: Vec<Drawn> = vec![("Pareto frontier".into(), front, true)];
+        if let Some(x) = f.slo_tokens_per_s_per_user {
+            series.push((format!("TPOT limit ({x:.1} tokens/s per user)"), vec![(x as f32, 0.0), (x as f32, top)], true));
+        }
+        series.push(("aggregated probes".into(), agg, false));
+        if !pd.is_empty() {
+            series.push(("P/D deployments".into(), pd, false));
+        }
+        let mut title = format!("{}: output tokens/s per device (y) vs tokens/s per user (x)", d.device);
+        if let Some(c) = f.chosen.map(|i| &f.points[i]) {
+            title += &format!("; chosen: {:.1} per device at {:.1} per user", c.tokens_per_s_per_device, c.tokens_per_s_per_user);
+        }
+        s += &points_chart(&title, &series, color);
+    }
+    s
+}
+
+/// Like [`chart`], with each series drawn as a line or as points.
+fn points_chart(title: &str, series: &[Drawn], color: bool) -> String {
+    let all: Vec<(f32, f32)> = series.iter().flat_map(|(_, p, _)| p.iter().copied()).collect();
+    if all.is_empty() {
+        return String::new();
+    }
+    let xmax = all.iter().fold(0.0f32, |a, p| a.max(p.0)) * 1.05 + 1e-3;
+    let shapes: Vec<Shape> =
+        series.iter().map(|(_, p, line)| if *line { Shape::Lines(p.as_slice()) } else { Shape::Points(p.as_slice()) }).collect();
+    let mut c = Chart::new(200, 60, 0.0, xmax);
+    let mut c = &mut c;
+    for (i, sh) in shapes.iter().enumerate() {
+        let (r, g, b) = PALETTE[i % PALETTE.len()];
+        c = if color { c.linecolorplot(sh, rgb::RGB8 { r, g, b }) } else { c.lineplot(sh) };
+    }
+    c.axis();
+    c.figures();
+    let mut out = format!("\n{title}\n");
+    let _ = write!(out, "{c}");
+    for (i, (label, _, _)) in series.iter().enumerate() {
+        let (r, g, b) = PALETTE[i % PALETTE.len()];
+        if color {
+            let _ = writeln!(out, "  \x1b[38;2;{r};{g};{b}m━━\x1b[0m {label}");
+        } else {
+            let _ = writeln!(out, "  series {}: {label}", i + 1);
+        }
+    }
+    out
+}
+
 pub fn render(report: &Report) -> String {
     let color = std::io::stdout().is_terminal();
     let mut s = sweep_charts(report, color);
@@ -118,5 +182,6 @@ pub fn render(report: &Report) -> String {
             s += &chart(&format!("{prefix}: Throughput ({unit}) vs {name}"), &series(&p.rows, lat), color);
         }
     }
+    s += &frontier_chart(report, color);
     s
 }

@@ -1,6 +1,9 @@
-//! `--output csv`: every probed row of every device and phase, one line each.
+//! `--output csv`: every probed row of every device and phase, one line each; in aggregation
+//! each row's place on the deployment plane (tokens/s per user, on the Pareto frontier, chosen),
+//! and with `--compare-disagg` one line per P/D deployment (phase `disaggregated`).
+//! Codes (`phase`, `stop_reason`, `serving_engine`, `pd_split_source`) are the JSON ones.
 
-use crate::outcome::Report;
+use crate::outcome::{DeviceResult, FrontierPoint, Report};
 
 pub const COLUMNS: &[&str] = &[
     "device",
@@ -38,10 +41,59 @@ pub const COLUMNS: &[&str] = &[
     "pd_split",
     "pd_split_source",
     "calibration",
+    "tokens_per_s_per_user",
+    "on_frontier",
+    "chosen",
 ];
 
 fn opt(v: Option<f64>) -> String {
     v.map_or(String::new(), |x| if x.is_finite() { format!("{x:.4}") } else { "inf".into() })
+}
+
+/// The frontier point of aggregated row `i` of device `d`, and whether it is the chosen one.
+fn point_of(d: &DeviceResult, i: usize) -> Option<(&FrontierPoint, bool)> {
+    let f = d.frontier.as_ref()?;
+    let at = f.points.iter().position(|p| p.row == Some(i))?;
+    Some((&f.points[at], f.chosen == Some(at)))
+}
+
+/// The plane columns of a point: tokens/s per user, on the frontier, chosen.
+fn plane(p: Option<(&FrontierPoint, bool)>) -> [String; 3] {
+    match p {
+        Some((p, chosen)) => [format!("{:.4}", p.tokens_per_s_per_user), p.on_frontier.to_string(), chosen.to_string()],
+        None => Default::default(),
+    }
+}
+
+/// One line per P/D deployment of `--compare-disagg`: the columns that apply, the rest empty.
+fn pd_lines(w: &mut ::csv::Writer<Vec<u8>>, d: &DeviceResult) -> Result<(), super::ExportError> {
+    let Some(f) = &d.frontier else { return Ok(()) };
+    for (i, p) in f.points.iter().enumerate() {
+        let Some(pd) = &p.pd else { continue };
+        let mut rec = vec![String::new(); COLUMNS.len()];
+        let mut set = |col: &str, v: String| {
+            let at = COLUMNS.iter().position(|c| *c == col).expect("a CSV column");
+            rec[at] = v;
+        };
+        set("device", d.device.clone());
+        set("phase", p.kind.code().to_string());
+        set("parallel", p.label.clone());
+        set("num_devices", p.devices.to_string());
+        set("ttft_ms", format!("{:.4}", p.ttft_ms));
+        set("tpot_ms", format!("{:.4}", p.tpot_ms));
+        set("throughput_tok_s", format!("{:.4}", p.tokens_per_s));
+        set("throughput_per_device_tok_s", format!("{:.4}", p.tokens_per_s_per_device));
+        set("qps", format!("{:.4}", pd.request_rate));
+        set("feasible", p.meets_slo.to_string());
+        set("stop_reason", if p.meets_slo { String::new() } else { crate::outcome::StopReason::TpotLimit.code().to_string() });
+        set("pd_split", format!("{}P:{}D", pd.prefill_instances, pd.decode_instances));
+        let [user, on, chosen] = plane(Some((p, f.chosen == Some(i))));
+        set("tokens_per_s_per_user", user);
+        set("on_frontier", on);
+        set("chosen", chosen);
+        w.write_record(&rec)?;
+    }
+    Ok(())
 }
 
 pub fn render(report: &Report) -> Result<String, super::ExportError> {
@@ -53,7 +105,9 @@ pub fn render(report: &Report) -> Result<String, super::ExportError> {
         let split = chosen.map(|c| format!("{}P:{}D", c.prefill_instances, c.decode_instances)).unwrap_or_default();
         let source = chosen.map(|c| c.source.name().to_string()).unwrap_or_default();
         for p in &d.phases {
-            for r in &p.rows {
+            let aggregated = p.phase == crate::outcome::Phase::Aggregated;
+            for (i, r) in p.rows.iter().enumerate() {
+                let [user, on, chosen] = plane(if aggregated { point_of(d, i) } else { None });
                 let rank = p
                     .best
                     .iter()
@@ -63,7 +117,7 @@ pub fn render(report: &Report) -> Result<String, super::ExportError> {
                 let l = &r.layout;
                 w.write_record([
                     r.device.clone(),
-                    serde_json::to_value(r.phase).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+                    r.phase.code().to_string(),
                     r.parallel.clone(),
                     l.tp.to_string(),
                     l.dp.to_string(),
@@ -90,16 +144,20 @@ pub fn render(report: &Report) -> Result<String, super::ExportError> {
                     r.prefill_num_chunks.to_string(),
                     r.effective_input_length.to_string(),
                     r.feasible().to_string(),
-                    r.stop_reason.map(|s| s.describe().to_string()).unwrap_or_default(),
+                    r.stop_reason.map(|s| s.code().to_string()).unwrap_or_default(),
                     rank,
                     r.serving_engine.map(|e| e.to_string()).unwrap_or_default(),
                     r.max_num_seqs.map(|m| m.to_string()).unwrap_or_default(),
                     split.clone(),
                     source.clone(),
                     d.serving.as_ref().map(|s| s.calibration.clone()).unwrap_or_default(),
+                    user,
+                    on,
+                    chosen,
                 ])?;
             }
         }
+        pd_lines(&mut w, d)?;
     }
     let bytes = w.into_inner().map_err(|e| ::csv::Error::from(e.into_error()))?;
     // Every field is a Rust string, so the bytes are UTF-8.

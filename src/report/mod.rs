@@ -8,6 +8,7 @@ pub mod csv;
 pub mod json;
 pub mod launch;
 pub mod svg;
+pub mod svg_frontier;
 pub mod table;
 pub mod timeline;
 pub mod trace;

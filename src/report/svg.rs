@@ -1,6 +1,6 @@
-//! `--plot-file PATH.svg`: the report's charts as one SVG — throughput against concurrency
-//! and against latency for every device and phase (one series per layout), and the
-//! chunk-budget studies.
+//! `--plot-file PATH.svg`: the report's charts as one SVG — each device's Pareto frontier
+//! ([`super::svg_frontier`]), throughput against concurrency and against latency for every
+//! device and phase (one series per layout), and the chunk-budget studies.
 
 use crate::outcome::Phase;
 use crate::outcome::{Report, Row, StopReason};
@@ -138,19 +138,30 @@ fn draw(area: &DrawingArea<SVGBackend, plotters::coord::Shift>, c: &Chart) -> Re
     Ok(())
 }
 
-/// Render every chart of the report into one SVG document.
+/// Render every chart of the report into one SVG document: each device's Pareto frontier
+/// across the whole width first, then the other charts two per row.
 pub fn render(report: &Report) -> Result<String, String> {
     let cs = charts(report);
+    let fronts: Vec<_> =
+        report.devices.iter().filter_map(|d| d.frontier.as_ref().filter(|f| !f.points.is_empty()).map(|f| (d, f))).collect();
     let cols = 2usize;
-    let rows = cs.len().div_ceil(cols).max(1);
+    let rows = cs.len().div_ceil(cols);
     let (w, h) = (640u32, 440u32);
+    let top = super::svg_frontier::HEIGHT * fronts.len() as u32;
     let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, (w * cols as u32, h * rows as u32)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut out, (w * cols as u32, (top + h * rows as u32).max(h))).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let areas = root.split_evenly((rows, cols));
-        for (c, a) in cs.iter().zip(areas.iter()) {
-            draw(a, c)?;
+        let (upper, lower) = root.split_vertically(top);
+        if !fronts.is_empty() {
+            for ((d, f), a) in fronts.iter().zip(upper.split_evenly((fronts.len(), 1)).iter()) {
+                super::svg_frontier::draw(a, &d.device, f, d.agg_vs_disagg.as_ref())?;
+            }
+        }
+        if rows > 0 {
+            for (c, a) in cs.iter().zip(lower.split_evenly((rows, cols)).iter()) {
+                draw(a, c)?;
+            }
         }
         root.present().map_err(|e| e.to_string())?;
     }

@@ -1,10 +1,11 @@
 //! The text report: the original's layout (banners, input configuration, memory info, overall
 //! best, top-N tables per mode, cross-hardware tables) plus the engine, the TPOT definition,
-//! the bottleneck of the best row and the disclaimer.
+//! the bottleneck of the best row and the disclaimer; in aggregation the Pareto frontier of
+//! the deployment plane and, with `--compare-disagg`, the aggregated-versus-P/D verdict.
 
 use crate::hardware::DeviceRegistry;
 use crate::outcome::Phase;
-use crate::outcome::{DeviceResult, PdRatioResult, PhaseResult, Report, Row};
+use crate::outcome::{AggVsDisagg, DeploymentKind, DeviceResult, Frontier, FrontierPoint, PdRatioResult, PhaseResult, Report, Row};
 use crate::plan::{Mode, Plan};
 use comfy_table::{CellAlignment, Table};
 use std::fmt::Write;
@@ -114,7 +115,7 @@ fn input_configuration(plan: &Plan, report: &Report, dev: &DeviceResult) -> Stri
             let _ = writeln!(s, "Devices: {} {}", i.num_devices, dev.device);
         }
     }
-    let _ = writeln!(s, "Input length: {}  Output length: {}", i.input_length, i.output_length);
+    let _ = writeln!(s, "Input length: {}  Output length: {}", i.input_length.description, i.output_length.description);
     if i.prefix_cache_hit_rate > 0.0 {
         let _ = writeln!(s, "Prefix cache hit rate: {} (effective input {} tokens)", i.prefix_cache_hit_rate, i.effective_input_length);
     }
@@ -532,6 +533,16 @@ fn phase_block(plan: &Plan, report: &Report, dev: &DeviceResult, p: &PhaseResult
             }
         }
     }
+    if p.phase == Phase::Aggregated {
+        if let Some(f) = &dev.frontier {
+            let _ = writeln!(s, "{}", rule(STARS));
+            s += &frontier_block(f);
+        }
+        if let Some(c) = &dev.agg_vs_disagg {
+            let _ = writeln!(s, "{}", rule(STARS));
+            s += &comparison_block(plan, dev, c);
+        }
+    }
     let _ = writeln!(s, "{}", banner(STARS));
     s
 }
@@ -808,8 +819,8 @@ fn profile_table(report: &Report) -> String {
             format!("{:.2}", p.vector_tflops),
             format!("{:.3}", p.hbm_tib_s),
             format!("{:.1}", p.memory_gib),
-            p.comm_grid.clone(),
-            p.comm_gb_s.clone(),
+            p.comm_grid.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" x "),
+            p.comm_gb_s.iter().map(|&b| crate::hardware::trim_float(b)).collect::<Vec<_>>().join(" | "),
         ]);
     }
     s += &centered(t);
@@ -961,8 +972,8 @@ fn dump(report: &Report) -> String {
                     report.inputs.model.clone(),
                     report.inputs.quantize_linear_action.clone(),
                     report.inputs.quantize_attention_action.clone(),
-                    report.inputs.input_length.clone(),
-                    report.inputs.output_length.clone(),
+                    report.inputs.input_length.description.clone(),
+                    report.inputs.output_length.description.clone(),
                     r.effective_input_length.to_string(),
                     r.max_batched_tokens.to_string(),
                     r.prefill_num_chunks.to_string(),
@@ -1064,4 +1075,113 @@ pub fn model_list() -> String {
         t.add_row(vec![m.id.clone(), m.model_type.clone(), m.summary()]);
     }
     format!("{t}\nAlso accepted: a directory with a config.json, a path to a config.json, or a model in the local Hugging Face cache.\n")
+}
+
+// ---- The deployment plane (the Pareto frontier and --compare-disagg) ----
+
+/// The frontier's points, slowest per user first, the chosen one marked.
+fn frontier_block(f: &Frontier) -> String {
+    let mut on: Vec<(usize, &FrontierPoint)> = f.points.iter().enumerate().filter(|(_, p)| p.on_frontier).collect();
+    on.sort_by(|a, b| a.1.tokens_per_s_per_user.total_cmp(&b.1.tokens_per_s_per_user));
+    let mut s = String::new();
+    let slo = f.slo_tokens_per_s_per_user.map_or(String::new(), |x| format!("; the TPOT limit is {x:.2} tokens/s per user"));
+    let _ = writeln!(
+        s,
+        "Pareto frontier (output tokens/s per device against tokens/s per user = 1000 / TPOT): {} of {} configurations{slo}",
+        on.len(),
+        f.points.len()
+    );
+    // The chosen deployment is listed even when it is off the frontier.
+    if let Some(c) = f.chosen.filter(|c| !f.points[*c].on_frontier) {
+        on.push((c, &f.points[c]));
+    }
+    let mut t =
+        new_table(&["deployment", "configuration", "devices", "tok/s/user", "tok/s/device", "TTFT (ms)", "TPOT (ms)", "SLO met", ""]);
+    for (i, p) in on {
+        t.add_row(vec![
+            p.kind.label().to_string(),
+            p.label.clone(),
+            p.devices.to_string(),
+            format!("{:.2}", p.tokens_per_s_per_user),
+            format!("{:.2}", p.tokens_per_s_per_device),
+            format!("{:.2}", p.ttft_ms),
+            format!("{:.2}", p.tpot_ms),
+            if p.meets_slo { "yes" } else { "no" }.to_string(),
+            if f.chosen == Some(i) { "<- chosen" } else { "" }.to_string(),
+        ]);
+    }
+    s += &centered(t);
+    s.push('\n');
+    if f.chosen.is_some_and(|c| !f.points[c].on_frontier) {
+        s += "The chosen deployment is off the frontier: the points that beat it on both axes miss the TTFT limit, or are P/D plans that fell short when simulated as one system (below).\n";
+    }
+    if f.chosen.is_none() {
+        s += "No configuration meets the SLO: nothing is chosen.\n";
+    }
+    s
+}
+
+/// The best of each kind, the winner per device and why, and the P/D plan's simulation.
+fn comparison_block(plan: &Plan, dev: &DeviceResult, c: &AggVsDisagg) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Aggregated vs disaggregated on {} x {} (TTFT limit {} ms, TPOT limit {} ms):",
+        plan.num_devices,
+        dev.device,
+        py_float(plan.slo.ttft_ms),
+        py_float(plan.slo.tpot_ms)
+    );
+    let mut t = new_table(&[
+        "deployment",
+        "configuration",
+        "devices",
+        "tok/s/device (search)",
+        "tok/s/device (simulated)",
+        "tok/s total",
+        "TTFT (ms)",
+        "TPOT (ms)",
+    ]);
+    for d in [&c.aggregated, &c.disaggregated].into_iter().flatten() {
+        let p = &d.point;
+        t.add_row(vec![
+            p.kind.label().to_string(),
+            p.label.clone(),
+            p.devices.to_string(),
+            format!("{:.2}", p.tokens_per_s_per_device),
+            f2(d.simulated_tokens_per_s_per_device),
+            format!("{:.2}", p.tokens_per_s),
+            format!("{:.2}", p.ttft_ms),
+            format!("{:.2}", p.tpot_ms),
+        ]);
+    }
+    s += &centered(t);
+    s.push('\n');
+    let _ = writeln!(s, "Search: aggregated rows are simulated; P/D rows pair simulated prefill and decode instances by the P/D formulas.");
+    let winner = c.winner.map_or("none", DeploymentKind::label);
+    let _ = writeln!(s, "Chosen per device: {winner} — {}", c.reason);
+    if let (Some(v), Some(d)) = (&c.verification, &c.disaggregated) {
+        let pd = d.point.pd.as_ref().expect("a disaggregated point has its deployment");
+        let _ = writeln!(
+            s,
+            "The P/D plan simulated as one system ({} P x {} devices + {} D x {} devices, Poisson arrivals at {:.3} req/s, {} requests):",
+            v.prefill_instances,
+            pd.prefill_devices_per_instance,
+            v.decode_instances,
+            pd.decode_devices_per_instance,
+            v.arrival_rate,
+            v.requests
+        );
+        match (&v.simulated, &v.simulation_error) {
+            (Some(sim), _) => {
+                s += &planned_vs_simulated(v, sim);
+                s += &verification_verdict(plan, v, sim);
+            }
+            (None, e) => {
+                let _ =
+                    writeln!(s, "The simulation could not run: {}", e.as_ref().map_or_else(|| "unknown error".into(), |e| e.to_string()));
+            }
+        }
+    }
+    s
 }

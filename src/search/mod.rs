@@ -5,6 +5,7 @@
 pub mod batch;
 pub mod candidates;
 pub mod engine;
+pub mod frontier;
 pub mod pd;
 pub mod ranking;
 pub mod sweep;
@@ -18,7 +19,8 @@ pub use ranking::{best_per_layout, ranking, Ranking};
 
 use crate::hardware::DeviceProfile;
 use crate::outcome::{
-    DeviceResult, Inputs, PdRatioResult, Phase, PhaseResult, ProfileSummary, Report, Row, ServingSummary, StopReason, DISCLAIMER,
+    BatchRange, DeviceResult, Inputs, LengthInput, LengthSource, ModeInput, ModeKind, PdRatioResult, Phase, PhaseResult, ProfileSummary,
+    Report, Row, ServingSummary, StopReason, DISCLAIMER,
 };
 use crate::plan::{EngineKind, Mode, Plan};
 use crate::workload::Lengths;
@@ -155,6 +157,12 @@ fn count_candidates(plan: &Plan) -> u64 {
         }
         Mode::PdRatio { prefill_devices, decode_devices, .. } => vec![(*prefill_devices, Phase::Prefill), (*decode_devices, Phase::Decode)],
     };
+    let mut phases = phases;
+    if compares_disagg(plan) {
+        for s in frontier::instance_sizes(plan.num_devices) {
+            phases.extend([(s, Phase::Prefill), (s, Phase::Decode)]);
+        }
+    }
     let per_device: u64 = phases.iter().map(|(n, ph)| candidates::enumerate(plan, *n, *ph).0.len() as u64).sum();
     per_device * plan.devices.len() as u64
 }
@@ -228,6 +236,69 @@ pub fn serving_summary(plan: &Plan, device: &DeviceProfile) -> Option<ServingSum
     })
 }
 
+/// Whether the run compares aggregated serving with P/D on the same devices.
+fn compares_disagg(plan: &Plan) -> bool {
+    plan.search.compare_disagg && matches!(plan.mode, Mode::Aggregation)
+}
+
+/// Aggregation: the frontier of the aggregated probes and, with `--compare-disagg`, of the
+/// P/D deployments searched on the same devices, and the comparison of the best of each.
+fn deployment_plane(
+    plan: &Plan,
+    engine: &dyn Engine,
+    device: &DeviceProfile,
+    agg: &PhaseResult,
+    progress: &Progress,
+) -> (crate::outcome::Frontier, Option<crate::outcome::AggVsDisagg>) {
+    let (ttft, tpot) = (plan.slo.ttft_limit(), plan.slo.tpot_limit());
+    let mut points = frontier::aggregated_points(&agg.rows, ttft, tpot);
+    // The aggregated choice is Overall Best's row, so the two never disagree (with a closed
+    // loop it is also the most per device; an open loop ranks by requests within the SLO).
+    let best_row = agg.best.first().and_then(|b| agg.rows.iter().position(|r| r == b));
+    let best_agg = best_row.and_then(|i| points.iter().position(|p| p.row == Some(i)));
+    if !compares_disagg(plan) {
+        let mut f = frontier::frontier(plan, points);
+        f.chosen = best_agg;
+        return (f, None);
+    }
+    let n = plan.num_devices;
+    let sizes = frontier::instance_sizes(n);
+    let searched: Vec<(PhaseResult, PhaseResult)> = sizes
+        .iter()
+        .map(|&s| {
+            (
+                search_phase_with(plan, engine, device, s, Phase::Prefill, progress),
+                search_phase_with(plan, engine, device, s, Phase::Decode, progress),
+            )
+        })
+        .collect();
+    let prefill: Vec<frontier::SizedRows> =
+        searched.iter().map(|(p, _)| frontier::SizedRows { devices: p.num_devices, rows: &p.rows }).collect();
+    let decode: Vec<frontier::SizedRows> =
+        searched.iter().map(|(_, d)| frontier::SizedRows { devices: d.num_devices, rows: &d.rows }).collect();
+    let pd = frontier::disaggregated_points(plan, device, &prefill, &decode, n);
+    let agg_count = points.len();
+    points.extend(pd.iter().map(|(p, _)| p.clone()));
+    let mut f = frontier::frontier(plan, points);
+    // The best P/D deployment within the SLO, by its planned figure.
+    let only_pd: Vec<crate::outcome::FrontierPoint> = f
+        .points
+        .iter()
+        .map(|p| crate::outcome::FrontierPoint {
+            meets_slo: p.meets_slo && p.kind == crate::outcome::DeploymentKind::Disaggregated,
+            ..p.clone()
+        })
+        .collect();
+    let best_pd = frontier::choose(&only_pd);
+    let cmp = frontier::compare(plan, device, best_agg.map(|i| &f.points[i]), best_pd.map(|i| (&f.points[i], &pd[i - agg_count].1)));
+    f.chosen = match cmp.winner {
+        Some(crate::outcome::DeploymentKind::Aggregated) => best_agg,
+        Some(crate::outcome::DeploymentKind::Disaggregated) => best_pd,
+        None => None,
+    };
+    (f, Some(cmp))
+}
+
 fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress: &Progress) -> DeviceResult {
     let search_phase = |plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, n: u32, phase: Phase| {
         search_phase_with(plan, engine, device, n, phase, progress)
@@ -271,6 +342,13 @@ fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress
             phases.push(d);
         }
     }
+    let (frontier, agg_vs_disagg) = match (&plan.mode, phases.first()) {
+        (Mode::Aggregation, Some(agg)) => {
+            let (f, c) = deployment_plane(plan, engine, device, agg, progress);
+            (Some(f), c)
+        }
+        _ => (None, None),
+    };
     // Cost-model approximations are the same for every layout; take them from one.
     let notes = candidates::enumerate(plan, plan.phase_devices().0, phases[0].phase)
         .0
@@ -285,12 +363,14 @@ fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress
             vector_tflops: device.display_vector_tflops(),
             hbm_tib_s: device.display_hbm_tib_s(),
             memory_gib: device.memory_gib(),
-            comm_grid: device.grid_shape(),
-            comm_gb_s: device.display_comm_gb_s(),
+            comm_grid: device.grid_sizes(),
+            comm_gb_s: device.comm_gb_s(),
         },
         phases,
         pd_ratio,
         notes,
+        frontier,
+        agg_vs_disagg,
     }
 }
 
@@ -314,7 +394,7 @@ pub fn run_with_progress(plan: &Plan, report: ProgressFn) -> Report {
         Err(_) => plan.devices.iter().map(|d| run_device(plan, engine.as_ref(), d, &progress)).collect(),
     };
     Report {
-        schema_version: 1,
+        schema_version: crate::outcome::SCHEMA_VERSION,
         tool: env!("CARGO_PKG_NAME").to_string(),
         version: env!("CARGO_PKG_VERSION").to_string(),
         engine: plan.engine.to_string(),
@@ -326,17 +406,51 @@ pub fn run_with_progress(plan: &Plan, report: ProgressFn) -> Report {
 }
 
 fn inputs(plan: &Plan) -> Inputs {
-    let mode = match &plan.mode {
-        Mode::Aggregation => "aggregation".to_string(),
-        Mode::Disaggregation { prefill, decode } => match (prefill, decode) {
-            (true, true) => "disaggregation (prefill and decode)".into(),
-            (true, false) => "disaggregation (prefill)".into(),
-            _ => "disaggregation (decode)".into(),
-        },
-        Mode::PdRatio { prefill_devices, decode_devices, .. } => {
-            format!("P/D ratio ({prefill_devices} devices per prefill instance, {decode_devices} per decode instance)")
+    let (kind, phases, sizes, total, description) = match &plan.mode {
+        Mode::Aggregation => (ModeKind::Aggregation, vec![Phase::Aggregated], None, None, "aggregation".to_string()),
+        Mode::Disaggregation { prefill, decode } => {
+            let phases: Vec<Phase> =
+                [(*prefill, Phase::Prefill), (*decode, Phase::Decode)].into_iter().filter(|p| p.0).map(|p| p.1).collect();
+            let words = match (prefill, decode) {
+                (true, true) => "disaggregation (prefill and decode)",
+                (true, false) => "disaggregation (prefill)",
+                _ => "disaggregation (decode)",
+            };
+            (ModeKind::Disaggregation, phases, None, None, words.to_string())
         }
+        Mode::PdRatio { prefill_devices, decode_devices, total_devices } => (
+            ModeKind::PdRatio,
+            vec![Phase::Prefill, Phase::Decode],
+            Some((*prefill_devices, *decode_devices)),
+            *total_devices,
+            format!("P/D ratio ({prefill_devices} devices per prefill instance, {decode_devices} per decode instance)"),
+        ),
     };
+    let mode = ModeInput {
+        kind,
+        phases,
+        prefill_devices_per_instance: sizes.map(|s| s.0),
+        decode_devices_per_instance: sizes.map(|s| s.1),
+        total_devices: total,
+        description,
+    };
+    let trace = matches!(plan.sim.arrival, crate::workload::arrival::ArrivalProcess::Trace(_));
+    let w = &plan.workload;
+    let length = |l: &Lengths, distribution: bool, description: &str| LengthInput {
+        source: if trace {
+            LengthSource::Trace
+        } else if distribution {
+            LengthSource::Distribution
+        } else {
+            LengthSource::Fixed
+        },
+        mean_tokens: l.mean_raw(),
+        description: description.to_string(),
+    };
+    // Outputs come from a distribution when the input distribution has `output_bins`.
+    let output_from_bins = matches!(&w.input, Lengths::Distribution(d) if d.output_mean().is_some());
+    let input_length = length(&w.input, w.input.is_variable(), &w.input_label);
+    let output_length = length(&w.output, w.output.is_variable() || output_from_bins, &w.output_label);
     let s = &plan.search;
     Inputs {
         model: plan.model.id.clone(),
@@ -347,8 +461,8 @@ fn inputs(plan: &Plan) -> Inputs {
         devices: plan.devices.iter().map(|d| d.name.clone()).collect(),
         num_devices: plan.num_devices,
         mode,
-        input_length: plan.workload.input_label.clone(),
-        output_length: plan.workload.output_label.clone(),
+        input_length,
+        output_length,
         effective_input_length: plan.workload.input.effective(plan.workload.prefix_cache_hit_rate) + image_tokens(plan),
         quantize_linear_action: plan.quant.linear.to_string(),
         quantize_non_expert_linear_action: plan.quant.non_expert.map(|q| q.to_string()),
@@ -361,7 +475,7 @@ fn inputs(plan: &Plan) -> Inputs {
         mtp_tokens: s.mtp.clone(),
         mtp_acceptance_rates: plan.serving.mtp_acceptance_rates.clone(),
         max_batched_tokens: s.max_batched_tokens.clone(),
-        batch_range: (s.batch_min, s.batch_max),
+        batch_range: BatchRange { min: s.batch_min, max: s.batch_max },
         reserved_memory_gb: plan.serving.reserved_memory_gb,
         gpu_memory_utilization: plan.serving.gpu_memory_utilization,
         serving_cost_ms: plan.serving.serving_cost_ms,
@@ -371,7 +485,12 @@ fn inputs(plan: &Plan) -> Inputs {
 
 /// Time to move one request's prompt KV from a prefill device to a decode device.
 fn kv_transfer_ms(plan: &Plan, device: &DeviceProfile, row: &crate::outcome::PdRow) -> f64 {
-    let ctx = CandidateCtx::new(plan, device, Candidate { parallel: row.p_layout, mtp: 0 }, Phase::Prefill);
+    kv_transfer_ms_for(plan, device, row.p_layout)
+}
+
+/// [`kv_transfer_ms`] from a prefill instance of layout `p_layout`.
+pub(crate) fn kv_transfer_ms_for(plan: &Plan, device: &DeviceProfile, p_layout: crate::cost::ParallelConfig) -> f64 {
+    let ctx = CandidateCtx::new(plan, device, Candidate { parallel: p_layout, mtp: 0 }, Phase::Prefill);
     let tokens = plan.workload.input.mean_raw();
     device.kv_transfer.transfer_s(ctx.mem.kv_bytes_per_token * tokens as f64) * 1e3
 }

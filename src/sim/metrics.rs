@@ -7,7 +7,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 /// Mean and percentiles of one latency, in milliseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Stat {
     pub mean: f64,
     pub p50: f64,
@@ -119,7 +119,7 @@ impl Recorder {
 }
 
 /// Latency statistics of a simulated run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencyStats {
     pub ttft: Stat,
     /// (finish − first token) / (O − 1) per request.
@@ -134,7 +134,7 @@ pub struct LatencyStats {
 }
 
 /// Latencies of the requests whose prompt length fell in one bin of the input distribution.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BinStat {
     pub min_tokens: u64,
     pub max_tokens: u64,

@@ -10,6 +10,7 @@ mod layers;
 mod modes;
 mod msrv;
 mod scenarios;
+mod schema;
 mod search;
 mod timeline;
 mod util;

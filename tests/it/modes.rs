@@ -92,8 +92,8 @@ fn headline_aggregation_json_matches_the_published_figures() {
         let (ttft, t_d) = (num(&r["ttft_ms"], "ttft_ms"), num(&r["tpot_inter_token_ms"], "tpot_inter_token_ms"));
         let conc = num(&r["concurrency"], "concurrency");
         let throughput = num(&r["throughput"], "throughput");
-        assert!(close(tpot, (ttft + t_d * 1500.0) / 1500.0, 1e-9), "{label}: TPOT is not (TTFT + t_D·O) / O");
-        assert!(close(throughput, 1000.0 * conc / tpot, 1e-9), "{label}: throughput is not 1000·C / TPOT");
+        assert!(close(tpot, (ttft + t_d * 1500.0) / 1500.0, JSON_REL), "{label}: TPOT is not (TTFT + t_D·O) / O");
+        assert!(close(throughput, 1000.0 * conc / tpot, JSON_REL), "{label}: throughput is not 1000·C / TPOT");
         assert_eq!(r["concurrency"].as_u64().unwrap(), r["batch_size"].as_u64().unwrap() * r["layout"]["dp"].as_u64().unwrap());
         // The best row of a layout is its fastest probe within the SLO.
         let better = rows
@@ -189,8 +189,8 @@ fn disagg_prefill_only() {
         assert!(r["tpot_ms"].is_null(), "a prefill row has no TPOT: {r}");
         // Prefill: QPS = C / mean TTFT; throughput in input tokens/s = C · I / makespan, and
         // the makespan (the last wave's end) is at least the mean TTFT.
-        assert!(close(num(&r["qps"], "qps"), conc / ttft * 1000.0, 1e-9), "{r}");
-        assert!(num(&r["throughput"], "throughput") <= conc * 3500.0 / ttft * 1000.0 * (1.0 + 1e-9), "{r}");
+        assert!(close(num(&r["qps"], "qps"), conc / ttft * 1000.0, JSON_REL), "{r}");
+        assert!(num(&r["throughput"], "throughput") <= conc * 3500.0 / ttft * 1000.0 * (1.0 + JSON_REL), "{r}");
     }
 }
 
@@ -211,8 +211,8 @@ fn disagg_decode_only() {
         assert!(tpot <= 50.0);
         assert!(r["ttft_ms"].is_null(), "a decode row has no TTFT: {r}");
         // Decode: throughput = C / TPOT, QPS = C / (TPOT · O).
-        assert!(close(num(&r["throughput"], "throughput"), conc / tpot * 1000.0, 1e-9), "{r}");
-        assert!(close(num(&r["qps"], "qps"), conc / (tpot * 1500.0) * 1000.0, 1e-9), "{r}");
+        assert!(close(num(&r["throughput"], "throughput"), conc / tpot * 1000.0, JSON_REL), "{r}");
+        assert!(close(num(&r["qps"], "qps"), conc / (tpot * 1500.0) * 1000.0, JSON_REL), "{r}");
     }
 }
 
@@ -278,8 +278,8 @@ fn pd_ratio_rows_are_consistent() {
     for r in rows {
         let (p, d) = (num(&r["p_qps"], "p_qps"), num(&r["d_qps"], "d_qps"));
         let balanced = num(&r["balanced_qps"], "balanced_qps");
-        assert!(close(balanced, p.min(d), 1e-9), "balanced_qps {balanced} != min({p}, {d})");
-        assert!(close(num(&r["pd_ratio"], "pd_ratio"), d / p, 1e-9), "pd_ratio != d_qps / p_qps in {r}");
+        assert!(close(balanced, p.min(d), JSON_REL), "balanced_qps {balanced} != min({p}, {d})");
+        assert!(close(num(&r["pd_ratio"], "pd_ratio"), d / p, JSON_REL), "pd_ratio != d_qps / p_qps in {r}");
         assert!(balanced <= last + 1e-12, "rows must be sorted by balanced QPS");
         last = balanced;
         // p_qps = C_p / TTFT, d_qps = C_d / (TPOT · (O − 1)), as in the original.
@@ -287,8 +287,8 @@ fn pd_ratio_rows_are_consistent() {
         assert!(ttft <= 2000.0 && tpot <= 50.0, "{r}");
         let cp = num(&r["p_concurrency"], "p_concurrency");
         let cd = num(&r["d_concurrency"], "d_concurrency");
-        assert!(close(p, cp / ttft * 1000.0, 1e-6), "p_qps {p} != {cp} / {ttft} ms");
-        assert!(close(d, cd / (tpot * 1499.0) * 1000.0, 1e-6), "d_qps {d} != {cd} / ({tpot} ms · 1499)");
+        assert!(close(p, cp / ttft * 1000.0, JSON_REL), "p_qps {p} != {cp} / {ttft} ms");
+        assert!(close(d, cd / (tpot * 1499.0) * 1000.0, JSON_REL), "d_qps {d} != {cd} / ({tpot} ms · 1499)");
         assert_eq!(r["p_devices"], 16);
         assert_eq!(r["d_devices"], 16);
     }
@@ -507,7 +507,8 @@ fn custom_length_distribution_file() {
 
     let report = run_json(&a);
     assert_eq!(report["inputs"]["effective_input_length"], 412, "floor(300·0.75 + 750·0.25)");
-    assert!(report["inputs"]["input_length"].as_str().unwrap().contains("lengths.yaml"));
+    assert!(report["inputs"]["input_length"]["description"].as_str().unwrap().contains("lengths.yaml"));
+    assert_eq!(report["inputs"]["input_length"]["source"], "distribution");
 }
 
 // ---- cross-hardware ----

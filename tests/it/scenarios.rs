@@ -92,7 +92,33 @@ fn digest(name: &str, report: &Report) -> Value {
                     "verification": pd.verification,
                 })
             });
-            json!({"device": d.device, "phases": phases, "pd_ratio": pd})
+            // The deployment plane: how many points, which are on the frontier, the choice.
+            let point = |p: &throughput_optimizer::outcome::FrontierPoint| {
+                json!({"kind": p.kind, "label": p.label, "devices": p.devices, "per_device": p.tokens_per_s_per_device,
+                       "per_user": p.tokens_per_s_per_user, "meets_slo": p.meets_slo})
+            };
+            let frontier = d.frontier.as_ref().map(|f| {
+                json!({
+                    "points": f.points.len(),
+                    "on_frontier": f.points.iter().filter(|p| p.on_frontier).count(),
+                    "chosen": f.chosen.map(|i| point(&f.points[i])),
+                })
+            });
+            let cmp = d.agg_vs_disagg.as_ref().map(|c| {
+                let side = |x: &Option<throughput_optimizer::outcome::ComparedDeployment>| {
+                    x.as_ref().map(|x| json!({"point": point(&x.point), "simulated_per_device": x.simulated_tokens_per_s_per_device}))
+                };
+                json!({"aggregated": side(&c.aggregated), "disaggregated": side(&c.disaggregated), "winner": c.winner,
+                       "sustainable_rate": c.verification.as_ref().and_then(|v| v.sustainable_rate)})
+            });
+            let mut m = json!({"device": d.device, "phases": phases, "pd_ratio": pd});
+            if let Some(f) = frontier {
+                m["frontier"] = f;
+            }
+            if let Some(c) = cmp {
+                m["agg_vs_disagg"] = c;
+            }
+            m
         })
         .collect();
     rounded(json!({"scenario": name, "engine": report.engine, "devices": devices}))

@@ -72,7 +72,12 @@ pub fn usage_error(args: &[&str], parts: &[&str]) -> String {
 pub fn section<'a>(text: &'a str, title: &str) -> &'a str {
     let start = text.find(title).unwrap_or_else(|| panic!("no section titled {title:?} in:\n{text}"));
     let rest = &text[start..];
-    let end = rest.find("\n***").map_or(rest.len(), |i| i + 1);
+    // A section ends at the block's closing banner, or where the frontier's section begins.
+    let end = ["\n***", "\n    ----------------------------------------------------------------------------\nPareto frontier"]
+        .iter()
+        .filter_map(|m| rest.find(m))
+        .min()
+        .map_or(rest.len(), |i| i + 1);
     &rest[..end]
 }
 
@@ -136,6 +141,10 @@ pub fn builtin_profile(name: &str) -> String {
 }
 
 /// `a` and `b` agree to a relative tolerance.
+/// Relative tolerance of a relation between figures read from the JSON report: each is
+/// rounded to 6 significant digits (a relative error up to 5e-6), and a formula combines a few.
+pub const JSON_REL: f64 = 3e-5;
+
 pub fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * a.abs().max(b.abs()).max(1e-12)
 }

@@ -574,3 +574,18 @@ fn gpu_memory_utilization_is_a_share_and_replaces_the_reserve() {
     usage_error(&with(&["--gpu-memory-utilization", "0"]), &["--gpu-memory-utilization 0", "(0, 1]"]);
     usage_error(&with(&["--gpu-memory-utilization", "0.9", "--reserved-memory-gb", "4"]), &["--reserved-memory-gb", "give one"]);
 }
+
+#[test]
+fn compare_disagg_needs_aggregation_two_devices_and_a_closed_loop() {
+    let base = |extra: &[&'static str]| [MODEL8, LENGTHS, &["--tpot-limits", "50", "--compare-disagg"], extra].concat();
+    usage_error(&base(&["--disagg"]), &["--compare-disagg", "--disagg"]);
+    usage_error(
+        &base(&["--enable-optimize-prefill-decode-ratio", "--prefill-devices-per-instance", "4", "--decode-devices-per-instance", "4"]),
+        &["--compare-disagg", "--enable-optimize-prefill-decode-ratio"],
+    );
+    usage_error(
+        &[&["Qwen/Qwen3-8B", "--device", "TEST_DEVICE"][..], LENGTHS, &["--compare-disagg"]].concat(),
+        &["--compare-disagg", "at least 2", "got 1"],
+    );
+    usage_error(&base(&["--arrival", "poisson", "2"]), &["--compare-disagg", "--arrival poisson", "closed loop"]);
+}

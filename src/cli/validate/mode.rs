@@ -23,6 +23,7 @@ pub(crate) fn validate_mode(raw: &RawArgs, warnings: &mut Warnings) -> Result<(M
             "--prefill-devices-per-instance / --decode-devices-per-instance require --enable-optimize-prefill-decode-ratio",
         ));
     }
+    validate_compare_disagg(raw)?;
     let num_devices_given = raw.num_devices;
     let num_devices = raw.num_devices.unwrap_or(1);
     let mode = if ratio {
@@ -63,6 +64,42 @@ pub(crate) fn validate_mode(raw: &RawArgs, warnings: &mut Warnings) -> Result<(M
         warnings.push("P/D ratio mode without --ttft-limits: prefill instances are searched without a TTFT limit");
     }
     Ok((mode, num_devices))
+}
+
+/// `--compare-disagg` compares deployments of aggregation's device count under a closed loop:
+/// it needs room for one prefill and one decode device, and an open loop's fixed offered load
+/// would make every deployment deliver the same tokens/s.
+fn validate_compare_disagg(raw: &RawArgs) -> Result<(), Error> {
+    if !raw.compare_disagg {
+        return Ok(());
+    }
+    for (given, flag) in [(raw.disagg, "--disagg"), (raw.enable_optimize_prefill_decode_ratio, "--enable-optimize-prefill-decode-ratio")] {
+        if given {
+            return Err(Error::conflict(
+                "--compare-disagg",
+                flag,
+                format!("--compare-disagg compares aggregated serving with P/D on the same devices; it cannot be combined with {flag}"),
+            ));
+        }
+    }
+    let n = raw.num_devices.unwrap_or(1);
+    if n < 2 {
+        return Err(Error::rejected(
+            "--num-devices",
+            n,
+            format!("--compare-disagg needs --num-devices of at least 2 (one prefill and one decode device); got {n}"),
+        ));
+    }
+    if let Some(kind) = raw.arrival.as_deref().and_then(|a| a.first()).filter(|k| !k.eq_ignore_ascii_case("closed")) {
+        return Err(Error::conflict(
+            "--compare-disagg",
+            "--arrival",
+            format!(
+                "--compare-disagg compares deployments under a closed loop (each at its best concurrency); --arrival {kind} fixes the offered load. Drop one of them"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Every device profile's communication grid must hold the largest instance of `mode`.

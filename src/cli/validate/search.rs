@@ -82,6 +82,7 @@ pub(crate) fn validate_search(
         strategy,
         max_batched_tokens,
         sweep_all_layouts: raw.sweep_all_layouts,
+        compare_disagg: raw.compare_disagg,
     })
 }
 

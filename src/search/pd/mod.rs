@@ -72,30 +72,7 @@ pub fn match_rows(prefill: &[Row], decode: &[Row], output: u64, ttft_limit: f64,
         let Some(ttft) = p.ttft_ms.filter(|t| *t > 0.0 && *t <= ttft_limit) else { continue };
         for d in decode.iter().filter(|r| r.feasible()) {
             let Some(tpot) = d.tpot_ms.filter(|t| *t > 0.0 && *t <= tpot_limit) else { continue };
-            let p_qps = prefill_qps(p.concurrency, ttft);
-            let d_qps = decode_qps(d.concurrency, tpot, output);
-            all.push(PdRow {
-                pd_ratio: d_qps / p_qps,
-                balanced_qps: p_qps.min(d_qps),
-                p_qps,
-                d_qps,
-                ttft_ms: ttft,
-                tpot_ms: tpot,
-                p_parallel: p.parallel.clone(),
-                d_parallel: d.parallel.clone(),
-                p_devices: p.num_devices,
-                d_devices: d.num_devices,
-                p_batch_size: p.batch_size,
-                d_batch_size: d.batch_size,
-                p_concurrency: p.concurrency,
-                d_concurrency: d.concurrency,
-                p_layout: p.layout,
-                d_layout: d.layout,
-                d_mtp: d.mtp,
-                p_budget: p.max_batched_tokens,
-                d_budget: d.max_batched_tokens,
-                p_transfer_ms: 0.0,
-            });
+            all.push(pair(p, ttft, d, tpot, output));
         }
     }
     all.sort_by(rank);
@@ -113,6 +90,35 @@ pub fn match_rows(prefill: &[Row], decode: &[Row], output: u64, ttft_limit: f64,
         }
     }
     out
+}
+
+/// A prefill row at `ttft` ms paired with a decode row at `tpot` ms: their request rates by
+/// the P/D formulas, the ratio, and both sides' layouts (no KV transfer time yet).
+pub fn pair(p: &Row, ttft: f64, d: &Row, tpot: f64, output: u64) -> PdRow {
+    let p_qps = prefill_qps(p.concurrency, ttft);
+    let d_qps = decode_qps(d.concurrency, tpot, output);
+    PdRow {
+        pd_ratio: d_qps / p_qps,
+        balanced_qps: p_qps.min(d_qps),
+        p_qps,
+        d_qps,
+        ttft_ms: ttft,
+        tpot_ms: tpot,
+        p_parallel: p.parallel.clone(),
+        d_parallel: d.parallel.clone(),
+        p_devices: p.num_devices,
+        d_devices: d.num_devices,
+        p_batch_size: p.batch_size,
+        d_batch_size: d.batch_size,
+        p_concurrency: p.concurrency,
+        d_concurrency: d.concurrency,
+        p_layout: p.layout,
+        d_layout: d.layout,
+        d_mtp: d.mtp,
+        p_budget: p.max_batched_tokens,
+        d_budget: d.max_batched_tokens,
+        p_transfer_ms: 0.0,
+    }
 }
 
 fn rank(a: &PdRow, b: &PdRow) -> std::cmp::Ordering {
