@@ -103,11 +103,11 @@ pub struct TraceError {
 
 const TRACE_COLUMNS: [&str; 5] = ["arrival_s", "input_tokens", "output_tokens", "prefix_group", "prefix_len"];
 
-/// Most requests one simulation may hold (`--num-requests`, a trace): each is kept in memory
-/// (about 500 bytes with its simulation state) and simulated once per candidate.
-pub const MAX_REQUESTS: u64 = 100_000;
-/// [`MAX_REQUESTS`] as a trace's length.
-pub const MAX_TRACE_REQUESTS: usize = MAX_REQUESTS as usize;
+/// Most requests one simulation may run (`--num-requests`). A run keeps only the requests in
+/// flight, but it is simulated once per candidate layout: a million requests take seconds.
+pub const MAX_REQUESTS: u64 = 1_000_000;
+/// Most requests a trace may hold: a trace is read into memory whole.
+pub const MAX_TRACE_REQUESTS: usize = 100_000;
 /// Latest arrival time of a trace request, in seconds (about 116 days): later times would not
 /// fit the simulator's nanosecond clock without clamping.
 pub const MAX_ARRIVAL_S: f64 = 1e7;
@@ -430,39 +430,40 @@ impl RequestFactory {
         NewRequest { arrival_ns: at_ns, input, output, prefix_group, prefix_len }
     }
 
-    /// The next request of an open-loop process (`None` when a trace is exhausted).
+    /// The next request of an open-loop process (`None` when a trace is exhausted). The
+    /// simulator pulls arrivals through this one at a time, as they are due: a source of
+    /// requests never has to hold them all.
     pub fn next_open(&mut self) -> Option<NewRequest> {
         let at = self.next_arrival_ns;
-        match self.process.clone() {
+        // Matched by reference: a trace is read in place, not copied per request.
+        self.next_arrival_ns = match &self.process {
             ArrivalProcess::Poisson { rate } => {
-                let gap = Exp::new(rate).expect("validated rate").sample(&mut self.arrivals);
-                self.next_arrival_ns = at + (gap * 1e9).round() as u64;
-                Some(self.make(at))
+                let gap = Exp::new(*rate).expect("validated rate").sample(&mut self.arrivals);
+                at + (gap * 1e9).round() as u64
             }
             ArrivalProcess::Constant { rate } => {
                 // The k-th arrival at round(k / rate): no drift from summing rounded gaps.
                 self.issued_open += 1;
-                self.next_arrival_ns = (self.issued_open as f64 / rate * 1e9).round() as u64;
-                Some(self.make(at))
+                (self.issued_open as f64 / rate * 1e9).round() as u64
             }
             ArrivalProcess::Gamma { rate, burstiness } => {
-                let g = Gamma::new(burstiness, 1.0 / (rate * burstiness)).expect("validated parameters");
-                self.next_arrival_ns = at + (g.sample(&mut self.arrivals) * 1e9).round() as u64;
-                Some(self.make(at))
+                let g = Gamma::new(*burstiness, 1.0 / (rate * burstiness)).expect("validated parameters");
+                at + (g.sample(&mut self.arrivals) * 1e9).round() as u64
             }
             ArrivalProcess::Trace(t) => {
                 let r = t.requests.get(self.trace_pos)?;
                 self.trace_pos += 1;
-                Some(NewRequest {
+                return Some(NewRequest {
                     arrival_ns: (r.arrival_s * 1e9).round() as u64,
                     input: r.input_tokens,
                     output: r.output_tokens,
                     prefix_group: r.prefix_group,
                     prefix_len: r.prefix_len,
-                })
+                });
             }
-            ArrivalProcess::Closed | ArrivalProcess::Burst => Some(self.make(0)),
-        }
+            ArrivalProcess::Closed | ArrivalProcess::Burst => return Some(self.make(0)),
+        };
+        Some(self.make(at))
     }
 }
 

@@ -9,7 +9,7 @@ use crate::outcome::{PdRow, PdSimulated, PdSplitEval, PdVerification};
 use crate::plan::{Plan, TpotDefinition};
 use crate::search::engine::sim::{factory, input_bins, instance_config, step_cost, MAX_STEPS};
 use crate::search::{Candidate, CandidateCtx};
-use crate::sim::{simulate_system, Group, KvTransfer, Role, RunParams, SimError, System};
+use crate::sim::{simulate_report, Group, KvTransfer, Role, RunParams, SimError, System};
 use crate::workload::arrival::ArrivalProcess;
 
 /// Fewest requests per verification run unless `--num-requests` says otherwise.
@@ -86,7 +86,7 @@ pub fn simulate_split(
             frontend_ns: (pc.request_overhead_s * 1e9).round() as u64,
         },
     };
-    let (rep, _) = simulate_system(&sys, factory(&pc, ArrivalProcess::Poisson { rate }), &mut |_| {})?;
+    let rep = simulate_report(&sys, factory(&pc, ArrivalProcess::Poisson { rate }))?;
     let pct = plan.sim.slo_percentile;
     let tpot = match plan.serving.tpot_definition {
         TpotDefinition::InterToken => rep.latency.tpot_inter_token,
