@@ -19,6 +19,7 @@ pub mod link;
 pub mod metrics;
 pub mod queue;
 pub mod records;
+pub mod router;
 pub mod scheduler;
 pub mod steady;
 
@@ -30,6 +31,7 @@ pub use records::Requests;
 use crate::cost::{Breakdown, StepCostModel};
 use crate::workload::arrival::{rng, ArrivalProcess, NewRequest, RequestFactory, Stream};
 use instance::StepOutcome;
+use router::Set;
 use steady::Window;
 
 /// How decode steps draft tokens.
@@ -460,18 +462,6 @@ pub fn simulate_detailed(
     simulate_system(&single_group(cfg, cost), factory, on_step)
 }
 
-/// Route to the least-loaded (or next round-robin) instance among `ids`.
-fn route(instances: &[Instance], ids: &[u32], routing: Routing, rr: &mut usize) -> u32 {
-    match routing {
-        Routing::LeastLoaded => *ids.iter().min_by_key(|&&i| (instances[i as usize].load, i)).expect("a group has instances"),
-        Routing::RoundRobin => {
-            let i = ids[*rr % ids.len()];
-            *rr += 1;
-            i
-        }
-    }
-}
-
 /// Run a system of instance groups over a request stream.
 ///
 /// Requests enter the mixed or prefill group (a decode-only system receives them as if their
@@ -564,9 +554,9 @@ struct Simulation<'s, 'a> {
     instances: Vec<Instance>,
     group_of: Vec<usize>,
     kv_use: KvUse,
-    /// Instances requests enter (mixed or prefill), and decode instances.
-    entry: Vec<u32>,
+    /// Decode instances (routing among them and the entry instances: `router`).
     decoders: Vec<u32>,
+    /// No instance takes prompts: requests arrive with their KV as transferred.
     decode_only: bool,
     prefill_only: bool,
     image_tokens: u64,
@@ -602,8 +592,7 @@ struct Simulation<'s, 'a> {
     /// Closed loop: the KV integral when the measurement window opened.
     kv_at_start: f64,
     now: Nanos,
-    rr_entry: usize,
-    rr_decode: usize,
+    router: router::Router,
     in_flight: u64,
     issued: u64,
     pending_open: Option<NewRequest>,
@@ -654,6 +643,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
         let decoders: Vec<u32> = ids_with(&|r| r == Role::Decode);
         let prefill_only = !decoders.is_empty() || instances.iter().all(|i| i.role == Role::Prefill);
         let dirty = Vec::with_capacity(instances.len());
+        let router = router::Router::new(sys.routing, &entry, &decoders, instances.len());
         let link = link::SharedLink::new(instances.len());
         let bench_total = if closed { run.closed_requests } else { None };
         Ok(Simulation {
@@ -670,7 +660,6 @@ impl<'s, 'a> Simulation<'s, 'a> {
             kv_use: KvUse::new(&instances, &group_of, sys.groups.len()),
             instances,
             group_of,
-            entry,
             decoders,
             link,
             reqs: Requests::default(),
@@ -687,8 +676,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             kv_series: Vec::new(),
             kv_at_start: 0.0,
             now: 0,
-            rr_entry: 0,
-            rr_decode: 0,
+            router,
             in_flight: 0,
             issued: 0,
             pending_open: None,
@@ -900,6 +888,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             let mut dirty = std::mem::take(&mut self.dirty);
             for touched in dirty.drain(..) {
                 self.plan(touched)?;
+                self.loads_changed(touched);
                 let i = touched as usize;
                 self.kv_use.refresh(i, self.group_of[i], self.instances[i].kv.used());
             }
@@ -923,6 +912,11 @@ impl<'s, 'a> Simulation<'s, 'a> {
         }
     }
 
+    /// Tell the router the load of an instance the simulation just changed.
+    fn loads_changed(&mut self, instance: u32) {
+        self.router.update(instance, self.instances[instance as usize].load);
+    }
+
     fn touch(&mut self, instance: u32) {
         if !self.dirty.contains(&instance) {
             self.dirty.push(instance);
@@ -937,6 +931,8 @@ impl<'s, 'a> Simulation<'s, 'a> {
         for (req, src, dst) in landed {
             self.instances[src as usize].release_held(self.reqs[req as usize].held_blocks);
             self.instances[dst as usize].land(req, &self.reqs);
+            self.loads_changed(src);
+            self.loads_changed(dst);
             self.touch(src);
             self.touch(dst);
         }
@@ -966,14 +962,16 @@ impl<'s, 'a> Simulation<'s, 'a> {
     /// taken as transferred), else to an entry instance.
     fn arrive(&mut self, request: u32) -> u32 {
         if self.decode_only {
-            let target = route(&self.instances, &self.decoders, self.sys.routing, &mut self.rr_decode);
+            let target = self.router.route(Set::Decode, &self.instances);
             self.reqs[request as usize].instance = target;
             self.instances[target as usize].enqueue_transferred(request);
+            self.loads_changed(target);
             target
         } else {
-            let target = route(&self.instances, &self.entry, self.sys.routing, &mut self.rr_entry);
+            let target = self.router.route(Set::Entry, &self.instances);
             self.reqs[request as usize].instance = target;
             self.instances[target as usize].enqueue(request, &self.reqs);
+            self.loads_changed(target);
             target
         }
     }
@@ -1015,6 +1013,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             self.series.push((self.now, self.tokens_out, self.prefilled_input));
             self.kv_series.push(self.stats.kv_integral);
         }
+        self.loads_changed(instance);
         let done_now = self.out.finished.len() as u64;
         if study {
             return done_now + self.out.handed_off.len() as u64;
@@ -1023,11 +1022,12 @@ impl<'s, 'a> Simulation<'s, 'a> {
             // Routed at once (the router forwards the request with where its KV is); the decode
             // instance pulls the KV when it can hold it.
             let r = self.out.handed_off[i];
-            let target = route(&self.instances, &self.decoders, self.sys.routing, &mut self.rr_decode);
+            let target = self.router.route(Set::Decode, &self.instances);
             let req = &mut self.reqs[r as usize];
             req.kv_source = instance;
             req.instance = target;
             self.instances[target as usize].hand_to(r);
+            self.loads_changed(target);
             self.touch(target);
         }
         done_now
