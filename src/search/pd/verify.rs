@@ -225,20 +225,27 @@ const RATE_BISECTIONS: u32 = 5;
 /// (Speculating on both halves instead doubles the work per level; speculating before the
 /// planned split's own run was measured slower, since it is wasted whenever the plan holds.)
 fn sustainable(plan: &Plan, device: &DeviceProfile, row: &PdRow, p: u32, d: u32, rate: f64, n: u64) -> Option<f64> {
-    use rayon::prelude::*;
     let ok = |r: f64| simulate_split(plan, device, row, p, d, r, n).is_ok_and(|s| s.slo_met);
-    let width = rayon::current_num_threads().max(1) as u32;
+    let lo = bisect(RATE_BISECTIONS, rayon::current_num_threads().max(1) as u32, &|m| ok(rate * m));
+    (lo > 0.0).then_some(rate * lo)
+}
+
+/// The lower end of `levels` bisections of [0, 1] on `holds` (a midpoint that holds raises the
+/// lower end, one that fails lowers the upper end), evaluating up to `width` midpoints per
+/// round on the current thread pool: those of the path on which each one holds.
+fn bisect(levels: u32, width: u32, holds: &(dyn Fn(f64) -> bool + Sync)) -> f64 {
+    use rayon::prelude::*;
     let (mut lo, mut hi) = (0.0f64, 1.0f64);
     let mut level = 0;
-    while level < RATE_BISECTIONS {
+    while level < levels {
         let mut mids = Vec::new();
         let mut l = lo;
-        for _ in 0..width.min(RATE_BISECTIONS - level) {
+        for _ in 0..width.clamp(1, levels - level) {
             let mid = (l + hi) / 2.0;
             mids.push(mid);
             l = mid;
         }
-        let held: Vec<bool> = mids.par_iter().map(|&m| ok(rate * m)).collect();
+        let held: Vec<bool> = mids.par_iter().map(|&m| holds(m)).collect();
         for (&mid, held) in mids.iter().zip(held) {
             level += 1;
             if held {
@@ -249,7 +256,7 @@ fn sustainable(plan: &Plan, device: &DeviceProfile, row: &PdRow, p: u32, d: u32,
             }
         }
     }
-    (lo > 0.0).then_some(rate * lo)
+    lo
 }
 
 /// Without a device budget: the smallest (P, D) whose ratio is within 10 % of D QPS / P QPS
@@ -272,6 +279,37 @@ pub fn smallest_split(pd_ratio: f64) -> (u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_speculative_bisection_ends_where_the_sequential_one_does() {
+        // Whatever the width, the result is the plain bisection's, also for a criterion that is
+        // not monotone (here: a hash of the midpoint's bits). Mutation: keep reading a round's
+        // outcomes after the first failure (drop the `break`), and wider rounds end elsewhere.
+        let sequential = |holds: &dyn Fn(f64) -> bool| {
+            let (mut lo, mut hi) = (0.0f64, 1.0f64);
+            for _ in 0..RATE_BISECTIONS {
+                let mid = (lo + hi) / 2.0;
+                if holds(mid) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            lo
+        };
+        let mut ends = std::collections::BTreeSet::new();
+        for salt in 0..64u64 {
+            let holds =
+                move |m: f64| ((m.to_bits() ^ salt.wrapping_mul(0xD1B5_4A32_D192_ED03)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 63) == 0;
+            let want = sequential(&holds);
+            for width in 1..=5 {
+                assert_eq!(bisect(RATE_BISECTIONS, width, &holds).to_bits(), want.to_bits(), "salt {salt}, width {width}");
+            }
+            ends.insert(want.to_bits());
+        }
+        assert!(ends.len() > 5, "the criteria reach several ends");
+        assert_eq!(bisect(RATE_BISECTIONS, 2, &|m| m < 0.84), 0.8125);
+    }
 
     #[test]
     fn maximal_splits_use_the_budget() {
