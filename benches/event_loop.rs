@@ -84,3 +84,22 @@ fn decode_heavy_256_roofline_vllm(bencher: divan::Bencher) {
     let steps = simulate(&cfg, &cost, factory()).unwrap().steps;
     bencher.counter(divan::counter::ItemsCount::new(steps)).bench(|| simulate(&cfg, &cost, factory()).unwrap());
 }
+
+/// Cost per simulated step as the replica count grows (issue "Performance at scale": within
+/// 1.5× of 8 replicas at 2,048): an open loop of Qwen3-8B TP=1 replicas, 500-token prompts,
+/// 50-token outputs, Poisson at 4 req/s per replica, 10 requests per replica. The counter is
+/// steps, so the throughput column reads as steps per second.
+#[divan::bench(args = [8, 512, 2048], sample_count = 5)]
+fn open_loop_replicas(bencher: divan::Bencher, replicas: u32) {
+    let reg = DeviceRegistry::builtin();
+    let dev = reg.get("TEST_DEVICE").unwrap();
+    let m = catalog::find("Qwen/Qwen3-8B").unwrap();
+    let cost = build_both(&m, dev, &ParallelConfig::dense(1, 1), &CostOptions::basic(LinearQuant::W8A8Dynamic, true)).0;
+    let mut cfg = config(DecodeMode::Plain);
+    cfg.instances = replicas;
+    cfg.run = RunParams { num_requests: 10 * replicas as u64, max_steps: u64::MAX, ..RunParams::closed(0) };
+    let rate = 4.0 * replicas as f64;
+    let f = || RequestFactory::new(Lengths::Fixed(500), Lengths::Fixed(50), None, ArrivalProcess::Poisson { rate }, 0);
+    let steps = simulate(&cfg, &cost, f()).unwrap().steps;
+    bencher.counter(divan::counter::ItemsCount::new(steps)).bench(|| simulate(&cfg, &cost, f()).unwrap());
+}

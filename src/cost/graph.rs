@@ -58,7 +58,7 @@ pub fn build_both(model: &ModelArch, dev: &DeviceProfile, par: &ParallelConfig, 
         act_bytes_per_token: 2.0 * (2.0 * b.h) + b.max_act_width * 2.0,
         act_bytes_per_sampled: b.vocab / b.tp * 2.0 + b.vocab * 4.0,
     };
-    let cost = RooflineCost { ops: b.ops, host_s: dev.host_overhead_us * 1e-6, per_seq_s: 0.0, warnings: b.warnings };
+    let cost = RooflineCost::from_ops(b.ops, dev.host_overhead_us * 1e-6, b.warnings);
     (cost, mem)
 }
 

@@ -205,11 +205,20 @@ pub struct RooflineCost {
     pub per_seq_s: f64,
     /// Notes about approximations taken while building (e.g. a dtype peak missing).
     pub warnings: Vec<String>,
+    /// `ops` as [`StepCostModel::step_seconds`] prices them (built with them, by
+    /// [`RooflineCost::from_ops`]).
+    fast: Vec<ops::FastOp>,
 }
 
 impl RooflineCost {
     pub fn new(model: &ModelArch, device: &DeviceProfile, par: &ParallelConfig, opts: &CostOptions) -> Self {
         graph::build(model, device, par, opts)
+    }
+
+    /// The model of an operator graph: `host_s` seconds added per step, none per sequence.
+    pub fn from_ops(ops: Vec<ops::Op>, host_s: f64, warnings: Vec<String>) -> Self {
+        let fast = ops::FastOp::of(&ops);
+        RooflineCost { ops, host_s, per_seq_s: 0.0, warnings, fast }
     }
 
     /// Per-operator times for one shape (for chrome traces and the per-op tests).
@@ -240,7 +249,11 @@ impl StepCostModel for RooflineCost {
         if x[f::ONE] == 0.0 {
             return 0.0;
         }
-        self.ops.iter().map(|op| op.seconds(&x)).sum::<f64>() + self.host_seconds(shape)
+        let xmask = ops::nonzero_mask(&x);
+        let secs = self.fast.iter().map(|op| op.seconds(&self.ops, &x, xmask)).sum::<f64>();
+        // Mutation: read one dot product under another's mask, and this fires in the cost tests.
+        debug_assert_eq!(secs.to_bits(), self.ops.iter().map(|op| op.seconds(&x)).sum::<f64>().to_bits());
+        secs + self.host_seconds(shape)
     }
 }
 

@@ -49,6 +49,87 @@ pub fn dot(a: &Coef, b: &Features) -> f64 {
     s
 }
 
+/// Bit `i` set where `x[i]` is not zero.
+pub fn nonzero_mask(x: &[f64; f::N]) -> u16 {
+    let mut m = 0u16;
+    for (i, v) in x.iter().enumerate() {
+        if *v != 0.0 {
+            m |= 1 << i;
+        }
+    }
+    m
+}
+
+/// [`dot`] over the terms of `mask` alone, in the same order. Leaving out a term whose
+/// coefficient or feature is zero is exact: the product is ±0, and adding ±0 to the running
+/// sum (which starts at +0 and so is never −0) leaves it unchanged bit for bit.
+#[inline]
+fn masked_dot(a: &Coef, mask: u16, b: &Features) -> f64 {
+    let mut s = 0.0;
+    let mut m = mask;
+    while m != 0 {
+        let i = m.trailing_zeros() as usize;
+        s += a[i] * b[i];
+        m &= m - 1;
+    }
+    s
+}
+
+/// An operator as the simulator's hot path prices it. A roofline operator without a sliding
+/// window keeps its coefficients with the mask of those not zero, and reads only the features
+/// that both it and the step have (most coefficient vectors hold 1 to 4 of the 15 features, and
+/// a decode step has no prefill features): the result is exactly [`Op::seconds`]. Any other
+/// operator (`Full`: its index in the graph) is evaluated in full.
+// Nearly every operator is `Roofline`: boxing it would add a pointer chase per operator per
+// step on the hot path to save the few `Full` entries' space.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum FastOp {
+    Roofline { gate: usize, count: f64, fixed_s: f64, coefs: [Coef; 3], masks: [u16; 3] },
+    Full(usize),
+}
+
+impl FastOp {
+    pub fn of(ops: &[Op]) -> Vec<FastOp> {
+        ops.iter()
+            .enumerate()
+            .map(|(i, op)| match (&op.kind, op.window) {
+                (OpKind::Roofline { mma, gp, mem }, None) => FastOp::Roofline {
+                    gate: op.gate,
+                    count: op.count,
+                    fixed_s: op.fixed_s,
+                    coefs: [*mma, *gp, *mem],
+                    masks: [nonzero_mask(mma), nonzero_mask(gp), nonzero_mask(mem)],
+                },
+                _ => FastOp::Full(i),
+            })
+            .collect()
+    }
+
+    /// [`Op::seconds`] of this operator on features `x` whose non-zero mask is `xmask`.
+    #[inline]
+    pub fn seconds(&self, ops: &[Op], x: &Features, xmask: u16) -> f64 {
+        match self {
+            FastOp::Roofline { gate, count, fixed_s, coefs, masks } => {
+                if x[*gate] <= 0.0 {
+                    return 0.0;
+                }
+                let mut t = OpTime {
+                    cube: masked_dot(&coefs[0], masks[0] & xmask, x),
+                    vector: masked_dot(&coefs[1], masks[1] & xmask, x),
+                    memory: masked_dot(&coefs[2], masks[2] & xmask, x),
+                    ..Default::default()
+                };
+                if t.total() > 0.0 {
+                    t.fixed = *fixed_s;
+                }
+                t.total() * count
+            }
+            FastOp::Full(i) => ops[*i].seconds(x),
+        }
+    }
+}
+
 /// A coefficient vector with one entry.
 pub fn unit(idx: usize, v: f64) -> Coef {
     let mut c = [0.0; f::N];

@@ -70,3 +70,39 @@ fn memory_model_weights_and_kv_per_token() {
     // MLA latent cache: 61 × 576 × 2 = 70,272 B per token, not divided by TP.
     assert_eq!(m.kv_bytes_per_token, 70_272.0);
 }
+
+#[test]
+fn the_fast_path_prices_every_step_as_the_full_evaluation_bit_for_bit() {
+    // step_seconds reads only the non-zero terms of each dot product; the seconds must be the
+    // same float as the full 15-term evaluation, for dense and MoE graphs and prefill, decode
+    // and mixed steps. Mutation: read the memory dot product under the matrix coefficients'
+    // mask, and its terms go missing.
+    let reg = DeviceRegistry::builtin();
+    let dev = reg.get("TEST_DEVICE").unwrap();
+    let dense = RooflineCost::new(
+        &catalog::find("Qwen/Qwen3-32B").unwrap(),
+        dev,
+        &ParallelConfig::dense(8, 8),
+        &opts(LinearQuant::W8A8Dynamic, true),
+    );
+    let moe_par = ParallelConfig { num_devices: 16, tp: 8, dp: 2, ep: 16, moe_tp: 1, moe_dp: 1, dcp: 1 };
+    let moe = RooflineCost::new(&catalog::find("deepseek-ai/DeepSeek-V3.1").unwrap(), dev, &moe_par, &opts(LinearQuant::W8A8Dynamic, true));
+    let mut shapes = Vec::new();
+    for (seqs, ctx) in [(1, 100), (3, 777), (64, 4000), (255, 12_345)] {
+        shapes.push(BatchShape { decode: PhaseLoad::uniform(seqs, 1, ctx), sampled: seqs, ..Default::default() });
+        shapes.push(prefill(seqs.min(4), ctx));
+        let mut mixed = BatchShape { decode: PhaseLoad::uniform(seqs, 1, ctx), sampled: seqs + 1, ..Default::default() };
+        mixed.prefill = PhaseLoad::uniform(1, 1000 + ctx, 2000 + ctx);
+        shapes.push(mixed);
+    }
+    let mut compared = 0;
+    for cost in [&dense, &moe] {
+        for s in &shapes {
+            let x = s.features();
+            let full = cost.ops.iter().map(|op| op.seconds(&x)).sum::<f64>() + cost.host_s;
+            assert_eq!(cost.step_seconds(s).to_bits(), full.to_bits(), "{s:?}");
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 24);
+}

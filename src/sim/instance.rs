@@ -12,7 +12,7 @@
 
 use super::kv::KvBlockPool;
 use super::queue::Nanos;
-use super::{AcceptanceDraws, DecodeMode, InstanceConfig, RequestState};
+use super::{AcceptanceDraws, DecodeMode, InstanceConfig, Requests};
 use crate::cost::{BatchShape, PhaseLoad};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, VecDeque};
@@ -214,7 +214,7 @@ impl Instance {
     }
 
     /// A request joins the back of the waiting queue.
-    pub fn enqueue(&mut self, req: u32, reqs: &[RequestState]) {
+    pub fn enqueue(&mut self, req: u32, reqs: &Requests) {
         self.load += reqs[req as usize].prompt_tokens();
         self.waiting.push_back(req);
     }
@@ -236,7 +236,7 @@ impl Instance {
     /// Decode instance: start pulling the KV of the requests handed here, FCFS, while the
     /// running cap (counting pulls and landed requests) and the pool allow; each pull's blocks
     /// are allocated now. The driver starts the transfers of [`Instance::started_pulls`].
-    fn start_pulls(&mut self, cfg: &InstanceConfig, reqs: &mut [RequestState]) {
+    fn start_pulls(&mut self, cfg: &InstanceConfig, reqs: &mut Requests) {
         let cap = cfg.running_cap();
         while let Some(&req) = self.pull_queue.front() {
             if self.running.len() as u64 + self.pulling + self.landed.len() as u64 >= cap {
@@ -255,7 +255,7 @@ impl Instance {
     }
 
     /// Decode instance: a request's KV has landed in the blocks its pull allocated.
-    pub fn land(&mut self, req: u32, reqs: &[RequestState]) {
+    pub fn land(&mut self, req: u32, reqs: &Requests) {
         self.pulling -= 1;
         self.landed.push_back((req, reqs[req as usize].pull_blocks));
     }
@@ -373,7 +373,7 @@ impl Instance {
     /// Preempt (recompute) the newest running sequence; it goes back to the front of the
     /// waiting queue, and whatever it had in the step being planned leaves the step. Returns
     /// whether one was preempted.
-    fn preempt_newest(&mut self, reqs: &mut [RequestState]) -> bool {
+    fn preempt_newest(&mut self, reqs: &mut Requests) -> bool {
         let Some(&(_, slot)) = self.running.iter().next_back() else { return false };
         let phase = self.seqs[slot as usize].phase;
         if phase == Phase::Decode {
@@ -419,7 +419,7 @@ impl Instance {
 
     /// Plan the next step: the scheduler fills it through a [`StepBuilder`]. Returns false when
     /// there is nothing to run.
-    pub fn plan(&mut self, cfg: &InstanceConfig, reqs: &mut [RequestState], now: Nanos) -> bool {
+    pub fn plan(&mut self, cfg: &InstanceConfig, reqs: &mut Requests, now: Nanos) -> bool {
         if self.role == Role::Decode {
             self.start_pulls(cfg, reqs);
         }
@@ -473,14 +473,7 @@ impl Instance {
     }
 
     /// Apply the step that just finished at `now`.
-    pub fn complete(
-        &mut self,
-        cfg: &InstanceConfig,
-        reqs: &mut [RequestState],
-        now: Nanos,
-        draws: &AcceptanceDraws,
-        out: &mut StepOutcome,
-    ) {
+    pub fn complete(&mut self, cfg: &InstanceConfig, reqs: &mut Requests, now: Nanos, draws: &AcceptanceDraws, out: &mut StepOutcome) {
         self.busy = false;
         out.prompts_done.clear();
         out.finished.clear();
@@ -591,7 +584,7 @@ impl Instance {
     fn complete_walked_decodes(
         &mut self,
         cfg: &InstanceConfig,
-        reqs: &mut [RequestState],
+        reqs: &mut Requests,
         now: Nanos,
         draws: &AcceptanceDraws,
         out: &mut StepOutcome,
@@ -617,7 +610,7 @@ impl Instance {
         }
     }
 
-    fn finish(&mut self, slot: u32, reqs: &mut [RequestState], now: Nanos, out: &mut StepOutcome) {
+    fn finish(&mut self, slot: u32, reqs: &mut Requests, now: Nanos, out: &mut StepOutcome) {
         self.release(slot);
         let req = self.seqs[slot as usize].req;
         self.free_slot(slot);
@@ -662,7 +655,7 @@ pub trait Scheduler: std::fmt::Debug + Send {
 /// without side effects when the pool cannot hold it.
 pub struct StepBuilder<'a> {
     inst: &'a mut Instance,
-    reqs: &'a mut [RequestState],
+    reqs: &'a mut Requests,
     cfg: &'a InstanceConfig,
     now: Nanos,
 }

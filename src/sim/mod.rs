@@ -18,16 +18,20 @@ pub mod kv;
 pub mod link;
 pub mod metrics;
 pub mod queue;
+pub mod records;
+pub mod router;
 pub mod scheduler;
 pub mod steady;
 
 pub use instance::{Instance, Role};
 pub use metrics::{BinStat, LatencyStats, Percentile, Recorder, SimReport, Stat};
 pub use queue::{Event, EventQueue, Nanos};
+pub use records::Requests;
 
 use crate::cost::{Breakdown, StepCostModel};
 use crate::workload::arrival::{rng, ArrivalProcess, NewRequest, RequestFactory, Stream};
 use instance::StepOutcome;
+use router::Set;
 use steady::Window;
 
 /// How decode steps draft tokens.
@@ -423,7 +427,17 @@ type Mark = (Nanos, u64, u64);
 
 /// Simulate a stream of requests over `cfg.instances` identical instances.
 pub fn simulate(cfg: &SimConfig, cost: &dyn StepCostModel, factory: RequestFactory) -> Result<SimReport, SimError> {
-    simulate_detailed(cfg, cost, factory, &mut |_| {}).map(|(r, _)| r)
+    simulate_report(&single_group(cfg, cost), factory)
+}
+
+/// A homogeneous configuration as a system of one group.
+fn single_group<'a>(cfg: &SimConfig, cost: &'a dyn StepCostModel) -> System<'a> {
+    System {
+        groups: vec![Group { role: cfg.role, count: cfg.instances, cfg: cfg.instance.clone(), cost }],
+        transfer: None,
+        routing: Routing::LeastLoaded,
+        run: cfg.run.clone(),
+    }
 }
 
 /// What one engine step did, for tests and traces.
@@ -447,25 +461,7 @@ pub fn simulate_detailed(
     factory: RequestFactory,
     on_step: &mut dyn FnMut(StepRecord),
 ) -> Result<(SimReport, Vec<RequestState>), SimError> {
-    let system = System {
-        groups: vec![Group { role: cfg.role, count: cfg.instances, cfg: cfg.instance.clone(), cost }],
-        transfer: None,
-        routing: Routing::LeastLoaded,
-        run: cfg.run.clone(),
-    };
-    simulate_system(&system, factory, on_step)
-}
-
-/// Route to the least-loaded (or next round-robin) instance among `ids`.
-fn route(instances: &[Instance], ids: &[u32], routing: Routing, rr: &mut usize) -> u32 {
-    match routing {
-        Routing::LeastLoaded => *ids.iter().min_by_key(|&&i| (instances[i as usize].load, i)).expect("a group has instances"),
-        Routing::RoundRobin => {
-            let i = ids[*rr % ids.len()];
-            *rr += 1;
-            i
-        }
-    }
+    simulate_system(&single_group(cfg, cost), factory, on_step)
 }
 
 /// Run a system of instance groups over a request stream.
@@ -479,10 +475,21 @@ pub fn simulate_system(
     factory: RequestFactory,
     on_step: &mut dyn FnMut(StepRecord),
 ) -> Result<(SimReport, Vec<RequestState>), SimError> {
-    let mut sim = Simulation::new(sys, factory, on_step)?;
+    let mut sim = Simulation::new(sys, factory, on_step, true)?;
     sim.start()?;
     sim.run()?;
-    Ok(sim.report())
+    let (report, reqs) = sim.report();
+    Ok((report, reqs.into_vec()))
+}
+
+/// [`simulate_system`] for the report alone: an open loop keeps no request's record once the
+/// report has what it needs from it, so its memory does not grow with `--num-requests`.
+pub fn simulate_report(sys: &System, factory: RequestFactory) -> Result<SimReport, SimError> {
+    let mut no_steps = |_: StepRecord| {};
+    let mut sim = Simulation::new(sys, factory, &mut no_steps, false)?;
+    sim.start()?;
+    sim.run()?;
+    Ok(sim.report().0)
 }
 
 /// Σ over instances of KV utilization, kept as used blocks per group (instances of a group
@@ -549,13 +556,28 @@ struct Simulation<'s, 'a> {
     instances: Vec<Instance>,
     group_of: Vec<usize>,
     kv_use: KvUse,
-    /// Instances requests enter (mixed or prefill), and decode instances.
-    entry: Vec<u32>,
+    /// Decode instances (routing among them and the entry instances: `router`).
     decoders: Vec<u32>,
+    /// No instance takes prompts: requests arrive with their KV as transferred.
     decode_only: bool,
     prefill_only: bool,
     image_tokens: u64,
-    reqs: Vec<RequestState>,
+    reqs: Requests,
+    /// Keep every request's record for the caller; otherwise an open loop drops each once it
+    /// is folded into `tally`.
+    keep_records: bool,
+    /// Open loop without a client-side cap: arrivals are drawn one at a time, each queued when
+    /// the one before it arrives (not all at t = 0), under the sequence number it had when
+    /// they were all queued first, so events still pop in the same order.
+    lazy_open: bool,
+    /// Requests the open loop issues (`--num-requests`, or fewer in a shorter trace).
+    open_total: u64,
+    /// Every run but the steady-state closed loop (whose window is known only at its end)
+    /// measures each finished request whatever happens later, so its records are folded into
+    /// `tally` as they finish.
+    folds: bool,
+    /// What the report needs from the records read so far.
+    tally: Tally,
     queue: EventQueue,
     /// KV transfers in flight between prefill and decode instances.
     link: link::SharedLink,
@@ -572,8 +594,7 @@ struct Simulation<'s, 'a> {
     /// Closed loop: the KV integral when the measurement window opened.
     kv_at_start: f64,
     now: Nanos,
-    rr_entry: usize,
-    rr_decode: usize,
+    router: router::Router,
     in_flight: u64,
     issued: u64,
     pending_open: Option<NewRequest>,
@@ -595,11 +616,17 @@ struct Simulation<'s, 'a> {
 }
 
 impl<'s, 'a> Simulation<'s, 'a> {
-    fn new(sys: &'s System<'a>, factory: RequestFactory, on_step: &'s mut dyn FnMut(StepRecord)) -> Result<Self, SimError> {
+    fn new(
+        sys: &'s System<'a>,
+        factory: RequestFactory,
+        on_step: &'s mut dyn FnMut(StepRecord),
+        keep_records: bool,
+    ) -> Result<Self, SimError> {
         let run = &sys.run;
         let closed = matches!(factory.process(), ArrivalProcess::Closed);
         let burst = matches!(factory.process(), ArrivalProcess::Burst);
         let open_total = factory.trace_len().map_or(run.num_requests, |l| l.min(run.num_requests));
+        let bins = run.bins.len();
         let edge = (open_total as f64 * OPEN_EDGE_SHARE).floor() as u64;
         let mut instances: Vec<Instance> = Vec::new();
         let mut group_of: Vec<usize> = Vec::new();
@@ -618,6 +645,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
         let decoders: Vec<u32> = ids_with(&|r| r == Role::Decode);
         let prefill_only = !decoders.is_empty() || instances.iter().all(|i| i.role == Role::Prefill);
         let dirty = Vec::with_capacity(instances.len());
+        let router = router::Router::new(sys.routing, &entry, &decoders, instances.len());
         let link = link::SharedLink::new(instances.len());
         let bench_total = if closed { run.closed_requests } else { None };
         Ok(Simulation {
@@ -634,10 +662,14 @@ impl<'s, 'a> Simulation<'s, 'a> {
             kv_use: KvUse::new(&instances, &group_of, sys.groups.len()),
             instances,
             group_of,
-            entry,
             decoders,
             link,
-            reqs: Vec::new(),
+            reqs: Requests::default(),
+            keep_records,
+            lazy_open: false,
+            open_total,
+            folds: !closed || bench_total.is_some(),
+            tally: Tally::new(bins),
             queue: EventQueue::new(),
             acceptance: AcceptanceDraws::new(run.seed),
             out: StepOutcome::default(),
@@ -646,8 +678,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             kv_series: Vec::new(),
             kv_at_start: 0.0,
             now: 0,
-            rr_entry: 0,
-            rr_decode: 0,
+            router,
             in_flight: 0,
             issued: 0,
             pending_open: None,
@@ -702,8 +733,13 @@ impl<'s, 'a> Simulation<'s, 'a> {
             r.first_token = Some(n.arrival_ns);
             r.generated = 1;
         }
-        let id = self.reqs.len() as u32;
-        self.queue.push(n.arrival_ns, Event::Arrival { request: id });
+        let id = self.reqs.issued() as u32;
+        if self.lazy_open {
+            self.queue.push_reserved(n.arrival_ns, id as u64, Event::Arrival { request: id });
+        } else {
+            self.queue.push(n.arrival_ns, Event::Arrival { request: id });
+        }
+        self.tally.arrived(id as u64, r.arrival, self.open_marks);
         self.reqs.push(r);
         self.issued += 1;
         self.in_flight += 1;
@@ -739,11 +775,91 @@ impl<'s, 'a> Simulation<'s, 'a> {
                 let n = self.factory.make(at);
                 self.issue(n)?;
             }
+        } else if self.sys.run.max_concurrency.is_none() {
+            self.lazy_open = true;
+            self.check_all_fit()?;
+            self.queue.reserve(self.open_total);
+            self.issue_next_open()?;
         } else {
             self.pending_open = self.factory.next_open();
             self.release_open()?;
         }
         Ok(())
+    }
+
+    /// An uncapped open loop: fail on a request that cannot fit before simulating anything, as
+    /// when every request was issued at the start (a copy of the factory draws them).
+    fn check_all_fit(&self) -> Result<(), SimError> {
+        let mut f = self.factory.clone();
+        for _ in 0..self.open_total {
+            let Some(n) = f.next_open() else { break };
+            self.check_fits(&RequestState::from_new(&n, self.image_tokens))?;
+        }
+        Ok(())
+    }
+
+    /// An uncapped open loop: issue the next arrival (called when the one before it arrives).
+    fn issue_next_open(&mut self) -> Result<(), SimError> {
+        if self.issued < self.open_total {
+            if let Some(n) = self.factory.next_open() {
+                self.issue(n)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Share of the admitted prompts' tokens found in the prefix cache: the folded records'
+    /// tally plus the records still held.
+    fn prefix_hit_rate(&self) -> f64 {
+        let (mut cached, mut input) = self.tally.prefix;
+        for r in (self.tally.folded..self.reqs.issued()).filter_map(|i| self.reqs.get(i)).filter(|r| r.scheduled.is_some()) {
+            cached += r.cached;
+            input += r.input;
+        }
+        if input > 0 {
+            cached as f64 / input as f64
+        } else {
+            0.0
+        }
+    }
+
+    /// Fold the finished records at the front into the tally (in id order, as the report reads
+    /// them) and, unless the caller wants them, drop them.
+    fn fold_finished(&mut self) {
+        while self.tally.folded < self.reqs.issued() && self.reqs[self.tally.folded].finish.is_some() {
+            self.fold_next();
+        }
+        if !self.keep_records {
+            self.reqs.drop_before(self.tally.folded);
+        }
+    }
+
+    fn fold_next(&mut self) {
+        let idx = self.tally.folded;
+        let r = &self.reqs[idx];
+        self.tally.folded += 1;
+        if r.scheduled.is_some() {
+            self.tally.prefix.0 += r.cached;
+            self.tally.prefix.1 += r.input;
+        }
+        let Some(fin) = r.finish else { return };
+        // The window of a burst, a benchmark run or an open loop, when it is not the steady
+        // one, runs from the first arrival (a benchmark: t = 0) to the end, and every request
+        // finishes strictly after it arrived: it holds every finished request. (The steady
+        // window reads its request rate from the token rate instead.)
+        self.tally.measured.finished_in_window += 1;
+        let steady_open = self.open && self.sys.run.measure == Measure::Steady && self.open_marks.1 >= self.open_marks.0;
+        if steady_open && self.in_open_range(idx) {
+            self.tally.life_sum += fin - r.arrival;
+            self.tally.lives += 1;
+        }
+        // A benchmark averages over every request it sent, the first wave included.
+        let counted = !steady_open || self.in_open_range(idx);
+        if counted {
+            let mut m = std::mem::take(&mut self.tally.measured);
+            self.tally_request(&mut m, &self.reqs[idx], fin);
+            self.tally.measured = m;
+        }
     }
 
     /// The event loop: apply each event, account completions, and plan the touched idle
@@ -765,12 +881,18 @@ impl<'s, 'a> Simulation<'s, 'a> {
             self.stats.kv_integral += dt * sum;
             self.now = t;
             let (touched, done_now) = self.apply(ev);
+            if self.lazy_open && matches!(ev, Event::Arrival { .. }) {
+                self.issue_next_open()?;
+            }
             let touched = touched.unwrap_or(u32::MAX);
             if done_now > 0 && self.closed && self.win.start.is_some() {
                 self.watch_latencies();
             }
             if done_now > 0 && !self.stop {
                 self.account_completions(done_now)?;
+                if self.folds {
+                    self.fold_finished();
+                }
             }
             if self.stop {
                 break;
@@ -787,6 +909,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             let mut dirty = std::mem::take(&mut self.dirty);
             for touched in dirty.drain(..) {
                 self.plan(touched)?;
+                self.loads_changed(touched);
                 let i = touched as usize;
                 self.kv_use.refresh(i, self.group_of[i], self.instances[i].kv.used());
             }
@@ -810,6 +933,11 @@ impl<'s, 'a> Simulation<'s, 'a> {
         }
     }
 
+    /// Tell the router the load of an instance the simulation just changed.
+    fn loads_changed(&mut self, instance: u32) {
+        self.router.update(instance, self.instances[instance as usize].load);
+    }
+
     fn touch(&mut self, instance: u32) {
         if !self.dirty.contains(&instance) {
             self.dirty.push(instance);
@@ -824,6 +952,8 @@ impl<'s, 'a> Simulation<'s, 'a> {
         for (req, src, dst) in landed {
             self.instances[src as usize].release_held(self.reqs[req as usize].held_blocks);
             self.instances[dst as usize].land(req, &self.reqs);
+            self.loads_changed(src);
+            self.loads_changed(dst);
             self.touch(src);
             self.touch(dst);
         }
@@ -853,14 +983,16 @@ impl<'s, 'a> Simulation<'s, 'a> {
     /// taken as transferred), else to an entry instance.
     fn arrive(&mut self, request: u32) -> u32 {
         if self.decode_only {
-            let target = route(&self.instances, &self.decoders, self.sys.routing, &mut self.rr_decode);
+            let target = self.router.route(Set::Decode, &self.instances);
             self.reqs[request as usize].instance = target;
             self.instances[target as usize].enqueue_transferred(request);
+            self.loads_changed(target);
             target
         } else {
-            let target = route(&self.instances, &self.entry, self.sys.routing, &mut self.rr_entry);
+            let target = self.router.route(Set::Entry, &self.instances);
             self.reqs[request as usize].instance = target;
             self.instances[target as usize].enqueue(request, &self.reqs);
+            self.loads_changed(target);
             target
         }
     }
@@ -902,6 +1034,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             self.series.push((self.now, self.tokens_out, self.prefilled_input));
             self.kv_series.push(self.stats.kv_integral);
         }
+        self.loads_changed(instance);
         let done_now = self.out.finished.len() as u64;
         if study {
             return done_now + self.out.handed_off.len() as u64;
@@ -910,11 +1043,12 @@ impl<'s, 'a> Simulation<'s, 'a> {
             // Routed at once (the router forwards the request with where its KV is); the decode
             // instance pulls the KV when it can hold it.
             let r = self.out.handed_off[i];
-            let target = route(&self.instances, &self.decoders, self.sys.routing, &mut self.rr_decode);
+            let target = self.router.route(Set::Decode, &self.instances);
             let req = &mut self.reqs[r as usize];
             req.kv_source = instance;
             req.instance = target;
             self.instances[target as usize].hand_to(r);
+            self.loads_changed(target);
             self.touch(target);
         }
         done_now
@@ -1091,18 +1225,12 @@ impl<'s, 'a> Simulation<'s, 'a> {
     /// that steady part is long enough.
     fn open_window(&self) -> Option<(Nanos, Nanos)> {
         let (a, b) = self.open_marks;
-        if !(self.open && self.sys.run.measure == Measure::Steady && b >= a && (b as usize) < self.reqs.len()) {
+        let (Some(t_a), Some(t_b)) = self.tally.edges else { return None };
+        if !(self.open && self.sys.run.measure == Measure::Steady && b >= a) {
             return None;
         }
-        let (t_a, t_b) = (self.reqs[a as usize].arrival, self.reqs[b as usize].arrival);
-        let lives: Vec<u64> = self
-            .reqs
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| self.in_open_range(*i))
-            .filter_map(|(_, r)| r.finish.map(|f| f - r.arrival))
-            .collect();
-        let life = if lives.is_empty() { u64::MAX } else { lives.iter().sum::<u64>() / lives.len() as u64 };
+        let t = &self.tally;
+        let life = t.life_sum.checked_div(t.lives).unwrap_or(u64::MAX);
         let t0 = t_a.saturating_add(life);
         (t0 < t_b && (t_b - t0) as f64 >= OPEN_MIN_STEADY_SHARE * (t_b - t_a) as f64).then_some((t0, t_b))
     }
@@ -1171,74 +1299,72 @@ impl<'s, 'a> Simulation<'s, 'a> {
         } else if let Some((a, b)) = open_window {
             (self.series_at(a), self.series_at(b))
         } else {
-            ((self.reqs.iter().map(|r| r.arrival).min().unwrap_or(0), 0, 0), self.mark())
+            ((self.tally.first_arrival.unwrap_or(0), 0, 0), self.mark())
         }
     }
 
-    /// Latencies of the measured requests. Closed loop: those finishing inside the window.
-    /// Burst: all. Open loop: those arriving between the edges (by arrival order).
-    fn measure(&self, t0: Nanos, t1: Nanos) -> Measured {
+    /// Latencies of the measured requests. Steady-state closed loop: those finishing inside
+    /// the window, read here. Burst and benchmark run: all; open loop: those arriving between
+    /// the edges (by arrival order); both folded in as they finished ([`Self::fold_next`]).
+    fn measure(&mut self, t0: Nanos, t1: Nanos) -> Measured {
+        if self.folds {
+            return std::mem::take(&mut self.tally.measured);
+        }
         let run = &self.sys.run;
-        let mut m = Measured {
-            rec: Default::default(),
-            measured: 0,
-            good: 0,
-            finished_in_window: 0,
-            out_tokens: 0,
-            per_bin: vec![(Vec::new(), Vec::new()); run.bins.len()],
-        };
+        let mut m = Measured::new(run.bins.len());
         for (idx, r) in self.reqs.iter().enumerate() {
             let Some(fin) = r.finish else { continue };
             if fin > t0 && fin <= t1 {
                 m.finished_in_window += 1;
             }
-            let counted = if self.bench_total.is_some() {
-                // A benchmark averages over every request it sent, the first wave included.
-                true
-            } else if self.closed {
-                // The initial wave (all issued at t = 0) prefilled together; with variable
-                // output lengths some of it outlives the warm-up, and its TTFT is not steady
-                // state.
-                fin > t0 && fin <= t1 && idx as u64 >= run.concurrency
-            } else if self.open && self.sys.run.measure == Measure::Steady && self.open_marks.1 >= self.open_marks.0 {
-                self.in_open_range(idx)
-            } else {
-                true
-            };
-            if !counted {
-                continue;
-            }
-            let first = r.first_token.unwrap_or(fin);
-            // The client sees the engine's time plus the API server's.
-            let client = run.frontend_ns as f64 / 1e6;
-            let ttft = (first - r.arrival) as f64 / 1e6 + client;
-            let e2e = (fin - r.arrival) as f64 / 1e6 + client;
-            let out_tokens = if self.prefill_only { 1 } else { r.output };
-            let inter = if out_tokens > 1 { (fin - first) as f64 / 1e6 / (out_tokens - 1) as f64 } else { 0.0 };
-            let amort = e2e / out_tokens as f64;
-            m.rec[0].record(ttft);
-            m.rec[1].record(inter);
-            m.rec[2].record(amort);
-            m.rec[3].record(e2e);
-            m.rec[4].record((r.scheduled.or(r.decode_admitted).unwrap_or(first) - r.arrival) as f64 / 1e6);
-            m.measured += 1;
-            m.out_tokens += out_tokens;
-            if ttft <= run.ttft_limit_ms && inter <= run.tpot_limit_ms {
-                m.good += 1;
-            }
-            let prompt = r.input - self.image_tokens;
-            // Bins are sorted and disjoint (validated): the last one starting at or below.
-            let i = run.bins.partition_point(|&(lo, _)| lo <= prompt);
-            if i > 0 && prompt < run.bins[i - 1].1 {
-                m.per_bin[i - 1].0.push(ttft);
-                m.per_bin[i - 1].1.push(inter);
+            // The initial wave (all issued at t = 0) prefilled together; with variable output
+            // lengths some of it outlives the warm-up, and its TTFT is not steady state.
+            if fin > t0 && fin <= t1 && idx as u64 >= run.concurrency {
+                self.tally_request(&mut m, r, fin);
             }
         }
         m
     }
 
+    /// Add one measured request, finished at `fin`, to the latencies and counts.
+    fn tally_request(&self, m: &mut Measured, r: &RequestState, fin: Nanos) {
+        let run = &self.sys.run;
+        let first = r.first_token.unwrap_or(fin);
+        // The client sees the engine's time plus the API server's.
+        let client = run.frontend_ns as f64 / 1e6;
+        let ttft = (first - r.arrival) as f64 / 1e6 + client;
+        let e2e = (fin - r.arrival) as f64 / 1e6 + client;
+        let out_tokens = if self.prefill_only { 1 } else { r.output };
+        let inter = if out_tokens > 1 { (fin - first) as f64 / 1e6 / (out_tokens - 1) as f64 } else { 0.0 };
+        let amort = e2e / out_tokens as f64;
+        m.rec[0].record(ttft);
+        m.rec[1].record(inter);
+        m.rec[2].record(amort);
+        m.rec[3].record(e2e);
+        m.rec[4].record((r.scheduled.or(r.decode_admitted).unwrap_or(first) - r.arrival) as f64 / 1e6);
+        m.measured += 1;
+        m.out_tokens += out_tokens;
+        if ttft <= run.ttft_limit_ms && inter <= run.tpot_limit_ms {
+            m.good += 1;
+        }
+        let prompt = r.input - self.image_tokens;
+        // Bins are sorted and disjoint (validated): the last one starting at or below.
+        let i = run.bins.partition_point(|&(lo, _)| lo <= prompt);
+        if i > 0 && prompt < run.bins[i - 1].1 {
+            let b = &mut m.per_bin[i - 1];
+            b.requests += 1;
+            b.ttft.record(ttft);
+            b.tpot.record(inter);
+        }
+    }
+
     /// The report over the measurement window, and every request's record.
-    fn report(self) -> (SimReport, Vec<RequestState>) {
+    fn report(mut self) -> (SimReport, Requests) {
+        if self.folds {
+            while self.tally.folded < self.reqs.issued() {
+                self.fold_next();
+            }
+        }
         let open_window = self.open_window();
         let steady = open_window.is_some();
         let ((t0, tok0, in0), (t1, tok1, in1)) = self.window(open_window);
@@ -1291,20 +1417,20 @@ impl<'s, 'a> Simulation<'s, 'a> {
             kv_capacity_blocks: self.instances.iter().map(|i| i.kv.capacity).max().unwrap_or(0),
             tokens_emitted: self.tokens_out,
             kv_held_at_end: self.instances.iter().map(|i| i.kv.held()).sum(),
-            prefix_cache_hit_rate: prefix_hit_rate(&self.reqs),
+            prefix_cache_hit_rate: self.prefix_hit_rate(),
             bins: self
                 .sys
                 .run
                 .bins
                 .iter()
                 .zip(&m.per_bin)
-                .filter(|(_, b)| !b.0.is_empty())
+                .filter(|(_, b)| b.requests > 0)
                 .map(|(&(lo, hi), b)| BinStat {
                     min_tokens: lo,
                     max_tokens: hi,
-                    requests: b.0.len() as u64,
-                    ttft: Recorder::of(&b.0).stat(),
-                    tpot_inter_token: Recorder::of(&b.1).stat(),
+                    requests: b.requests,
+                    ttft: b.ttft.stat(),
+                    tpot_inter_token: b.tpot.stat(),
                 })
                 .collect(),
         };
@@ -1312,17 +1438,8 @@ impl<'s, 'a> Simulation<'s, 'a> {
     }
 }
 
-/// Prompt tokens found in the prefix cache over the prompt tokens of every admitted request.
-fn prefix_hit_rate(reqs: &[RequestState]) -> f64 {
-    let (cached, input) = reqs.iter().filter(|r| r.scheduled.is_some()).fold((0, 0), |(c, i), r| (c + r.cached, i + r.input));
-    if input > 0 {
-        cached as f64 / input as f64
-    } else {
-        0.0
-    }
-}
-
 /// Latencies and counts of the measured requests.
+#[derive(Default)]
 struct Measured {
     /// TTFT, inter-token TPOT, amortized TPOT, end-to-end, queueing.
     rec: [Recorder; 5],
@@ -1332,10 +1449,58 @@ struct Measured {
     finished_in_window: u64,
     /// Output tokens of the measured requests.
     out_tokens: u64,
-    /// TTFT and inter-token TPOT samples per input bin. Samples, not a histogram per bin:
-    /// memory grows with the measured requests (bounded), not with bins × histogram size; a
-    /// bin's recorder is built only while its statistics are read.
-    per_bin: Vec<(Vec<f64>, Vec<f64>)>,
+    /// TTFT and inter-token TPOT per input bin (recorded in request order, as the run-wide
+    /// recorders are: a histogram per bin, not the samples, so memory does not grow with the
+    /// requests).
+    per_bin: Vec<BinTally>,
+}
+
+impl Measured {
+    fn new(bins: usize) -> Self {
+        Measured { per_bin: (0..bins).map(|_| BinTally::default()).collect(), ..Default::default() }
+    }
+}
+
+#[derive(Default)]
+struct BinTally {
+    requests: u64,
+    ttft: Recorder,
+    tpot: Recorder,
+}
+
+/// A measurement kept as the records are read (in id order), so that they need
+/// not stay in memory: the measured latencies, the lifetimes of the requests between the
+/// edges, and the arrival times the window is read from.
+struct Tally {
+    /// Records read so far (ids below).
+    folded: usize,
+    measured: Measured,
+    /// Σ lifetime (finish − arrival) and count over the finished requests between the edges.
+    life_sum: u64,
+    lives: u64,
+    /// Arrival times of the requests at the open loop's edges, once issued.
+    edges: (Option<Nanos>, Option<Nanos>),
+    /// Earliest arrival of any request.
+    first_arrival: Option<Nanos>,
+    /// Σ cached and Σ input tokens of the folded requests that were admitted.
+    prefix: (u64, u64),
+}
+
+impl Tally {
+    fn new(bins: usize) -> Self {
+        Tally { folded: 0, measured: Measured::new(bins), life_sum: 0, lives: 0, edges: (None, None), first_arrival: None, prefix: (0, 0) }
+    }
+
+    /// Request `id` was issued, arriving at `at`.
+    fn arrived(&mut self, id: u64, at: Nanos, (a, b): (u64, u64)) {
+        self.first_arrival = Some(self.first_arrival.map_or(at, |f| f.min(at)));
+        if b >= a && id == a {
+            self.edges.0 = Some(at);
+        }
+        if b >= a && id == b {
+            self.edges.1 = Some(at);
+        }
+    }
 }
 
 #[cfg(test)]

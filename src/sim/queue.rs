@@ -1,9 +1,16 @@
 //! The event queue: events ordered by (time, sequence number), so events at equal times pop
-//! in the order they were pushed and runs are deterministic.
+//! in the order they were pushed and runs are deterministic. A plain binary heap of
+//! (time, sequence) keys: the simulator never changes or removes a queued event (stale link
+//! ticks are skipped when they pop), so an indexed priority queue (hash map beside the heap)
+//! would only add hashing to every push and pop.
+//!
+//! An open loop without a client-side cap used to queue every arrival at t = 0, numbered
+//! 0, 1, … before any other event. It now queues one arrival at a time, pushed with
+//! [`EventQueue::push_reserved`] under the sequence number it had then (the first
+//! [`EventQueue::reserve`]d numbers), so the pop order, and every output, is unchanged.
 
-use priority_queue::PriorityQueue;
-use std::cmp::Reverse;
-use std::hash::{Hash, Hasher};
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
 
 /// Simulated time in integer nanoseconds.
 pub type Nanos = u64;
@@ -20,29 +27,35 @@ pub enum Event {
     KvTransferTick { generation: u64 },
 }
 
-/// An event with its unique sequence number (the queue's key).
+/// An event under its (time, sequence) key; ordered by the key alone (sequence numbers are
+/// unique).
 #[derive(Debug, Clone, Copy)]
 struct Keyed {
-    seq: u64,
+    key: (Nanos, u64),
     event: Event,
 }
 
 impl PartialEq for Keyed {
     fn eq(&self, other: &Self) -> bool {
-        self.seq == other.seq
+        self.key == other.key
     }
 }
 impl Eq for Keyed {}
-impl Hash for Keyed {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.seq.hash(state);
+impl PartialOrd for Keyed {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Keyed {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key.cmp(&other.key)
     }
 }
 
 /// Min-queue of events by (time, push order).
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    queue: PriorityQueue<Keyed, Reverse<(Nanos, u64)>>,
+    heap: BinaryHeap<Reverse<Keyed>>,
     next_seq: u64,
 }
 
@@ -51,26 +64,40 @@ impl EventQueue {
         Self::default()
     }
 
+    /// Set the first `n` sequence numbers aside for [`Self::push_reserved`]: events pushed
+    /// later by [`Self::push`] come after all of them at equal times. Call before any push.
+    pub fn reserve(&mut self, n: u64) {
+        debug_assert!(self.next_seq == 0, "sequence numbers are reserved before the first push");
+        self.next_seq = n;
+    }
+
     pub fn push(&mut self, at: Nanos, event: Event) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.queue.push(Keyed { seq, event }, Reverse((at, seq)));
+        self.heap.push(Reverse(Keyed { key: (at, seq), event }));
+    }
+
+    /// Push under reserved sequence number `seq` (below the count given to [`Self::reserve`],
+    /// each used once).
+    pub fn push_reserved(&mut self, at: Nanos, seq: u64, event: Event) {
+        debug_assert!(seq < self.next_seq, "sequence number {seq} was not reserved");
+        self.heap.push(Reverse(Keyed { key: (at, seq), event }));
     }
 
     pub fn pop(&mut self) -> Option<(Nanos, Event)> {
-        self.queue.pop().map(|(k, Reverse((t, _)))| (t, k.event))
+        self.heap.pop().map(|Reverse(k)| (k.key.0, k.event))
     }
 
     pub fn peek_time(&self) -> Option<Nanos> {
-        self.queue.peek().map(|(_, Reverse((t, _)))| *t)
+        self.heap.peek().map(|Reverse(k)| k.key.0)
     }
 
     pub fn len(&self) -> usize {
-        self.queue.len()
+        self.heap.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
+        self.heap.is_empty()
     }
 }
 
@@ -95,5 +122,21 @@ mod tests {
                 (10, Event::StepDone { instance: 0 }),
             ]
         );
+    }
+
+    #[test]
+    fn reserved_numbers_pop_before_later_pushes_at_equal_times() {
+        // An arrival pushed late under its reserved number still pops before a step pushed
+        // earlier at the same time, as when every arrival was queued first. Mutation: make
+        // `push_reserved` take the next free number (as `push` does) and the order flips.
+        let mut q = EventQueue::new();
+        q.reserve(2);
+        q.push_reserved(3, 0, Event::Arrival { request: 0 });
+        q.push(7, Event::StepDone { instance: 0 });
+        assert_eq!(q.pop(), Some((3, Event::Arrival { request: 0 })));
+        q.push_reserved(7, 1, Event::Arrival { request: 1 });
+        assert_eq!(q.pop(), Some((7, Event::Arrival { request: 1 })));
+        assert_eq!(q.pop(), Some((7, Event::StepDone { instance: 0 })));
+        assert!(q.is_empty());
     }
 }

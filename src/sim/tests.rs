@@ -366,3 +366,29 @@ fn itl_and_kv_use_cover_the_measurement_window() {
     // KV use is read over the same window (a time average, so at most the run's peak).
     assert!(rep.kv_utilization > 0.0 && rep.kv_utilization <= rep.kv_peak_utilization + 1e-12);
 }
+
+#[test]
+fn reports_do_not_depend_on_keeping_the_records() {
+    // A run that drops its finished requests' records (`simulate`) reports exactly what one
+    // keeping them all reports, for an open loop of variable lengths with bins and for a
+    // benchmark-run closed loop, each long enough for records to be dropped. Mutation: drain
+    // the front in `Requests::drop_before` without moving `base`, and the folded records are
+    // the wrong ones (or an index falls outside).
+    let d = crate::workload::LengthDistribution::builtin();
+    let mut c = cfg(8192, 64);
+    c.instance.kv_blocks = 1 << 20;
+    c.instances = 2;
+    c.run.num_requests = 12_000;
+    c.run.bins = d.bins.iter().map(|b| (b.min_tokens, b.max_tokens)).collect();
+    let open =
+        || RequestFactory::new(Lengths::Distribution(d.clone()), Lengths::Fixed(20), None, ArrivalProcess::Poisson { rate: 400.0 }, 3);
+    let (kept, reqs) = simulate_detailed(&c, &PER_TOKEN, open(), &mut |_| {}).unwrap();
+    assert_eq!(reqs.len(), 12_000);
+    assert_eq!(simulate(&c, &PER_TOKEN, open()).unwrap(), kept);
+    assert!(kept.measured > 9_000 && !kept.bins.is_empty(), "{} measured", kept.measured);
+    c.run.closed_requests = Some(9_000);
+    let bench = || RequestFactory::new(Lengths::Fixed(30), Lengths::Fixed(20), None, ArrivalProcess::Closed, 3);
+    let (kept, _) = simulate_detailed(&c, &PER_TOKEN, bench(), &mut |_| {}).unwrap();
+    assert_eq!(simulate(&c, &PER_TOKEN, bench()).unwrap(), kept);
+    assert_eq!(kept.measured, 9_000);
+}

@@ -195,39 +195,40 @@ impl RequestFactory {
         NewRequest { arrival_ns: at_ns, input, output, prefix_group, prefix_len }
     }
 
-    /// The next request of an open-loop process (`None` when a trace is exhausted).
+    /// The next request of an open-loop process (`None` when a trace is exhausted). The
+    /// simulator pulls arrivals through this one at a time, as they are due: a source of
+    /// requests never has to hold them all.
     pub fn next_open(&mut self) -> Option<NewRequest> {
         let at = self.next_arrival_ns;
-        match self.process.clone() {
+        // Matched by reference: a trace is read in place, not copied per request.
+        self.next_arrival_ns = match &self.process {
             ArrivalProcess::Poisson { rate } => {
-                let gap = Exp::new(rate).expect("validated rate").sample(&mut self.arrivals);
-                self.next_arrival_ns = at + (gap * 1e9).round() as u64;
-                Some(self.make(at))
+                let gap = Exp::new(*rate).expect("validated rate").sample(&mut self.arrivals);
+                at + (gap * 1e9).round() as u64
             }
             ArrivalProcess::Constant { rate } => {
                 // The k-th arrival at round(k / rate): no drift from summing rounded gaps.
                 self.issued_open += 1;
-                self.next_arrival_ns = (self.issued_open as f64 / rate * 1e9).round() as u64;
-                Some(self.make(at))
+                (self.issued_open as f64 / rate * 1e9).round() as u64
             }
             ArrivalProcess::Gamma { rate, burstiness } => {
-                let g = Gamma::new(burstiness, 1.0 / (rate * burstiness)).expect("validated parameters");
-                self.next_arrival_ns = at + (g.sample(&mut self.arrivals) * 1e9).round() as u64;
-                Some(self.make(at))
+                let g = Gamma::new(*burstiness, 1.0 / (rate * burstiness)).expect("validated parameters");
+                at + (g.sample(&mut self.arrivals) * 1e9).round() as u64
             }
             ArrivalProcess::Trace(t) => {
                 let r = t.requests.get(self.trace_pos)?;
                 self.trace_pos += 1;
-                Some(NewRequest {
+                return Some(NewRequest {
                     arrival_ns: (r.arrival_s * 1e9).round() as u64,
                     input: r.input_tokens,
                     output: r.output_tokens,
                     prefix_group: r.prefix_group,
                     prefix_len: r.prefix_len,
-                })
+                });
             }
-            ArrivalProcess::Closed | ArrivalProcess::Burst => Some(self.make(0)),
-        }
+            ArrivalProcess::Closed | ArrivalProcess::Burst => return Some(self.make(0)),
+        };
+        Some(self.make(at))
     }
 }
 

@@ -57,11 +57,11 @@ pub struct TraceError {
     pub message: String,
 }
 
-/// Most requests one simulation may hold (`--num-requests`, a trace): each is kept in memory
-/// (about 500 bytes with its simulation state) and simulated once per candidate.
-pub const MAX_REQUESTS: u64 = 100_000;
-/// [`MAX_REQUESTS`] as a trace's length.
-pub const MAX_TRACE_REQUESTS: usize = MAX_REQUESTS as usize;
+/// Most requests one simulation may run (`--num-requests`). A run keeps only the requests in
+/// flight, but it is simulated once per candidate layout: a million requests take seconds.
+pub const MAX_REQUESTS: u64 = 1_000_000;
+/// Most requests a trace may hold: a trace is read into memory whole.
+pub const MAX_TRACE_REQUESTS: usize = 100_000;
 /// Latest arrival time of a trace request, in seconds (about 116 days): later times would not
 /// fit the simulator's nanosecond clock without clamping.
 pub const MAX_ARRIVAL_S: f64 = 1e7;

@@ -184,7 +184,10 @@ fn counts_that_size_memory_are_bounded() {
     let d = dir.path();
     // Fails if validate_sim drops the MAX_REQUESTS check (6.5 GB, then an abort).
     let nreq = ["--arrival", "poisson", "--request-rate", "1000000", "--num-requests", "4294967295"];
-    case(d, &with(&with(Q, SHORT), &nreq), 2, &["--num-requests 4294967295", "at most 100000"]);
+    case(d, &with(&with(Q, SHORT), &nreq), 2, &["--num-requests 4294967295", "at most 1000000"]);
+    // Ten million requests are refused before anything runs, naming the flag and the limit.
+    let ten_m = ["--arrival", "poisson", "--request-rate", "200", "--num-requests", "10000000"];
+    case(d, &with(&with(Q, SHORT), &ten_m), 2, &["--num-requests 10000000", "at most 1000000"]);
     // Fails if hf::limit stops bounding layers (one 24 GB allocation).
     case(d, &["./layers.json", "--num-devices", "2", "--input-length", "100", "--output-length", "10"], 2, &["`num_hidden_layers`"]);
     // Fails if dimensions are unbounded (2^54 shows 0.0B parameters).

@@ -102,7 +102,7 @@ pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, w
         return Err(Error::invalid(
             "--num-requests",
             n,
-            format!("at most {MAX_REQUESTS} requests per simulation (each is kept in memory and simulated per candidate)"),
+            format!("at most {MAX_REQUESTS} requests per simulation (each candidate layout simulates all of them)"),
         ));
     }
     let measure = validate_measure(raw, &arrival)?;

@@ -9,7 +9,7 @@ use crate::outcome::{PdRow, PdSimulated, PdSplitEval, PdVerification};
 use crate::plan::{Plan, TpotDefinition};
 use crate::search::engine::sim::{factory, input_bins, instance_config, step_cost, MAX_STEPS};
 use crate::search::{Candidate, CandidateCtx};
-use crate::sim::{simulate_system, Group, KvTransfer, Role, RunParams, SimError, System};
+use crate::sim::{simulate_report, Group, KvTransfer, Role, RunParams, SimError, System};
 use crate::workload::arrival::ArrivalProcess;
 
 /// Fewest requests per verification run unless `--num-requests` says otherwise.
@@ -86,7 +86,7 @@ pub fn simulate_split(
             frontend_ns: (pc.request_overhead_s * 1e9).round() as u64,
         },
     };
-    let (rep, _) = simulate_system(&sys, factory(&pc, ArrivalProcess::Poisson { rate }), &mut |_| {})?;
+    let rep = simulate_report(&sys, factory(&pc, ArrivalProcess::Poisson { rate }))?;
     let pct = plan.sim.slo_percentile;
     let tpot = match plan.serving.tpot_definition {
         TpotDefinition::InterToken => rep.latency.tpot_inter_token,
@@ -134,8 +134,9 @@ pub fn verify(plan: &Plan, device: &DeviceProfile, row: &PdRow, split: Option<(u
     let (p, d) = split.unwrap_or_else(|| smallest_split(row.pd_ratio));
     let rate = split_rate(row, p, d);
     let requests = verify_requests(plan, row, rate);
-    // The planned split and every other maximal split are independent simulations: they run
-    // on the search's thread pool, and results keep their order (output independent of --jobs).
+    // The planned split (then, if it misses the SLO, the search for the rate it sustains) and
+    // every other maximal split are independent simulations: they run side by side on the
+    // search's thread pool, and results keep their order (output independent of --jobs).
     let others: Vec<(u32, u32)> = total.map(|n| maximal_splits(n, row.p_devices, row.d_devices)).unwrap_or_default();
     let runs: Vec<(u32, u32, f64, u64)> = std::iter::once((p, d, rate, requests))
         .chain(others.iter().filter(|&&s| s != (p, d)).map(|&(sp, sd)| {
@@ -143,8 +144,18 @@ pub fn verify(plan: &Plan, device: &DeviceProfile, row: &PdRow, split: Option<(u
             (sp, sd, r, verify_requests(plan, row, r))
         }))
         .collect();
-    let results: Vec<_> = runs.par_iter().map(|&(sp, sd, r, n)| simulate_split(plan, device, row, sp, sd, r, n)).collect();
-    let simulated = results[0].clone();
+    let planned = || {
+        let simulated = simulate_split(plan, device, row, p, d, rate, requests);
+        let sustainable_rate = match &simulated {
+            Ok(s) if s.slo_met => Some(rate),
+            Ok(_) => sustainable(plan, device, row, p, d, rate, requests),
+            Err(_) => None,
+        };
+        (simulated, sustainable_rate)
+    };
+    let rest = || runs[1..].par_iter().map(|&(sp, sd, r, n)| simulate_split(plan, device, row, sp, sd, r, n)).collect::<Vec<_>>();
+    let ((simulated, sustainable_rate), rest) = rayon::join(planned, rest);
+    let results: Vec<_> = std::iter::once(simulated.clone()).chain(rest).collect();
     let mut splits = Vec::new();
     if total.is_some() {
         for &(sp, sd) in &others {
@@ -176,11 +187,6 @@ pub fn verify(plan: &Plan, device: &DeviceProfile, row: &PdRow, split: Option<(u
         }
         splits.sort_by(|a, b| b.good_qps.total_cmp(&a.good_qps).then(a.prefill_instances.cmp(&b.prefill_instances)));
     }
-    let sustainable_rate = match &simulated {
-        Ok(s) if s.slo_met => Some(rate),
-        Ok(_) => sustainable(plan, device, row, p, d, rate, requests),
-        Err(_) => None,
-    };
     let share = |cap: f64| if cap > 0.0 { rate / cap } else { 0.0 };
     let (simulated, simulation_error) = match simulated {
         Ok(s) => (Some(s), None),
@@ -207,20 +213,50 @@ pub fn verify(plan: &Plan, device: &DeviceProfile, row: &PdRow, split: Option<(u
 const RATE_BISECTIONS: u32 = 5;
 
 /// The highest Poisson rate (to 1/32 of the balanced rate) at which the split still meets the
-/// SLO; `None` when even 1/32 of it fails.
+/// SLO, by bisection; `None` when even 1/32 of it fails.
 /// Each run simulates as many requests as the verification itself, so the two agree.
+///
+/// With w worker threads, each round simulates the bisection's next w midpoints as they
+/// would be if every one of them held the SLO (a plan that misses its SLO usually misses it by
+/// a small margin, so the search mostly moves up), side by side. Their outcomes are read in
+/// order only as far as the bisection would go: at the first midpoint that fails, the rest of
+/// the round is discarded. So the result is the sequential bisection's whatever the thread
+/// count (one thread runs exactly it), and a round that guessed right advances w levels.
+/// (Speculating on both halves instead doubles the work per level; speculating before the
+/// planned split's own run was measured slower, since it is wasted whenever the plan holds.)
 fn sustainable(plan: &Plan, device: &DeviceProfile, row: &PdRow, p: u32, d: u32, rate: f64, n: u64) -> Option<f64> {
     let ok = |r: f64| simulate_split(plan, device, row, p, d, r, n).is_ok_and(|s| s.slo_met);
+    let lo = bisect(RATE_BISECTIONS, rayon::current_num_threads().max(1) as u32, &|m| ok(rate * m));
+    (lo > 0.0).then_some(rate * lo)
+}
+
+/// The lower end of `levels` bisections of [0, 1] on `holds` (a midpoint that holds raises the
+/// lower end, one that fails lowers the upper end), evaluating up to `width` midpoints per
+/// round on the current thread pool: those of the path on which each one holds.
+fn bisect(levels: u32, width: u32, holds: &(dyn Fn(f64) -> bool + Sync)) -> f64 {
+    use rayon::prelude::*;
     let (mut lo, mut hi) = (0.0f64, 1.0f64);
-    for _ in 0..RATE_BISECTIONS {
-        let mid = (lo + hi) / 2.0;
-        if ok(rate * mid) {
-            lo = mid;
-        } else {
-            hi = mid;
+    let mut level = 0;
+    while level < levels {
+        let mut mids = Vec::new();
+        let mut l = lo;
+        for _ in 0..width.clamp(1, levels - level) {
+            let mid = (l + hi) / 2.0;
+            mids.push(mid);
+            l = mid;
+        }
+        let held: Vec<bool> = mids.par_iter().map(|&m| holds(m)).collect();
+        for (&mid, held) in mids.iter().zip(held) {
+            level += 1;
+            if held {
+                lo = mid;
+            } else {
+                hi = mid;
+                break;
+            }
         }
     }
-    (lo > 0.0).then_some(rate * lo)
+    lo
 }
 
 /// Without a device budget: the smallest (P, D) whose ratio is within 10 % of D QPS / P QPS
@@ -243,6 +279,37 @@ pub fn smallest_split(pd_ratio: f64) -> (u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_speculative_bisection_ends_where_the_sequential_one_does() {
+        // Whatever the width, the result is the plain bisection's, also for a criterion that is
+        // not monotone (here: a hash of the midpoint's bits). Mutation: keep reading a round's
+        // outcomes after the first failure (drop the `break`), and wider rounds end elsewhere.
+        let sequential = |holds: &dyn Fn(f64) -> bool| {
+            let (mut lo, mut hi) = (0.0f64, 1.0f64);
+            for _ in 0..RATE_BISECTIONS {
+                let mid = (lo + hi) / 2.0;
+                if holds(mid) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            lo
+        };
+        let mut ends = std::collections::BTreeSet::new();
+        for salt in 0..64u64 {
+            let holds =
+                move |m: f64| ((m.to_bits() ^ salt.wrapping_mul(0xD1B5_4A32_D192_ED03)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 63) == 0;
+            let want = sequential(&holds);
+            for width in 1..=5 {
+                assert_eq!(bisect(RATE_BISECTIONS, width, &holds).to_bits(), want.to_bits(), "salt {salt}, width {width}");
+            }
+            ends.insert(want.to_bits());
+        }
+        assert!(ends.len() > 5, "the criteria reach several ends");
+        assert_eq!(bisect(RATE_BISECTIONS, 2, &|m| m < 0.84), 0.8125);
+    }
 
     #[test]
     fn maximal_splits_use_the_budget() {

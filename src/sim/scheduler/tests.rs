@@ -5,7 +5,7 @@ use super::*;
 use crate::cost::{FixedCost, StepCostModel};
 use crate::sim::instance::{Instance, StepOutcome};
 use crate::sim::AcceptanceDraws;
-use crate::sim::RequestState;
+use crate::sim::{RequestState, Requests};
 
 fn cfg(budget: u64, slack: f64, max_num_seqs: u64, block_size: u64) -> InstanceConfig {
     InstanceConfig::for_tests(budget, slack, max_num_seqs, block_size)
@@ -34,8 +34,8 @@ fn trace_up_to(
 ) -> (Vec<Step>, Instance, Vec<RequestState>) {
     let cost = FixedCost { per_step_s: 1e-3, per_token_s: 0.0 };
     let mut inst = Instance::with_scheduler(0, Role::Mixed, cfg, scheduler);
-    let mut reqs: Vec<RequestState> = lens.iter().map(|&(input, output)| RequestState { input, output, ..Default::default() }).collect();
-    for i in 0..reqs.len() as u32 {
+    let mut reqs: Requests = lens.iter().map(|&(input, output)| RequestState { input, output, ..Default::default() }).collect();
+    for i in 0..reqs.issued() as u32 {
         inst.enqueue(i, &reqs);
     }
     let (mut now, draws, mut out, mut steps) = (0, AcceptanceDraws::new(0), StepOutcome::default(), Vec::new());
@@ -46,7 +46,7 @@ fn trace_up_to(
         now += (cost.step_seconds(&inst.shape) * 1e9).round() as u64;
         inst.complete(cfg, &mut reqs, now, &draws, &mut out);
     }
-    (steps, inst, reqs)
+    (steps, inst, reqs.into_vec())
 }
 
 #[test]
