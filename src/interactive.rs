@@ -4,6 +4,11 @@
 //! equivalent command with a parameter summary and validation warnings, ask for confirmation,
 //! run, and summarise the result with the disclaimer.
 //!
+//! Answering `b` (or `back`) returns to the previous question, the confirmation included: the
+//! accepted answers are kept in order, the last one is dropped, and the interview restarts from
+//! its beginning replaying the rest silently, so every later question depends on the answers
+//! exactly as a fresh session would (a changed mode asks the mode's own questions).
+//!
 //! It reads answers from any `BufRead` and writes to any `Write`, so a session can be scripted
 //! (answers piped on stdin) and tested without a terminal. It only ever runs when asked.
 
@@ -11,6 +16,7 @@ use crate::cli::{self, Command, PlanError, RawArgs};
 use crate::model;
 use crate::outcome::{Report, DISCLAIMER};
 use crate::plan::{Mode, Plan};
+use std::collections::VecDeque;
 use std::io::{BufRead, Write};
 
 /// Attempts at one question before the session gives up.
@@ -19,19 +25,85 @@ const MAX_ATTEMPTS: u32 = 3;
 /// Longest answer line read, in bytes (paths and lists of numbers fit easily).
 pub const MAX_ANSWER_BYTES: u64 = 4096;
 
+/// The answers that step back to the previous question.
+const BACK: [&str; 2] = ["b", "back"];
+
+/// Why an undoable question did not yield a value.
+#[derive(Debug)]
+pub enum Stop {
+    /// The user asked to return to the previous question.
+    Back,
+    Fail(PlanError),
+}
+
+impl From<PlanError> for Stop {
+    fn from(e: PlanError) -> Self {
+        Stop::Fail(e)
+    }
+}
+
 /// A question-and-answer channel.
 pub struct Prompter<R: BufRead, W: Write> {
     input: R,
     out: W,
+    /// Every answer accepted by an undoable question, in order (after defaults are applied).
+    history: Vec<String>,
+    /// Answers fed back, without asking, while the interview is replayed after a step back.
+    replay: VecDeque<String>,
 }
 
 impl<R: BufRead, W: Write> Prompter<R, W> {
     pub fn new(input: R, out: W) -> Self {
-        Prompter { input, out }
+        Prompter { input, out, history: Vec::new(), replay: VecDeque::new() }
     }
 
+    /// Print a line; silent while replaying, since those questions were already shown.
     pub fn say(&mut self, text: &str) {
-        let _ = writeln!(self.out, "{text}");
+        if self.replay.is_empty() {
+            let _ = writeln!(self.out, "{text}");
+        }
+    }
+
+    /// Forget the last accepted answer and queue the others for a replay of the interview.
+    fn step_back(&mut self) {
+        if self.history.pop().is_none() {
+            self.say("  This is the first question: there is nothing to go back to.");
+        }
+        self.replay = self.history.drain(..).collect();
+    }
+
+    /// An undoable question: `b` or `back` stops with [`Stop::Back`]; an accepted answer is
+    /// recorded. While replaying, the recorded answer is taken without asking (an answer that
+    /// no longer parses, a file deleted meanwhile, ends the replay and the question is asked).
+    pub fn answer<T>(&mut self, question: &str, default: Option<&str>, parse: impl Fn(&str) -> Result<T, String>) -> Result<T, Stop> {
+        if let Some(a) = self.replay.pop_front() {
+            if let Ok(v) = parse(&a) {
+                self.history.push(a);
+                return Ok(v);
+            }
+            self.replay.clear();
+        }
+        let mut accepted = None;
+        let v = self.ask_with(question, default, |a| {
+            if BACK.contains(&a.to_lowercase().as_str()) {
+                return Ok(None);
+            }
+            let v = parse(a)?;
+            accepted = Some(a.to_string());
+            Ok(Some(v))
+        });
+        match (v?, accepted) {
+            (Some(v), Some(a)) => {
+                self.history.push(a);
+                Ok(v)
+            }
+            _ => Err(Stop::Back),
+        }
+    }
+
+    /// A yes/no question that can step back.
+    pub fn yes_no_step(&mut self, question: &str, default: bool) -> Result<bool, Stop> {
+        self.answer(question, Some(if default { "y" } else { "n" }), yes_no_answer)
     }
 
     fn read_line(&mut self) -> Result<String, PlanError> {
@@ -49,6 +121,15 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
 
     /// Ask until `parse` accepts the answer; an empty answer takes `default` when there is one.
     pub fn ask<T>(&mut self, question: &str, default: Option<&str>, parse: impl Fn(&str) -> Result<T, String>) -> Result<T, PlanError> {
+        self.ask_with(question, default, parse)
+    }
+
+    fn ask_with<T>(
+        &mut self,
+        question: &str,
+        default: Option<&str>,
+        mut parse: impl FnMut(&str) -> Result<T, String>,
+    ) -> Result<T, PlanError> {
         for _ in 0..MAX_ATTEMPTS {
             match default {
                 Some(d) => {
@@ -75,11 +156,15 @@ impl<R: BufRead, W: Write> Prompter<R, W> {
     }
 
     pub fn yes_no(&mut self, question: &str, default: bool) -> Result<bool, PlanError> {
-        self.ask(question, Some(if default { "y" } else { "n" }), |a| match a.to_lowercase().as_str() {
-            "y" | "yes" | "是" | "是的" => Ok(true),
-            "n" | "no" | "否" | "不" => Ok(false),
-            _ => Err("answer y or n".into()),
-        })
+        self.ask(question, Some(if default { "y" } else { "n" }), yes_no_answer)
+    }
+}
+
+fn yes_no_answer(a: &str) -> Result<bool, String> {
+    match a.to_lowercase().as_str() {
+        "y" | "yes" | "是" | "是的" => Ok(true),
+        "n" | "no" | "否" | "不" => Ok(false),
+        _ => Err("answer y or n".into()),
     }
 }
 
@@ -136,19 +221,33 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-/// Ask for what `raw` leaves out; returns the complete argv (without `--interactive`).
+/// Ask for what `raw` leaves out; returns the complete argv (without `--interactive`) and the
+/// parameter summary. A step back restarts the interview, replaying the answers kept.
 pub fn complete_args<R: BufRead, W: Write>(
     p: &mut Prompter<R, W>,
     raw: &RawArgs,
     argv: &[String],
 ) -> Result<(Vec<String>, Vec<String>), PlanError> {
+    loop {
+        match interview(p, raw, argv) {
+            Ok(done) => return Ok(done),
+            Err(Stop::Back) => p.step_back(),
+            Err(Stop::Fail(e)) => return Err(e),
+        }
+    }
+}
+
+/// One pass of the interview, from the first question.
+fn interview<R: BufRead, W: Write>(p: &mut Prompter<R, W>, raw: &RawArgs, argv: &[String]) -> Result<(Vec<String>, Vec<String>), Stop> {
     let args: Vec<String> = argv.iter().filter(|a| *a != "--interactive").cloned().collect();
     let mut s = Interview { p, raw, args, summary: Vec::new() };
-    s.p.say("Guided throughput planning. Press Enter to take the value in brackets.");
+    s.p.say(
+        "Guided throughput planning. Press Enter to take the value in brackets; answer b (or back) to return to the previous question.",
+    );
 
     // ---- core inputs ----
     let model_id = s.model()?;
-    let (arch, _) = model::resolve_model(&model_id)?;
+    let (arch, _) = model::resolve_model(&model_id).map_err(PlanError::from)?;
     s.devices()?;
     let mode = s.mode()?;
     s.device_counts(&mode)?;
@@ -188,14 +287,14 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
     }
 
     /// The model id, from the command line or asked (then inserted as the positional argument).
-    fn model(&mut self) -> Result<String, PlanError> {
+    fn model(&mut self) -> Result<String, Stop> {
         match self.raw.model_id.clone().or(self.raw.model_id_flag.clone()) {
             Some(m) => {
                 self.note("model", m.clone(), "command line");
                 Ok(m)
             }
             None => {
-                let m: String = self.p.ask("Model (a catalog id such as Qwen/Qwen3-32B, or a path to a config.json)", None, |a| {
+                let m: String = self.p.answer("Model (a catalog id such as Qwen/Qwen3-32B, or a path to a config.json)", None, |a| {
                     model::resolve_model(a).map(|_| a.to_string()).map_err(|e| e.to_string())
                 })?;
                 self.args.insert(1, m.clone());
@@ -205,14 +304,14 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
         }
     }
 
-    fn devices(&mut self) -> Result<(), PlanError> {
+    fn devices(&mut self) -> Result<(), Stop> {
         if !self.raw.device.is_empty() {
             self.note("devices", self.raw.device.join(" "), "command line");
             return Ok(());
         }
         let names = crate::hardware::DeviceRegistry::builtin().names().iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let devs: Vec<String> =
-            self.p.ask("Device profile(s), space-separated (several = cross-hardware comparison)", Some("TEST_DEVICE"), |a| {
+            self.p.answer("Device profile(s), space-separated (several = cross-hardware comparison)", Some("TEST_DEVICE"), |a| {
                 let v: Vec<String> = a.split_whitespace().map(str::to_string).collect();
                 let reg = crate::hardware::DeviceRegistry::builtin();
                 for d in &v {
@@ -229,7 +328,7 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
     }
 
     /// The deployment mode; PD分离 is either phase capability evaluation or ratio planning.
-    fn mode(&mut self) -> Result<ModeAnswer, PlanError> {
+    fn mode(&mut self) -> Result<ModeAnswer, Stop> {
         let (raw, p) = (self.raw, &mut *self.p);
         let mode = if raw.enable_optimize_prefill_decode_ratio {
             ModeAnswer::Ratio
@@ -241,12 +340,12 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
             p.say("Deployment mode: 1) aggregation (prefill and decode on the same instances)");
             p.say("                 2) disaggregation (prefill and decode on separate instances)");
             p.say("                 3) P/D ratio (plan the prefill/decode instance ratio)");
-            p.ask("Mode", Some("1"), parse_mode)?
+            p.answer("Mode", Some("1"), parse_mode)?
         };
         let mode = if mode == ModeAnswer::Disaggregated && !raw.disagg {
             p.say("Disaggregation: 1) evaluate the prefill and decode phases separately (--disagg)");
             p.say("        2) give devices per P and D instance and compute the matched ratio");
-            let k = p.ask("Which", Some("1"), |a| match a {
+            let k = p.answer("Which", Some("1"), |a| match a {
                 "1" => Ok(ModeAnswer::Disaggregated),
                 "2" => Ok(ModeAnswer::Ratio),
                 _ => Err("answer 1 or 2".into()),
@@ -265,19 +364,19 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
     }
 
     /// Ratio planning: devices per P and D instance and an optional total; otherwise the total.
-    fn device_counts(&mut self, mode: &ModeAnswer) -> Result<(), PlanError> {
+    fn device_counts(&mut self, mode: &ModeAnswer) -> Result<(), Stop> {
         let raw = self.raw;
         if *mode == ModeAnswer::Ratio {
             if raw.prefill_devices_per_instance.is_none() {
-                let v = self.p.ask("Devices per prefill instance", None, positive)?;
+                let v = self.p.answer("Devices per prefill instance", None, positive)?;
                 self.push("--prefill-devices-per-instance", vec![v.to_string()]);
             }
             if raw.decode_devices_per_instance.is_none() {
-                let v = self.p.ask("Devices per decode instance", None, positive)?;
+                let v = self.p.answer("Devices per decode instance", None, positive)?;
                 self.push("--decode-devices-per-instance", vec![v.to_string()]);
             }
             if raw.num_devices.is_none() {
-                let v: Option<u32> = self.p.ask("Total devices to split into P and D instances (Enter to skip)", Some("skip"), |a| {
+                let v: Option<u32> = self.p.answer("Total devices to split into P and D instances (Enter to skip)", Some("skip"), |a| {
                     if a == "skip" {
                         Ok(None)
                     } else {
@@ -289,7 +388,7 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
                 }
             }
         } else if raw.num_devices.is_none() {
-            let v = self.p.ask("Total number of devices (the same count applies to every device profile)", Some("8"), positive)?;
+            let v = self.p.answer("Total number of devices (the same count applies to every device profile)", Some("8"), positive)?;
             self.note("num_devices", v.to_string(), "user-provided");
             self.push("--num-devices", vec![v.to_string()]);
         }
@@ -297,9 +396,9 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
     }
 
     /// Input (or a length distribution) and output lengths.
-    fn lengths(&mut self) -> Result<(), PlanError> {
+    fn lengths(&mut self) -> Result<(), Stop> {
         if self.raw.input_length.is_none() && self.raw.length_distribution.is_none() {
-            let v: String = self.p.ask("Input (prompt) length in tokens, or a length-distribution YAML file", None, |a| {
+            let v: String = self.p.answer("Input (prompt) length in tokens, or a length-distribution YAML file", None, |a| {
                 if a.parse::<u64>().is_ok_and(|v| v > 0) || std::path::Path::new(a).is_file() {
                     Ok(a.to_string())
                 } else {
@@ -310,7 +409,7 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
             self.push("--input-length", vec![v]);
         }
         if self.raw.output_length.is_none() {
-            let v = self.p.ask("Output length in tokens", None, positive)?;
+            let v = self.p.answer("Output length in tokens", None, positive)?;
             self.note("output_length", v.to_string(), "user-provided");
             self.push("--output-length", vec![v.to_string()]);
         }
@@ -318,14 +417,14 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
     }
 
     /// Which latency limits apply (by mode), then their values.
-    fn slo(&mut self, mode: &ModeAnswer) -> Result<(), PlanError> {
+    fn slo(&mut self, mode: &ModeAnswer) -> Result<(), Stop> {
         if self.raw.ttft_limits.is_some() || self.raw.tpot_limits.is_some() {
             return Ok(());
         }
         let p = &mut *self.p;
         let (want_ttft, want_tpot) = match mode {
             ModeAnswer::Disaggregated => {
-                let k = p.ask("Run which phases: 1) prefill only (TTFT), 2) decode only (TPOT), 3) both", Some("3"), |a| match a {
+                let k = p.answer("Run which phases: 1) prefill only (TTFT), 2) decode only (TPOT), 3) both", Some("3"), |a| match a {
                     "1" => Ok((true, false)),
                     "2" => Ok((false, true)),
                     "3" => Ok((true, true)),
@@ -337,7 +436,7 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
                 k
             }
             ModeAnswer::Ratio => (true, true),
-            ModeAnswer::Aggregation => p.ask("SLO target: 1) TTFT, 2) TPOT, 3) both", Some("2"), |a| match a {
+            ModeAnswer::Aggregation => p.answer("SLO target: 1) TTFT, 2) TPOT, 3) both", Some("2"), |a| match a {
                 "1" => Ok((true, false)),
                 "2" => Ok((false, true)),
                 "3" => Ok((true, true)),
@@ -345,12 +444,12 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
             })?,
         };
         if want_ttft {
-            let v = self.p.ask("TTFT limit in ms", None, limit)?;
+            let v = self.p.answer("TTFT limit in ms", None, limit)?;
             self.note("ttft_limit_ms", v.to_string(), "user-provided");
             self.push("--ttft-limits", vec![v.to_string()]);
         }
         if want_tpot {
-            let v = self.p.ask("TPOT limit in ms", None, limit)?;
+            let v = self.p.answer("TPOT limit in ms", None, limit)?;
             self.note("tpot_limit_ms", v.to_string(), "user-provided");
             self.push("--tpot-limits", vec![v.to_string()]);
         }
@@ -358,18 +457,22 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
     }
 
     /// For a MoE model with no search flags: TP only, or TP, EP and MoE-DP.
-    fn moe_search_space(&mut self, arch: &model::ModelArch) -> Result<(), PlanError> {
+    fn moe_search_space(&mut self, arch: &model::ModelArch) -> Result<(), Stop> {
         let raw = self.raw;
         let asked = arch.is_moe() && raw.ep_sizes.is_none() && raw.moe_dp_sizes.is_none() && raw.tp_sizes.is_none();
         if !asked {
             return Ok(());
         }
         let all =
-            self.p.ask("MoE model: search 1) TP only (recommended for a first run) or 2) TP, EP and MoE-DP", Some("1"), |a| match a {
-                "1" => Ok(false),
-                "2" => Ok(true),
-                _ => Err("answer 1 or 2".into()),
-            })?;
+            self.p.answer(
+                "MoE model: search 1) TP only (recommended for a first run) or 2) TP, EP and MoE-DP",
+                Some("1"),
+                |a| match a {
+                    "1" => Ok(false),
+                    "2" => Ok(true),
+                    _ => Err("answer 1 or 2".into()),
+                },
+            )?;
         if all {
             for f in ["--tp-sizes", "--ep-sizes", "--moe-dp-sizes"] {
                 self.args.push(f.into());
@@ -381,9 +484,9 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
         Ok(())
     }
 
-    fn prefix_cache(&mut self) -> Result<(), PlanError> {
-        if self.raw.prefix_cache_hit_rate.is_none() && self.p.yes_no("Is prefix caching enabled?", false)? {
-            let v: f64 = self.p.ask("Prefix cache hit rate in [0, 1)", None, |a| match a.parse::<f64>() {
+    fn prefix_cache(&mut self) -> Result<(), Stop> {
+        if self.raw.prefix_cache_hit_rate.is_none() && self.p.yes_no_step("Is prefix caching enabled?", false)? {
+            let v: f64 = self.p.answer("Prefix cache hit rate in [0, 1)", None, |a| match a.parse::<f64>() {
                 Ok(v) if (0.0..1.0).contains(&v) => Ok(v),
                 _ => Err(format!("`{a}` is not in the valid range [0, 1)")),
             })?;
@@ -394,17 +497,17 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
     }
 
     /// MTP draft tokens and acceptance rates, offered when the model ships MTP layers.
-    fn mtp(&mut self, arch: &model::ModelArch) -> Result<(), PlanError> {
+    fn mtp(&mut self, arch: &model::ModelArch) -> Result<(), Stop> {
         let offered = self.raw.num_mtp_tokens.is_none() && arch.mtp.is_some();
-        if !offered || !self.p.yes_no(&format!("{} ships MTP layers. Is MTP enabled?", arch.id), false)? {
+        if !offered || !self.p.yes_no_step(&format!("{} ships MTP layers. Is MTP enabled?", arch.id), false)? {
             return Ok(());
         }
-        let k = self.p.ask("Draft tokens per step (1-5)", Some("1"), |a| match a.parse::<u32>() {
+        let k = self.p.answer("Draft tokens per step (1-5)", Some("1"), |a| match a.parse::<u32>() {
             Ok(v) if (1..=5).contains(&v) => Ok(v),
             _ => Err("answer a number from 1 to 5".into()),
         })?;
         self.push("--num-mtp-tokens", vec![k.to_string()]);
-        let rates: Vec<String> = self.p.ask("Acceptance rate of each draft position", Some("0.9 0.6 0.4 0.2"), |a| {
+        let rates: Vec<String> = self.p.answer("Acceptance rate of each draft position", Some("0.9 0.6 0.4 0.2"), |a| {
             let v: Result<Vec<f64>, _> = a.split_whitespace().map(str::parse::<f64>).collect();
             match v {
                 Ok(v) if !v.is_empty() && v.iter().all(|r| (0.0..=1.0).contains(r)) => Ok(v.iter().map(|r| r.to_string()).collect()),
@@ -417,13 +520,13 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
     }
 
     /// For a vision model: an image size, or text-only requests.
-    fn image_size(&mut self, arch: &model::ModelArch) -> Result<(), PlanError> {
+    fn image_size(&mut self, arch: &model::ModelArch) -> Result<(), Stop> {
         let asked = arch.vision.is_some() && self.raw.image_height.is_none() && self.raw.image_width.is_none();
         if !asked {
             return Ok(());
         }
         let hw: Option<(u32, u32)> =
-            self.p.ask("Vision model: image size as HEIGHTxWIDTH pixels (Enter for text-only requests)", Some("none"), |a| {
+            self.p.answer("Vision model: image size as HEIGHTxWIDTH pixels (Enter for text-only requests)", Some("none"), |a| {
                 if a == "none" {
                     return Ok(None);
                 }
@@ -438,22 +541,22 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
     }
 
     /// The recommended quantization is offered; declining asks for each action.
-    fn quantization(&mut self) -> Result<(), PlanError> {
+    fn quantization(&mut self) -> Result<(), Stop> {
         if self.raw.quantize_linear_action.is_some() || self.raw.quantize_attention_action.is_some() {
             return Ok(());
         }
-        if self.p.yes_no("Use the recommended quantization (linear W8A8_DYNAMIC, attention/KV DISABLED)?", true)? {
+        if self.p.yes_no_step("Use the recommended quantization (linear W8A8_DYNAMIC, attention/KV DISABLED)?", true)? {
             self.push("--quantize-linear-action", vec!["W8A8_DYNAMIC".into()]);
             self.push("--quantize-attention-action", vec!["DISABLED".into()]);
             self.note("quantization", "W8A8_DYNAMIC / DISABLED".into(), "recommended default, confirmed");
         } else {
             use crate::quant::{KvQuant, LinearQuant, NamedEnum};
-            let lin = self.p.ask(&format!("Linear quantization ({})", LinearQuant::choices()), None, LinearQuant::parse_named)?;
-            let kv = self.p.ask(&format!("Attention/KV quantization ({})", KvQuant::choices()), None, KvQuant::parse_named)?;
+            let lin = self.p.answer(&format!("Linear quantization ({})", LinearQuant::choices()), None, LinearQuant::parse_named)?;
+            let kv = self.p.answer(&format!("Attention/KV quantization ({})", KvQuant::choices()), None, KvQuant::parse_named)?;
             self.push("--quantize-linear-action", vec![lin.to_string()]);
             self.push("--quantize-attention-action", vec![kv.to_string()]);
             if lin.is_mxfp4() {
-                let g = self.p.ask("MXFP4 group size", Some("32"), positive)?;
+                let g = self.p.answer("MXFP4 group size", Some("32"), positive)?;
                 self.push("--mxfp4-group-size", vec![g.to_string()]);
             }
             self.note("quantization", format!("{lin} / {kv}"), "user-provided");
@@ -461,8 +564,8 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
         Ok(())
     }
 
-    fn compile(&mut self) -> Result<(), PlanError> {
-        if !self.raw.compile && self.p.yes_no("Price the compiled operator graph (--compile, recommended)?", true)? {
+    fn compile(&mut self) -> Result<(), Stop> {
+        if !self.raw.compile && self.p.yes_no_step("Price the compiled operator graph (--compile, recommended)?", true)? {
             self.args.push("--compile".into());
         }
         Ok(())
@@ -552,7 +655,27 @@ pub fn run_session<R: BufRead, W: Write>(
             "--interactive cannot be combined with --scenario: the scenario file already describes the run; drop one of them",
         ));
     }
-    let (args, summary) = complete_args(p, raw, argv)?;
+    loop {
+        let (args, summary) = complete_args(p, raw, argv)?;
+        let plan = confirmable_plan(p, &args, &summary)?;
+        match p.yes_no_step("Run it?", true) {
+            Ok(true) => {
+                let report = crate::search::run(&plan);
+                return Ok(Some((plan, report)));
+            }
+            Ok(false) => {
+                p.say("Not run.");
+                return Ok(None);
+            }
+            // Back to the last question of the interview, then to this confirmation again.
+            Err(Stop::Back) => p.step_back(),
+            Err(Stop::Fail(e)) => return Err(e),
+        }
+    }
+}
+
+/// Show the equivalent command and the parameters, then validate them into a plan.
+fn confirmable_plan<R: BufRead, W: Write>(p: &mut Prompter<R, W>, args: &[String], summary: &[String]) -> Result<Plan, PlanError> {
     let command = std::iter::once("throughput-optimizer".to_string())
         .chain(args.iter().skip(1).map(|a| shell_quote(a)))
         .collect::<Vec<_>>()
@@ -560,10 +683,10 @@ pub fn run_session<R: BufRead, W: Write>(
     p.say("\nEquivalent command:");
     p.say(&format!("  {command}"));
     p.say("Parameters:");
-    for l in &summary {
+    for l in summary {
         p.say(l);
     }
-    let raw = RawArgs::parse_argv(&args).map_err(|e| PlanError::Args(e.to_string().lines().next().unwrap_or("").to_string()))?;
+    let raw = RawArgs::parse_argv(args).map_err(|e| PlanError::Args(e.to_string().lines().next().unwrap_or("").to_string()))?;
     let plan = match cli::build(raw) {
         Ok(Command::Run(plan)) => *plan,
         Ok(_) => return Err(PlanError::conflict("--interactive", "--list-devices", "--interactive runs a search; drop the listing flags")),
@@ -581,12 +704,7 @@ pub fn run_session<R: BufRead, W: Write>(
             p.say(&format!("  - {w}"));
         }
     }
-    if !p.yes_no("Run it?", true)? {
-        p.say("Not run.");
-        return Ok(None);
-    }
-    let report = crate::search::run(&plan);
-    Ok(Some((plan, report)))
+    Ok(plan)
 }
 
 #[cfg(test)]

@@ -297,6 +297,9 @@ pub struct OutputOptions {
     pub format: OutputFormat,
     pub file: Option<PathBuf>,
     pub top: Option<usize>,
+    /// Columns the text report fits in (`--width`, or the terminal's); `None`: no limit, the
+    /// layout of a report written to a pipe or a file.
+    pub width: Option<usize>,
     /// Terminal charts: `Some(true)` forced, `Some(false)` never, `None` when stdout is a tty.
     pub plot: Option<bool>,
     pub dump_original: bool,

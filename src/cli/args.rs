@@ -413,6 +413,12 @@ pub struct RawArgs {
     /// Rows per top-N table. [default: all distinct parallel configurations]
     #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "Output")]
     pub top: Option<u32>,
+    /// Lay the text report out for N columns (40-1000): tables that do not fit have their
+    /// headers wrapped, or become one record per block when narrower still, and long lines wrap
+    /// at word boundaries. [default: the terminal's width (COLUMNS first) when stdout is a
+    /// terminal; otherwise no limit]
+    #[arg(long, value_parser = positive_u32, value_name = "N", help_heading = "Output")]
+    pub width: Option<u32>,
     /// Print terminal charts (throughput vs concurrency and vs latency) for a single device.
     /// [default: when stdout is a terminal]
     #[arg(long, help_heading = "Output", conflicts_with = "no_plot")]

@@ -3,11 +3,12 @@
 //! the bottleneck of the best row and the disclaimer; in aggregation the Pareto frontier of
 //! the deployment plane and, with `--compare-disagg`, the aggregated-versus-P/D verdict.
 
+use super::layout::fit;
 use crate::hardware::DeviceRegistry;
 use crate::outcome::Phase;
 use crate::outcome::{AggVsDisagg, DeploymentKind, DeviceResult, Frontier, FrontierPoint, PdRatioResult, PhaseResult, Report, Row};
 use crate::plan::{Mode, Plan};
-use comfy_table::{CellAlignment, Table};
+use comfy_table::Table;
 use std::fmt::Write;
 
 /// PrettyTable's look: `+---+` borders, a `-` line under the header, no lines between rows.
@@ -18,13 +19,6 @@ pub fn new_table(header: &[&str]) -> Table {
     t.load_preset(PRETTY);
     t.set_header(header.iter().map(|h| h.to_string()));
     t
-}
-
-fn centered(mut t: Table) -> String {
-    for col in t.column_iter_mut() {
-        col.set_cell_alignment(CellAlignment::Center);
-    }
-    t.to_string()
 }
 
 /// Python's `str(float)` for limits: 50.0, 12.5, inf, None.
@@ -185,13 +179,13 @@ fn overall_best(r: &Row) -> String {
     s
 }
 
-fn phase_table(p: &PhaseResult, top: Option<usize>) -> String {
+fn phase_table(p: &PhaseResult, top: Option<usize>, w: Option<usize>) -> String {
     let rows: Vec<&Row> = p.best.iter().take(top.unwrap_or(usize::MAX)).collect();
     let varlen = rows.iter().any(|r| !r.composition.is_empty());
     let mut s = phase_title(p.phase, rows.len(), varlen);
     s.push('\n');
     let t = if varlen { composition_table(p.phase, &rows) } else { best_rows_table(p.phase, &rows) };
-    s += &centered(t);
+    s += &fit(t, w, true);
     s.push('\n');
     s
 }
@@ -332,7 +326,7 @@ fn sim_block(plan: &Plan, r: &Row) -> String {
             format!("{:.2}", st.p99),
         ]);
     }
-    s += &t.to_string();
+    s += &fit(t, plan.output.width, false);
     s.push('\n');
     let _ = writeln!(
         s,
@@ -379,7 +373,7 @@ fn sim_block(plan: &Plan, r: &Row) -> String {
                 format!("{:.2}", b.tpot_inter_token.p99),
             ]);
         }
-        s += &t.to_string();
+        s += &fit(t, plan.output.width, false);
         s.push('\n');
     }
     s
@@ -393,7 +387,7 @@ fn rel(a: f64, b: Option<f64>) -> String {
 }
 
 /// `--engine compare`: simulated and analytic figures of each best row at its batch size.
-fn compare_table(p: &PhaseResult, top: Option<usize>) -> String {
+fn compare_table(p: &PhaseResult, top: Option<usize>, w: Option<usize>) -> String {
     let rows: Vec<&Row> = p.best.iter().filter(|r| r.analytic.is_some()).take(top.unwrap_or(usize::MAX)).collect();
     if rows.is_empty() {
         return String::new();
@@ -430,13 +424,13 @@ fn compare_table(p: &PhaseResult, top: Option<usize>) -> String {
             rel(r.throughput, Some(a.throughput)),
         ]);
     }
-    s += &centered(t);
+    s += &fit(t, w, true);
     s.push('\n');
     s
 }
 
 /// The chunk-budget study: one table per studied layout.
-fn sweep_block(p: &PhaseResult) -> String {
+fn sweep_block(p: &PhaseResult, w: Option<usize>) -> String {
     let mut s = String::new();
     for sw in &p.sweeps {
         let _ = writeln!(
@@ -472,7 +466,7 @@ fn sweep_block(p: &PhaseResult) -> String {
                 pt.best_throughput.map_or("-".into(), |x| format!("{x:.2}")),
             ]);
         }
-        s += &centered(t);
+        s += &fit(t, w, true);
         s.push('\n');
     }
     s
@@ -521,22 +515,22 @@ fn phase_block(plan: &Plan, report: &Report, dev: &DeviceResult, p: &PhaseResult
                 s += &sim_block(plan, best);
             }
             let _ = writeln!(s, "{}", rule(STARS));
-            s += &phase_table(p, plan.output.top);
-            let cmp = compare_table(p, plan.output.top);
+            s += &phase_table(p, plan.output.top, plan.output.width);
+            let cmp = compare_table(p, plan.output.top, plan.output.width);
             if !cmp.is_empty() {
                 let _ = writeln!(s, "{}", rule(STARS));
                 s += &cmp;
             }
             if !p.sweeps.is_empty() {
                 let _ = writeln!(s, "{}", rule(STARS));
-                s += &sweep_block(p);
+                s += &sweep_block(p, plan.output.width);
             }
         }
     }
     if p.phase == Phase::Aggregated {
         if let Some(f) = &dev.frontier {
             let _ = writeln!(s, "{}", rule(STARS));
-            s += &frontier_block(f);
+            s += &frontier_block(f, plan.output.width);
         }
         if let Some(c) = &dev.agg_vs_disagg {
             let _ = writeln!(s, "{}", rule(STARS));
@@ -626,7 +620,7 @@ fn pd_block(plan: &Plan, report: &Report, dev: &DeviceResult, pd: &PdRatioResult
             r.d_concurrency.to_string(),
         ]);
     }
-    s += &centered(t);
+    s += &fit(t, plan.output.width, true);
     s.push('\n');
     if let Some(v) = &pd.verification {
         let _ = writeln!(s, "{}", rule(W));
@@ -664,18 +658,18 @@ fn verification_block(plan: &Plan, row: &crate::outcome::PdRow, v: &crate::outco
                 writeln!(s, "The simulation could not run: {}", e.as_ref().map_or_else(|| "unknown error".to_string(), |e| e.to_string()));
         }
         (Some(sim), _) => {
-            s += &planned_vs_simulated(v, sim);
+            s += &planned_vs_simulated(v, sim, plan.output.width);
             s += &verification_verdict(plan, v, sim);
         }
     }
     if !v.splits.is_empty() {
-        s += &splits_block(v, total);
+        s += &splits_block(v, total, plan.output.width);
     }
     s
 }
 
 /// The planned TTFT, TPOT and request rate beside the simulated distribution.
-fn planned_vs_simulated(v: &crate::outcome::PdVerification, sim: &crate::outcome::PdSimulated) -> String {
+fn planned_vs_simulated(v: &crate::outcome::PdVerification, sim: &crate::outcome::PdSimulated, w: Option<usize>) -> String {
     let mut t = new_table(&["metric", "planned", "simulated mean", "p50", "p90", "p99"]);
     for (name, planned, st) in [("TTFT (ms)", v.planned_ttft_ms, &sim.ttft), ("TPOT (ms)", v.planned_tpot_ms, &sim.tpot)] {
         t.add_row(vec![
@@ -695,7 +689,7 @@ fn planned_vs_simulated(v: &crate::outcome::PdVerification, sim: &crate::outcome
         "-".into(),
         "-".into(),
     ]);
-    let mut s = t.to_string();
+    let mut s = fit(t, w, false);
     s.push('\n');
     s
 }
@@ -753,7 +747,7 @@ fn verification_verdict(plan: &Plan, v: &crate::outcome::PdVerification, sim: &c
 
 /// Every instance split within the device budget, simulated, and how the arithmetic split
 /// compares with the best of them.
-fn splits_block(v: &crate::outcome::PdVerification, total: Option<u32>) -> String {
+fn splits_block(v: &crate::outcome::PdVerification, total: Option<u32>, w: Option<usize>) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "Instance splits within {} devices, each simulated at its balanced rate:", total.unwrap_or(0));
     let mut t = new_table(&["P instances", "D instances", "arrival (req/s)", "delivered (req/s)", "within SLO (req/s)", "SLO met"]);
@@ -770,7 +764,7 @@ fn splits_block(v: &crate::outcome::PdVerification, total: Option<u32>) -> Strin
             },
         ]);
     }
-    s += &centered(t);
+    s += &fit(t, w, true);
     s.push('\n');
     let best = &v.splits[0];
     let planned = v.splits.iter().find(|e| e.prefill_instances == v.prefill_instances && e.decode_instances == v.decode_instances);
@@ -796,7 +790,7 @@ fn splits_block(v: &crate::outcome::PdVerification, total: Option<u32>) -> Strin
     s
 }
 
-fn profile_table(report: &Report) -> String {
+fn profile_table(report: &Report, w: Option<usize>) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}", banner(108));
     let _ = writeln!(s, "Cross-hardware - device profile summary (modeling abstraction vs performance merge tables)");
@@ -823,12 +817,12 @@ fn profile_table(report: &Report) -> String {
             p.comm_gb_s.iter().map(|&b| crate::hardware::trim_float(b)).collect::<Vec<_>>().join(" | "),
         ]);
     }
-    s += &centered(t);
+    s += &fit(t, w, true);
     s.push('\n');
     s
 }
 
-fn cross_phase_table(report: &Report, phase: Phase) -> String {
+fn cross_phase_table(report: &Report, phase: Phase, w: Option<usize>) -> String {
     let rows = report.cross_hardware(phase);
     let mut s = String::new();
     let title = match phase {
@@ -885,7 +879,7 @@ fn cross_phase_table(report: &Report, phase: Phase) -> String {
         .filter(|d| d.phases.iter().any(|p| p.phase == phase && p.best.is_empty()))
         .map(|d| d.device.as_str())
         .collect();
-    s += &centered(t);
+    s += &fit(t, w, true);
     s.push('\n');
     if !missing.is_empty() {
         let _ = writeln!(s, "No configuration meets the limits on: {}", missing.join(", "));
@@ -893,7 +887,7 @@ fn cross_phase_table(report: &Report, phase: Phase) -> String {
     s
 }
 
-fn cross_pd_table(report: &Report) -> String {
+fn cross_pd_table(report: &Report, w: Option<usize>) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}", banner(100));
     let _ = writeln!(s, "Cross-hardware - PD Ratio (best balanced QPS per device under TTFT/TPOT limits)");
@@ -926,14 +920,14 @@ fn cross_pd_table(report: &Report) -> String {
             split.map_or("-".into(), |s| s.1.to_string()),
         ]);
     }
-    s += &centered(t);
+    s += &fit(t, w, true);
     s.push('\n');
     s += "Note: the P/D instance split is the formula's (P instances ≈ D instances × PD ratio) within --num-devices, or the simulated best split when it serves more requests within the SLO (see each device's Overall Best).\n";
     s
 }
 
 /// The raw rows (`--dump-original-results`), every probe, the original's columns.
-fn dump(report: &Report) -> String {
+fn dump(report: &Report, w: Option<usize>) -> String {
     let mut s = String::new();
     for d in &report.devices {
         for p in &d.phases {
@@ -999,7 +993,7 @@ fn dump(report: &Report) -> String {
                 ]);
                 t.add_row(cells);
             }
-            s += &t.to_string();
+            s += &fit(t, w, false);
             s.push('\n');
         }
     }
@@ -1009,9 +1003,9 @@ fn dump(report: &Report) -> String {
 /// The whole text report.
 pub fn render(plan: &Plan, report: &Report) -> String {
     if plan.output.dump_original {
-        let mut s = dump(report);
+        let mut s = dump(report, plan.output.width);
         s += &format!("\n{}\n", report.disclaimer);
-        return s;
+        return plan.output.width.map_or(s.clone(), |w| super::layout::wrap(&s, w));
     }
     let mut s = String::new();
     for d in &report.devices {
@@ -1027,18 +1021,21 @@ pub fn render(plan: &Plan, report: &Report) -> String {
         }
     }
     if report.devices.len() >= 2 {
-        s += &profile_table(report);
+        s += &profile_table(report, plan.output.width);
         match &plan.mode {
-            Mode::PdRatio { .. } => s += &cross_pd_table(report),
+            Mode::PdRatio { .. } => s += &cross_pd_table(report, plan.output.width),
             _ => {
                 for p in &report.devices[0].phases {
-                    s += &cross_phase_table(report, p.phase);
+                    s += &cross_phase_table(report, p.phase, plan.output.width);
                 }
             }
         }
     }
     let _ = writeln!(s, "\n{}", report.disclaimer);
-    s
+    match plan.output.width {
+        Some(w) => super::layout::wrap(&s, w),
+        None => s,
+    }
 }
 
 /// `--list-devices`
@@ -1080,7 +1077,7 @@ pub fn model_list() -> String {
 // ---- The deployment plane (the Pareto frontier and --compare-disagg) ----
 
 /// The frontier's points, slowest per user first, the chosen one marked.
-fn frontier_block(f: &Frontier) -> String {
+fn frontier_block(f: &Frontier, w: Option<usize>) -> String {
     let mut on: Vec<(usize, &FrontierPoint)> = f.points.iter().enumerate().filter(|(_, p)| p.on_frontier).collect();
     on.sort_by(|a, b| a.1.tokens_per_s_per_user.total_cmp(&b.1.tokens_per_s_per_user));
     let mut s = String::new();
@@ -1110,7 +1107,7 @@ fn frontier_block(f: &Frontier) -> String {
             if f.chosen == Some(i) { "<- chosen" } else { "" }.to_string(),
         ]);
     }
-    s += &centered(t);
+    s += &fit(t, w, true);
     s.push('\n');
     if f.chosen.is_some_and(|c| !f.points[c].on_frontier) {
         s += "The chosen deployment is off the frontier: the points that beat it on both axes miss the TTFT limit, or are P/D plans that fell short when simulated as one system (below).\n";
@@ -1155,7 +1152,7 @@ fn comparison_block(plan: &Plan, dev: &DeviceResult, c: &AggVsDisagg) -> String 
             format!("{:.2}", p.tpot_ms),
         ]);
     }
-    s += &centered(t);
+    s += &fit(t, plan.output.width, true);
     s.push('\n');
     let _ = writeln!(s, "Search: aggregated rows are simulated; P/D rows pair simulated prefill and decode instances by the P/D formulas.");
     let winner = c.winner.map_or("none", DeploymentKind::label);
@@ -1174,7 +1171,7 @@ fn comparison_block(plan: &Plan, dev: &DeviceResult, c: &AggVsDisagg) -> String 
         );
         match (&v.simulated, &v.simulation_error) {
             (Some(sim), _) => {
-                s += &planned_vs_simulated(v, sim);
+                s += &planned_vs_simulated(v, sim, plan.output.width);
                 s += &verification_verdict(plan, v, sim);
             }
             (None, e) => {

@@ -48,3 +48,27 @@ fn an_invalid_plan_is_reported_with_exit_2() {
 fn an_input_that_ends_early_is_a_usage_error() {
     cmd().args(["--interactive"]).write_stdin("Qwen/Qwen3-32B\n").assert().code(2);
 }
+
+#[test]
+fn back_returns_to_the_previous_question_and_the_run_uses_the_changed_answer() {
+    // b at the first question (nothing before it), model, device, mode, devices, input,
+    // output, SLO kind (TPOT), TPOT limit 50, then `back` at the prefix-cache question returns
+    // to the TPOT limit (changed to 40); prefix cache (no), quantization (yes), compile (yes),
+    // then `b` at the confirmation returns to the compile question (changed to no), run (yes).
+    // Mutation: make `Prompter::step_back` keep the last answer (skip `history.pop()`) → the
+    // replay re-applies 50 and the next answer lands on the wrong question: fails.
+    let answers = "b\nQwen/Qwen3-32B\nTEST_DEVICE\n1\n8\n3500\n1500\n2\n50\nback\n40\nn\ny\ny\nb\nn\ny\n";
+    let out = cmd().args(["--interactive", "--engine", "analytic", "--tp-sizes", "8"]).write_stdin(answers).assert().success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("answer b (or back) to return to the previous question"), "{text}");
+    assert!(text.contains("nothing to go back to"), "{text}");
+    assert_eq!(text.matches("TPOT limit in ms").count(), 2, "asked again after the step back: {text}");
+    assert_eq!(text.matches("Run it?").count(), 2, "{text}");
+    let commands: Vec<&str> = text.lines().filter(|l| l.starts_with("  throughput-optimizer ")).collect();
+    let base = "  throughput-optimizer Qwen/Qwen3-32B --engine analytic --tp-sizes 8 --device TEST_DEVICE --num-devices 8 --input-length 3500 --output-length 1500 --tpot-limits 40 --quantize-linear-action W8A8_DYNAMIC --quantize-attention-action DISABLED";
+    assert_eq!(commands, [format!("{base} --compile"), base.to_string()], "{text}");
+    // The plan that ran carries the changed answers.
+    assert!(text.contains("TPOT Limits: 40.0 ms"), "{text}");
+    assert!(!text.contains("TPOT Limits: 50.0 ms"), "{text}");
+    assert!(text.contains("Summary\n  mode: aggregation (PD mixed); engine: analytic"));
+}

@@ -15,3 +15,4 @@ mod search;
 mod timeline;
 mod util;
 mod validation;
+mod width;

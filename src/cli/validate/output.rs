@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 
 const MAX_JOBS: u32 = 1024;
 
+/// `--width` range: narrower leaves no room for a label and its value; wider is no terminal.
+const WIDTHS: std::ops::RangeInclusive<u32> = 40..=1000;
+
 /// `--log-level` (or `--verbose` / `--quiet`): whether only errors are shown.
 pub(crate) fn validate_log_level(raw: &RawArgs) -> Result<bool, Error> {
     let level = match raw.log_level.as_deref() {
@@ -75,6 +78,7 @@ pub(crate) fn validate_output(
         format,
         file: raw.output_file.clone(),
         top: raw.top.map(|t| t as usize),
+        width: validate_width(raw, warnings)?,
         plot,
         dump_original: raw.dump_original_results,
         chrome_trace: raw.chrome_trace_file.clone(),
@@ -85,6 +89,36 @@ pub(crate) fn validate_output(
         emit: validate_emit(raw, num_device_kinds)?,
     };
     Ok((output, jobs as usize))
+}
+
+/// The report's width: `--width`; else, when the report goes to a terminal, `COLUMNS` or the
+/// terminal's size; else none, so that a piped or redirected report keeps its layout.
+fn validate_width(raw: &RawArgs, warnings: &mut Warnings) -> Result<Option<usize>, Error> {
+    if let Some(w) = raw.width {
+        if !WIDTHS.contains(&w) {
+            return Err(Error::invalid("--width", w, format!("a number of columns from {} to {}", WIDTHS.start(), WIDTHS.end())));
+        }
+        return Ok(Some(w as usize));
+    }
+    if raw.output_file.is_some() || !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        return Ok(None);
+    }
+    let columns = std::env::var("COLUMNS").ok().filter(|c| !c.trim().is_empty());
+    let from_env = match columns.as_deref().map(|c| c.trim().parse::<u32>()) {
+        Some(Ok(w)) if WIDTHS.contains(&w) => return Ok(Some(w as usize)),
+        Some(_) => Some(columns.unwrap_or_default()),
+        None => None,
+    };
+    let term = terminal_size::terminal_size().map(|(terminal_size::Width(w), _)| u32::from(w));
+    if let Some(c) = from_env {
+        warnings.push(format!(
+            "COLUMNS={c} is not a number of columns from {} to {}; the terminal's width is used",
+            WIDTHS.start(),
+            WIDTHS.end()
+        ));
+    }
+    // A terminal narrower than the minimum still gets the narrowest layout.
+    Ok(term.map(|w| w.clamp(*WIDTHS.start(), *WIDTHS.end()) as usize))
 }
 
 /// `--emit ENGINE`, `--emit-dir DIR`, `--emit-row N`. Launch commands are for one device
