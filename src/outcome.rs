@@ -217,6 +217,19 @@ impl Row {
         self.stop_reason.is_none()
     }
 
+    /// The latencies and request rate, by their JSON names. An infeasible probe may carry an
+    /// infinite latency, which JSON writes as `null` (like an absent one): a shard lists
+    /// these in [`ShardCandidate::non_finite`] so that `merge` restores them.
+    pub fn optional_floats_mut(&mut self) -> [(&'static str, &mut Option<f64>); 5] {
+        [
+            ("ttft_ms", &mut self.ttft_ms),
+            ("tpot_ms", &mut self.tpot_ms),
+            ("tpot_amortized_ms", &mut self.tpot_amortized_ms),
+            ("tpot_inter_token_ms", &mut self.tpot_inter_token_ms),
+            ("qps", &mut self.qps),
+        ]
+    }
+
     /// A row with only the batch size set (tests of the search).
     pub fn probe_stub(batch: u32) -> Row {
         Row {
@@ -461,6 +474,10 @@ pub struct ShardCandidate {
     pub index: usize,
     pub rows: usize,
     pub failure: Option<String>,
+    /// Latencies of its rows that are not finite (JSON has no infinity): `"ROW FIELD VALUE"`,
+    /// ROW counting from 0 within the candidate, VALUE `inf`, `-inf` or `NaN`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub non_finite: Vec<String>,
 }
 
 /// A `--shard K/N` run's slice: `throughput-optimizer merge` reads N of them.

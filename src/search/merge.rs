@@ -52,10 +52,11 @@ pub fn merge(plan: &Plan, shards: &[Report]) -> Result<Report, MergeError> {
                             ),
                         ));
                     }
-                    let taken: Vec<_> = rows.by_ref().take(c.rows).cloned().collect();
+                    let mut taken: Vec<_> = rows.by_ref().take(c.rows).cloned().collect();
                     if taken.len() != c.rows {
                         return Err((k, format!("{} on {}: its candidates claim more rows than it holds", ph.phase.code(), dev.device)));
                     }
+                    restore_non_finite(&mut taken, &c.non_finite).map_err(|m| (k, format!("candidate {}: {m}", c.index)))?;
                     let piece = Searched { index: c.index, rows: taken, failure: c.failure.clone() };
                     pieces.entry((dev.device.clone(), ph.phase, ph.num_devices)).or_default().push(piece);
                 }
@@ -71,6 +72,38 @@ pub fn merge(plan: &Plan, shards: &[Report]) -> Result<Report, MergeError> {
     check_complete(plan, shards, &pieces)?;
     let quiet = |_: u64, _: u64| {};
     Ok(super::assemble(plan, &quiet, super::Source::Merged(&Pieces(pieces))))
+}
+
+/// The non-finite latencies of `rows`, as [`crate::outcome::ShardCandidate::non_finite`] lists them.
+pub fn non_finite(rows: &[crate::outcome::Row]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        let mut row = row.clone();
+        for (name, v) in row.optional_floats_mut() {
+            if let Some(x) = v.filter(|x| !x.is_finite()) {
+                out.push(format!("{i} {name} {x}"));
+            }
+        }
+    }
+    out
+}
+
+/// Put back what [`non_finite`] listed.
+fn restore_non_finite(rows: &mut [crate::outcome::Row], list: &[String]) -> Result<(), String> {
+    for entry in list {
+        let bad = || format!("unreadable non_finite entry {entry:?}");
+        let mut parts = entry.split(' ');
+        let (Some(i), Some(name), Some(value), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else { return Err(bad()) };
+        let i: usize = i.parse().map_err(|_| bad())?;
+        let x: f64 = value.parse().map_err(|_| bad())?;
+        let row = rows.get_mut(i).ok_or_else(bad)?;
+        let (_, field) = row.optional_floats_mut().into_iter().find(|(n, _)| *n == name).ok_or_else(bad)?;
+        if x.is_finite() {
+            return Err(bad());
+        }
+        *field = Some(x);
+    }
+    Ok(())
 }
 
 /// Every candidate of every phase on every device exactly once; else the shard that should

@@ -226,7 +226,12 @@ fn search_phase_with(
     let shard_candidates = match plan.search.shard {
         Some(_) => results
             .iter()
-            .map(|r| crate::outcome::ShardCandidate { index: r.index, rows: r.rows.len(), failure: r.failure.clone() })
+            .map(|r| crate::outcome::ShardCandidate {
+                index: r.index,
+                rows: r.rows.len(),
+                failure: r.failure.clone(),
+                non_finite: merge::non_finite(&r.rows),
+            })
             .collect(),
         None => Vec::new(),
     };
