@@ -48,7 +48,7 @@ fn merged_shards_are_the_unsharded_report() {
     for file in &f {
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
         let cands = v["devices"][0]["phases"][0]["shard_candidates"].as_array().unwrap().len();
-        assert!(cands >= 1 && cands < 4, "{}: {cands} candidates", file.display());
+        assert!((1..4).contains(&cands), "{}: {cands} candidates", file.display());
     }
     // Fails if merge forgot to put the rows back in candidate order (e.g. no sort by index:
     // the files are given out of order here), re-ranked with other code than the search's,
