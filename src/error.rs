@@ -92,6 +92,9 @@ pub enum Error {
     /// The search ran out of its simulation work budget: the report is incomplete.
     #[error("{0}")]
     WorkBudget(String),
+    /// `throughput-optimizer merge`: a shard file that cannot be read or does not belong.
+    #[error("merge {file}: {message}")]
+    Merge { file: String, message: String },
 }
 
 impl From<crate::report::ExportError> for Error {

@@ -11,6 +11,9 @@ fn main() -> ExitCode {
     if argv.get(1).is_some_and(|a| a == "calibrate") {
         return calibrate(&argv[1..]);
     }
+    if argv.get(1).is_some_and(|a| a == "merge") {
+        return merge(&argv[1..]);
+    }
     let raw = match RawArgs::parse_argv(std::env::args_os()) {
         Ok(r) => r,
         Err(e) => {
@@ -49,6 +52,34 @@ fn calibrate(argv: &[std::ffi::OsString]) -> ExitCode {
         }
         Err(e) => {
             eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// `throughput-optimizer merge FILES…`: its own arguments; the merged report is written like a
+/// run's (stdout or --output-file, whole or not at all).
+fn merge(argv: &[std::ffi::OsString]) -> ExitCode {
+    use clap::Parser;
+    let args = match cli::merge::MergeArgs::try_parse_from(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let written = cli::merge::run(&args).and_then(|(plan, merged)| {
+        for exporter in report::exporters(&plan) {
+            for artifact in exporter.export(&plan, &merged)? {
+                report::write(&artifact)?;
+            }
+        }
+        Ok(())
+    });
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
             ExitCode::from(e.exit_code())
         }
     }

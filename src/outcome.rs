@@ -140,7 +140,7 @@ pub struct Row {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sim: Option<SimSummary>,
     /// Why the simulation could not run, if it could not.
-    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "sim_error_message", skip_deserializing)]
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "sim_error_message", deserialize_with = "sim_error_read")]
     #[schemars(with = "Option<String>")]
     pub sim_error: Option<crate::sim::SimError>,
     /// The analytic engine's figures at the same batch size (`--engine compare`).
@@ -215,6 +215,19 @@ pub struct AnalyticFigures {
 impl Row {
     pub fn feasible(&self) -> bool {
         self.stop_reason.is_none()
+    }
+
+    /// The latencies and request rate, by their JSON names. An infeasible probe may carry an
+    /// infinite latency, which JSON writes as `null` (like an absent one): a shard lists
+    /// these in [`ShardCandidate::non_finite`] so that `merge` restores them.
+    pub fn optional_floats_mut(&mut self) -> [(&'static str, &mut Option<f64>); 5] {
+        [
+            ("ttft_ms", &mut self.ttft_ms),
+            ("tpot_ms", &mut self.tpot_ms),
+            ("tpot_amortized_ms", &mut self.tpot_amortized_ms),
+            ("tpot_inter_token_ms", &mut self.tpot_inter_token_ms),
+            ("qps", &mut self.qps),
+        ]
     }
 
     /// A row with only the batch size set (tests of the search).
@@ -448,6 +461,35 @@ pub struct PhaseResult {
     /// Chunk-budget studies (several `--max-batched-tokens`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sweeps: Vec<BudgetSweep>,
+    /// `--shard` runs only: the candidates this shard searched, in order, with how many of
+    /// `rows` each produced, so that `merge` can put every row back in candidate order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shard_candidates: Vec<ShardCandidate>,
+}
+
+/// One candidate a shard searched: its index in the whole enumeration of the phase, the
+/// number of consecutive `rows` it produced and why it produced no feasible row, if so.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ShardCandidate {
+    pub index: usize,
+    pub rows: usize,
+    pub failure: Option<String>,
+    /// Latencies of its rows that are not finite (JSON has no infinity): `"ROW FIELD VALUE"`,
+    /// ROW counting from 0 within the candidate, VALUE `inf`, `-inf` or `NaN`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub non_finite: Vec<String>,
+}
+
+/// A `--shard K/N` run's slice: `throughput-optimizer merge` reads N of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ShardInfo {
+    /// K, from 1.
+    pub index: u32,
+    /// N.
+    pub count: u32,
+    /// The command line of the run (without the program name), from which `merge` rebuilds
+    /// the plan.
+    pub args: Vec<String>,
 }
 
 /// Profile numbers shown in the cross-hardware comparison.
@@ -722,6 +764,10 @@ pub struct Report {
     pub devices: Vec<DeviceResult>,
     pub warnings: Vec<String>,
     pub disclaimer: String,
+    /// `--shard K/N` runs only: which slice this is. Its floating-point numbers are written
+    /// exactly (not rounded), so that `merge` ranks and renders as the single run would.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
 }
 
 impl Report {
@@ -736,10 +782,16 @@ impl Report {
 
 /// A simulation failure is kept typed in memory (its kind decides the stop reason) and written
 /// as its message in JSON, so that schema version 1 keeps its string fields. Reading a report
-/// back leaves these fields empty.
+/// back keeps the message ([`sim_error_read`]).
 fn sim_error_message<S: serde::Serializer>(e: &Option<crate::sim::SimError>, s: S) -> Result<S::Ok, S::Error> {
     match e {
         Some(e) => s.serialize_str(&e.to_string()),
         None => s.serialize_none(),
     }
+}
+
+/// A row's simulation failure read back from JSON (`merge`): its message, which renders and
+/// serializes as the original did.
+fn sim_error_read<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<crate::sim::SimError>, D::Error> {
+    Ok(<Option<String> as serde::Deserialize>::deserialize(d)?.map(crate::sim::SimError::Reported))
 }

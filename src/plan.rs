@@ -244,6 +244,29 @@ pub struct SearchSpace {
     /// Aggregation: also search P/D deployments on the same devices and compare
     /// (`--compare-disagg`).
     pub compare_disagg: bool,
+    /// `--shard K/N`: search only this slice of the candidates (see [`Shard`]).
+    pub shard: Option<Shard>,
+}
+
+/// `--shard K/N`: the run searches the candidates whose index (in enumeration order, per
+/// device and phase) is congruent to K − 1 modulo N, and its JSON keeps what
+/// `throughput-optimizer merge` needs to rebuild the whole report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// 1-based: 1 ≤ index ≤ count.
+    pub index: u32,
+    pub count: u32,
+    /// The command line without the program name, recorded so that `merge` can rebuild the
+    /// plan (and render the report a single run would).
+    pub args: Vec<String>,
+}
+
+impl Shard {
+    /// Whether this shard searches the candidate at `index` (0-based): round-robin, so every
+    /// shard gets a mix of small and large layouts.
+    pub fn owns(&self, index: usize) -> bool {
+        index % self.count as usize == (self.index - 1) as usize
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -403,6 +403,12 @@ pub struct RawArgs {
     #[arg(long, value_parser = seed_u64, value_name = "SEED", help_heading = "Engine")]
     pub seed: Option<u64>,
 
+    /// Search only slice K of N of the candidate layouts (K from 1 to N, round-robin by
+    /// candidate index) and write its JSON for `throughput-optimizer merge`. Needs
+    /// --output json.
+    #[arg(long, value_name = "K/N", help_heading = "Engine", conflicts_with = "interactive")]
+    pub shard: Option<String>,
+
     // ---- Output ----
     /// Output format: table, json or csv. [default: table]
     #[arg(long, value_name = "FORMAT", help_heading = "Output")]

@@ -8,6 +8,7 @@
 
 pub mod args;
 pub mod calibrate;
+pub mod merge;
 pub mod plan;
 pub mod scenario;
 mod validate;

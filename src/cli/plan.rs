@@ -46,13 +46,14 @@ pub fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
     let slo = v::validate_slo(&raw);
     let (mtp, rates) = v::validate_mtp(&raw, &model)?;
     let speculative = v::validate_speculative(&raw, &mtp, &mut warnings)?;
-    let search = v::validate_search(&raw, &model, &mode, num_devices, mtp, &mut warnings)?;
+    let mut search = v::validate_search(&raw, &model, &mode, num_devices, mtp, &mut warnings)?;
     let engine = v::validate_engine(&raw)?;
     let serving = v::validate_serving(&raw, &devices, &mode, engine, (rates, speculative), &mut warnings)?;
     let sim = v::validate_sim(&raw, engine, &workload.input, &mut warnings)?;
     let engines = v::validate_calibration(&raw)?;
     v::validate_performance_model(&raw)?;
     let (output, jobs) = v::validate_output(&raw, devices.len(), quiet, &mut warnings)?;
+    search.shard = v::validate_shard(&raw, &mode, &search, &output)?;
     let plan = Plan {
         model,
         model_source,

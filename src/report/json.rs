@@ -16,8 +16,14 @@ pub const FLOAT_DIGITS: usize = 6;
 
 pub fn render(report: &Report) -> Result<String, super::ExportError> {
     let mut out = Vec::new();
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, Rounding(PrettyFormatter::new()));
-    report.serialize(&mut ser)?;
+    if report.shard.is_some() {
+        // A shard is read back by `merge`, which must rank and render the same numbers as the
+        // unsharded run: shortest round-trip form (serde_json with `float_roundtrip` reads it
+        // back bit for bit), not rounded.
+        report.serialize(&mut serde_json::Serializer::with_formatter(&mut out, PrettyFormatter::new()))?;
+    } else {
+        report.serialize(&mut serde_json::Serializer::with_formatter(&mut out, Rounding(PrettyFormatter::new())))?;
+    }
     out.push(b'\n');
     // serde_json writes UTF-8 only.
     Ok(String::from_utf8_lossy(&out).into_owned())

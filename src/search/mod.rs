@@ -6,6 +6,7 @@ pub mod batch;
 pub mod candidates;
 pub mod engine;
 pub mod frontier;
+pub mod merge;
 pub mod pd;
 pub mod ranking;
 pub mod sweep;
@@ -163,33 +164,82 @@ fn count_candidates(plan: &Plan) -> u64 {
             phases.extend([(s, Phase::Prefill), (s, Phase::Decode)]);
         }
     }
-    let per_device: u64 = phases.iter().map(|(n, ph)| candidates::enumerate(plan, *n, *ph).0.len() as u64).sum();
+    let per_device: u64 = phases.iter().map(|(n, ph)| owned(plan, candidates::enumerate(plan, *n, *ph).0).len() as u64).sum();
     per_device * plan.devices.len() as u64
+}
+
+/// One candidate's probes and why it produced no feasible row, by its index in its phase's
+/// enumeration ([`candidates::enumerate`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Searched {
+    pub index: usize,
+    pub rows: Vec<Row>,
+    pub failure: Option<String>,
+}
+
+/// Where a phase's per-candidate results come from.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    /// The search itself (only the plan's slice under `--shard`).
+    Search,
+    /// Every candidate's results, read back from the shards by [`merge`].
+    Merged(&'a merge::Pieces),
+}
+
+/// The candidates this run searches, with their indices: all of them, or under `--shard K/N`
+/// those whose index is K − 1 modulo N.
+fn owned(plan: &Plan, cands: Vec<Candidate>) -> Vec<(usize, Candidate)> {
+    cands.into_iter().enumerate().filter(|(i, _)| plan.search.shard.as_ref().is_none_or(|s| s.owns(*i))).collect()
 }
 
 /// Search every candidate of one phase on one device, in parallel, results in candidate order.
 pub fn search_phase(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, n: u32, phase: Phase) -> PhaseResult {
     let quiet = |_: u64, _: u64| {};
     let p = Progress { done: 0.into(), total: 1, report: &quiet };
-    search_phase_with(plan, engine, device, n, phase, &p)
+    search_phase_with(plan, engine, device, n, phase, &p, Source::Search)
 }
 
-fn search_phase_with(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, n: u32, phase: Phase, progress: &Progress) -> PhaseResult {
+fn search_phase_with(
+    plan: &Plan,
+    engine: &dyn Engine,
+    device: &DeviceProfile,
+    n: u32,
+    phase: Phase,
+    progress: &Progress,
+    source: Source,
+) -> PhaseResult {
     let (cands, skipped) = candidates::enumerate(plan, n, phase);
-    let results: Vec<(Vec<Row>, Option<String>)> = cands
-        .par_iter()
-        .map(|c| {
-            let ctx = CandidateCtx::new(plan, device, *c, phase);
-            let r = search_candidate(engine, &ctx);
-            progress.tick();
-            r
-        })
-        .collect();
+    let results: Vec<Searched> = match source {
+        Source::Search => owned(plan, cands)
+            .par_iter()
+            .map(|&(index, c)| {
+                let ctx = CandidateCtx::new(plan, device, c, phase);
+                let (rows, failure) = search_candidate(engine, &ctx);
+                progress.tick();
+                Searched { index, rows, failure }
+            })
+            .collect(),
+        Source::Merged(pieces) => pieces.take(&device.name, phase, n),
+    };
+    // A shard records which candidate each row came from, so that `merge` can rebuild the
+    // whole phase in candidate order (the order the unsharded search writes its rows in).
+    let shard_candidates = match plan.search.shard {
+        Some(_) => results
+            .iter()
+            .map(|r| crate::outcome::ShardCandidate {
+                index: r.index,
+                rows: r.rows.len(),
+                failure: r.failure.clone(),
+                non_finite: merge::non_finite(&r.rows),
+            })
+            .collect(),
+        None => Vec::new(),
+    };
     let mut rows = Vec::new();
     let mut failures = Vec::new();
-    for (r, f) in results {
-        rows.extend(r);
-        failures.extend(f);
+    for r in results {
+        rows.extend(r.rows);
+        failures.extend(r.failure);
     }
     let (ttft, tpot) = phase_limits(plan, phase);
     let best = best_per_layout(&rows, ttft, tpot, ranking(plan));
@@ -200,7 +250,7 @@ fn search_phase_with(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, n
         }
         _ => Vec::new(),
     };
-    PhaseResult { phase, num_devices: n, rows, best, skipped, failures, sweeps }
+    PhaseResult { phase, num_devices: n, rows, best, skipped, failures, sweeps, shard_candidates }
 }
 
 /// The limits that filter a phase: prefill ignores TPOT, decode ignores TTFT.
@@ -267,8 +317,8 @@ fn deployment_plane(
         .iter()
         .map(|&s| {
             (
-                search_phase_with(plan, engine, device, s, Phase::Prefill, progress),
-                search_phase_with(plan, engine, device, s, Phase::Decode, progress),
+                search_phase_with(plan, engine, device, s, Phase::Prefill, progress, Source::Search),
+                search_phase_with(plan, engine, device, s, Phase::Decode, progress, Source::Search),
             )
         })
         .collect();
@@ -299,9 +349,9 @@ fn deployment_plane(
     (f, Some(cmp))
 }
 
-fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress: &Progress) -> DeviceResult {
+fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress: &Progress, source: Source) -> DeviceResult {
     let search_phase = |plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, n: u32, phase: Phase| {
-        search_phase_with(plan, engine, device, n, phase, progress)
+        search_phase_with(plan, engine, device, n, phase, progress, source)
     };
     let mut phases = Vec::new();
     let mut pd_ratio = None;
@@ -382,6 +432,12 @@ pub fn run(plan: &Plan) -> Report {
 
 /// [`run`], reporting progress after each candidate.
 pub fn run_with_progress(plan: &Plan, report: ProgressFn) -> Report {
+    assemble(plan, report, Source::Search)
+}
+
+/// The report of `plan` from its candidates' results, searched or merged: everything after
+/// the per-candidate search (ranking, frontier, summaries) is the same code either way.
+fn assemble(plan: &Plan, report: ProgressFn, source: Source) -> Report {
     let progress = Progress { done: 0.into(), total: count_candidates(plan).max(1), report };
     let engine: Box<dyn Engine> = match plan.engine {
         EngineKind::Analytic => Box::new(AnalyticEngine),
@@ -390,8 +446,8 @@ pub fn run_with_progress(plan: &Plan, report: ProgressFn) -> Report {
     };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(plan.jobs).build();
     let devices: Vec<DeviceResult> = match pool {
-        Ok(pool) => pool.install(|| plan.devices.iter().map(|d| run_device(plan, engine.as_ref(), d, &progress)).collect()),
-        Err(_) => plan.devices.iter().map(|d| run_device(plan, engine.as_ref(), d, &progress)).collect(),
+        Ok(pool) => pool.install(|| plan.devices.iter().map(|d| run_device(plan, engine.as_ref(), d, &progress, source)).collect()),
+        Err(_) => plan.devices.iter().map(|d| run_device(plan, engine.as_ref(), d, &progress, source)).collect(),
     };
     Report {
         schema_version: crate::outcome::SCHEMA_VERSION,
@@ -402,6 +458,7 @@ pub fn run_with_progress(plan: &Plan, report: ProgressFn) -> Report {
         devices,
         warnings: plan.warnings.clone(),
         disclaimer: DISCLAIMER.to_string(),
+        shard: plan.search.shard.as_ref().map(|s| crate::outcome::ShardInfo { index: s.index, count: s.count, args: s.args.clone() }),
     }
 }
 

@@ -394,6 +394,9 @@ pub enum SimError {
     Stalled { instance: u32, waiting: u64 },
     #[error("{batch} requests in flight need about {needed} KV blocks at their mean context, but the cache holds {capacity}")]
     KvOversubscribed { needed: u64, capacity: u64, batch: u64 },
+    /// A failure read back from a JSON report (`merge`): only its message survives there.
+    #[error("{0}")]
+    Reported(String),
 }
 
 /// Longest engine step the simulator accepts, in seconds. Real steps take milliseconds; a

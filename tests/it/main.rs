@@ -12,6 +12,7 @@ mod msrv;
 mod scenarios;
 mod schema;
 mod search;
+mod shard;
 mod timeline;
 mod util;
 mod validation;

@@ -8,6 +8,7 @@ mod output;
 mod quant;
 mod search;
 mod serving;
+mod shard;
 mod sim;
 mod workload;
 
@@ -17,6 +18,7 @@ pub(crate) use output::{validate_log_level, validate_output};
 pub(crate) use quant::{validate_compile, validate_quant};
 pub(crate) use search::validate_search;
 pub(crate) use serving::{validate_calibration, validate_mtp, validate_serving, validate_speculative};
+pub(crate) use shard::validate_shard;
 pub(crate) use sim::{validate_engine, validate_performance_model, validate_sim};
 pub(crate) use workload::{validate_slo, validate_workload};
 

@@ -83,6 +83,8 @@ pub(crate) fn validate_search(
         max_batched_tokens,
         sweep_all_layouts: raw.sweep_all_layouts,
         compare_disagg: raw.compare_disagg,
+        // Set by `validate_shard` once the whole plan is known.
+        shard: None,
     })
 }
 
