@@ -327,6 +327,26 @@ impl Op {
         y
     }
 
+    /// Bit `i` set where the operator's seconds may depend on feature `i` (its gate
+    /// included): a term whose coefficient is zero adds ±0 whatever the feature, so it is not
+    /// read.
+    pub fn reads(&self) -> u16 {
+        let kind = match &self.kind {
+            OpKind::Roofline { mma, gp, mem } => nonzero_mask(mma) | nonzero_mask(gp) | nonzero_mask(mem),
+            OpKind::Collective { bytes, mem, .. } => nonzero_mask(bytes) | nonzero_mask(mem),
+            OpKind::Experts(_) => 1 << f::TOKENS,
+            OpKind::Overlap { streams, .. } => streams.iter().flatten().fold(0, |m, op| m | op.reads()),
+        };
+        // The window clamps context and pairs by sequences and tokens.
+        let window = match self.window {
+            Some(_) => [f::P_CTX, f::D_CTX, f::P_PAIRS, f::D_PAIRS, f::P_SEQS, f::D_SEQS, f::P_TOKENS, f::D_TOKENS]
+                .iter()
+                .fold(0, |m, i| m | 1 << i),
+            None => 0,
+        };
+        kind | window | 1 << self.gate
+    }
+
     /// Components of one repetition (an overlap reports its slowest stream as fixed time).
     pub fn eval(&self, x: &Features) -> OpTime {
         if x[self.gate] <= 0.0 {
