@@ -14,7 +14,7 @@
 //! depend on which thread priced what. Memory is bounded: a fixed number of slots per table
 //! (a key that lands on a taken slot replaces it) and a few tables per thread.
 
-use super::ops::{f, FastOp, Features, Op};
+use super::ops::{f, Breakdown, FastOp, Features, Op, OpShare};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -75,19 +75,25 @@ impl StepMemo {
         StepMemo { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), key_mask, terms, memoised }
     }
 
-    /// Σ seconds of the operators `fast` (built from `ops`) on features `x` whose non-zero
-    /// mask is `xmask`, in operator order: the float of `fast`'s plain sum.
-    pub fn seconds(&self, fast: &[FastOp], ops: &[Op], x: &Features, xmask: u16) -> f64 {
-        if self.memoised.is_empty() {
-            return fast.iter().map(|op| op.seconds(ops, x, xmask)).sum::<f64>();
-        }
+    /// The memo's key for features `x`: the bits of the features the memoised operators read.
+    fn key(&self, x: &Features) -> [u64; f::N] {
         let mut key = [0u64; f::N];
         for (i, k) in key.iter_mut().enumerate() {
             if self.key_mask & (1 << i) != 0 {
                 *k = x[i].to_bits();
             }
         }
-        TABLES.with(|tables| {
+        key
+    }
+
+    /// Σ seconds of the operators `fast` (built from `ops`) on features `x` whose non-zero
+    /// mask is `xmask`, in operator order: the float of `fast`'s plain sum.
+    pub fn seconds(&self, fast: &[FastOp], ops: &[Op], x: &Features, xmask: u16) -> f64 {
+        if self.memoised.is_empty() {
+            return fast.iter().map(|op| op.seconds(ops, x, xmask)).sum::<f64>();
+        }
+        let key = self.key(x);
+        SECONDS.with(|tables| {
             let mut tables = tables.borrow_mut();
             let table = tables.table(self.id, self.memoised.len());
             let vals = table.lookup(&key, |vals| {
@@ -104,10 +110,59 @@ impl StepMemo {
                 .sum::<f64>()
         })
     }
+
+    /// Seconds of the operators `ops` on features `x`, and where they went: each operator's
+    /// [`OpShare`] added in operator order, as [`Op::seconds_into`] over them adds it.
+    pub fn step(&self, ops: &[Op], x: &Features) -> (f64, Breakdown) {
+        let (mut total, mut b) = (0.0, Breakdown::default());
+        if self.memoised.is_empty() {
+            for op in ops {
+                total += op.seconds_into(x, &mut b);
+            }
+            return (total, b);
+        }
+        let key = self.key(x);
+        SHARES.with(|tables| {
+            let mut tables = tables.borrow_mut();
+            let table = tables.table(self.id, SHARE_WIDTH * self.memoised.len());
+            let vals = table.lookup(&key, |vals| {
+                for (v, &i) in vals.chunks_exact_mut(SHARE_WIDTH).zip(&self.memoised) {
+                    v.copy_from_slice(&to_values(&ops[i].share(x)));
+                }
+            });
+            for t in &self.terms {
+                total += match *t {
+                    Term::Memo(k) => {
+                        let share = from_values(&vals[k * SHARE_WIDTH..(k + 1) * SHARE_WIDTH]);
+                        share.add_to(&mut b);
+                        share.seconds
+                    }
+                    Term::Live(i) => ops[i].seconds_into(x, &mut b),
+                };
+            }
+        });
+        (total, b)
+    }
+}
+
+/// An [`OpShare`] as stored in a table: seconds, the five parts, the fixed cost added after.
+const SHARE_WIDTH: usize = 7;
+
+fn to_values(s: &OpShare) -> [f64; SHARE_WIDTH] {
+    let p = &s.parts;
+    [s.seconds, p.memory, p.comm, p.cube, p.vector, p.fixed, s.fixed_after]
+}
+
+fn from_values(v: &[f64]) -> OpShare {
+    let parts = Breakdown { memory: v[1], comm: v[2], cube: v[3], vector: v[4], fixed: v[5] };
+    OpShare { seconds: v[0], parts, fixed_after: v[6] }
 }
 
 thread_local! {
-    static TABLES: RefCell<Tables> = const { RefCell::new(Tables { list: Vec::new(), next: 0 }) };
+    /// Per operator: its seconds ([`StepMemo::seconds`], every step).
+    static SECONDS: RefCell<Tables> = const { RefCell::new(Tables { list: Vec::new(), next: 0 }) };
+    /// Per operator: its [`OpShare`] ([`StepMemo::step`], the steps whose breakdown is sampled).
+    static SHARES: RefCell<Tables> = const { RefCell::new(Tables { list: Vec::new(), next: 0 }) };
 }
 
 /// One thread's tables, the oldest replaced first once there are [`TABLES_PER_THREAD`].

@@ -244,11 +244,14 @@ impl StepCostModel for RooflineCost {
         if x[f::ONE] == 0.0 {
             return StepTime::default();
         }
-        let mut b = Breakdown::default();
-        let mut total = 0.0;
-        for op in &self.ops {
-            total += op.seconds_into(&x, &mut b);
-        }
+        let (total, mut b) = self.memo.step(&self.ops, &x);
+        debug_assert!({
+            let (mut full, mut fb) = (0.0, Breakdown::default());
+            for op in &self.ops {
+                full += op.seconds_into(&x, &mut fb);
+            }
+            full.to_bits() == total.to_bits() && fb.to_bits() == b.to_bits()
+        });
         let host = self.host_seconds(shape);
         b.fixed += host;
         StepTime { seconds: total + host, breakdown: b }

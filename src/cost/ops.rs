@@ -205,6 +205,10 @@ impl Breakdown {
         self.vector += other.vector * w;
         self.fixed += other.fixed * w;
     }
+    /// The components' bits, to compare breakdowns float for float.
+    pub fn to_bits(&self) -> [u64; 5] {
+        [self.memory, self.comm, self.cube, self.vector, self.fixed].map(f64::to_bits)
+    }
     /// Percent shares in the order Mem, Comm, Cube, Vec, Fixed.
     pub fn percents(&self) -> [f64; 5] {
         let t = self.total();
@@ -224,6 +228,26 @@ impl Breakdown {
         let names = ["memory bandwidth", "communication", "matrix compute", "vector compute", "fixed per-op overhead"];
         let (i, _) = p.iter().enumerate().fold((0, f64::MIN), |acc, (i, &v)| if v > acc.1 { (i, v) } else { acc });
         names[i]
+    }
+}
+
+/// What one operator adds to a step: its seconds, and the amounts its breakdown adds, in the
+/// order they are added (an overlap adds its slowest stream's breakdown, then its own fixed
+/// cost, to `fixed`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct OpShare {
+    pub seconds: f64,
+    pub parts: Breakdown,
+    pub fixed_after: f64,
+}
+
+impl OpShare {
+    /// Adds the parts to `b`. A part the operator does not touch is +0, and adding +0 leaves
+    /// a sum of non-negative terms that started at +0 unchanged bit for bit: the same floats
+    /// as adding only the parts it touches.
+    pub fn add_to(&self, b: &mut Breakdown) {
+        b.add_scaled(&self.parts, 1.0);
+        b.fixed += self.fixed_after;
     }
 }
 
@@ -402,8 +426,15 @@ impl Op {
 
     /// Seconds all `count` repetitions add to a step, accumulating where the time went.
     pub fn seconds_into(&self, x: &Features, b: &mut Breakdown) -> f64 {
+        let share = self.share(x);
+        share.add_to(b);
+        share.seconds
+    }
+
+    /// What all `count` repetitions add to a step: [`Op::seconds_into`] as a value.
+    pub fn share(&self, x: &Features) -> OpShare {
         if x[self.gate] <= 0.0 {
-            return 0.0;
+            return OpShare::default();
         }
         match &self.kind {
             OpKind::Overlap { streams, fused } => {
@@ -423,14 +454,13 @@ impl Op {
                     }
                 }
                 let fixed = if best.0 > 0.0 { self.fixed_s * self.count } else { 0.0 };
-                b.add_scaled(&best.1, 1.0);
-                b.fixed += fixed;
-                best.0 + fixed
+                OpShare { seconds: best.0 + fixed, parts: best.1, fixed_after: fixed }
             }
             _ => {
                 let t = self.eval(x);
-                b.add_op(&t, self.count);
-                t.total() * self.count
+                let mut parts = Breakdown::default();
+                parts.add_op(&t, self.count);
+                OpShare { seconds: t.total() * self.count, parts, fixed_after: 0.0 }
             }
         }
     }
