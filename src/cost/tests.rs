@@ -131,24 +131,33 @@ fn memoised_steps_cost_the_same_bits_as_evaluated_ones_across_models() {
         shapes.push(BatchShape { decode: PhaseLoad::uniform(seqs, 1, ctx), sampled: seqs, ..Default::default() });
         shapes.push(prefill(1, 100 * seqs));
     }
+    let check = |cost: &RooflineCost, s: &BatchShape| {
+        let x = s.features();
+        let (mut full, mut fb) = (0.0, Breakdown::default());
+        for op in cost.ops() {
+            full += op.seconds_into(&x, &mut fb);
+        }
+        let step = cost.step(s);
+        assert_eq!(step.seconds.to_bits(), (full + cost.host_s).to_bits(), "{s:?}");
+        fb.fixed += cost.host_s;
+        assert_eq!(step.breakdown.to_bits(), fb.to_bits(), "{s:?}");
+        let plain = cost.ops().iter().map(|op| op.seconds(&x)).sum::<f64>() + cost.host_s;
+        assert_eq!(cost.step_seconds(s).to_bits(), plain.to_bits(), "{s:?}");
+        1
+    };
     let mut compared = 0;
-    for round in 0..2 {
+    // Two models alternating step by step (a P/D system), each shape priced twice: the second
+    // time from the memo.
+    for _ in 0..2 {
         for s in &shapes {
-            for cost in &models {
-                let x = s.features();
-                let (mut full, mut fb) = (0.0, Breakdown::default());
-                for op in cost.ops() {
-                    full += op.seconds_into(&x, &mut fb);
-                }
-                let step = cost.step(s);
-                assert_eq!(step.seconds.to_bits(), (full + cost.host_s).to_bits(), "round {round} {s:?}");
-                fb.fixed += cost.host_s;
-                assert_eq!(step.breakdown.to_bits(), fb.to_bits(), "round {round} {s:?}");
-                let plain = cost.ops().iter().map(|op| op.seconds(&x)).sum::<f64>() + cost.host_s;
-                assert_eq!(cost.step_seconds(s).to_bits(), plain.to_bits(), "round {round} {s:?}");
-                compared += 1;
-            }
+            compared += models[..2].iter().map(|cost| check(cost, s)).sum::<usize>();
         }
     }
-    assert_eq!(compared, 2 * 10 * 10);
+    // Ten models one after the other: the thread's oldest tables are reused, at other widths.
+    for cost in &models {
+        for _ in 0..2 {
+            compared += shapes.iter().map(|s| check(cost, s)).sum::<usize>();
+        }
+    }
+    assert_eq!(compared, 2 * 10 * 2 + 10 * 2 * 10);
 }
