@@ -188,7 +188,7 @@ impl StepCostModel for Recorder<'_> {
         // Routed experts apart (their grouped-GEMM efficiency is a parameter of its own),
         // every other operator by its dominant bound.
         let (mut b, mut experts, mut seconds) = (Breakdown::default(), 0.0, 0.0);
-        for op in &self.inner.ops {
+        for op in self.inner.ops() {
             if let OpKind::Experts(_) = op.kind {
                 let t = op.eval(&x);
                 experts += (t.total() - t.fixed) * op.count;

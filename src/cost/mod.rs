@@ -8,6 +8,7 @@
 //! KV bytes per token and activation estimates.
 
 pub mod graph;
+mod memo;
 pub mod memory;
 pub mod ops;
 
@@ -197,7 +198,8 @@ pub trait StepCostModel: Send + Sync {
 /// The per-operator roofline model of one candidate on one device.
 #[derive(Debug, Clone)]
 pub struct RooflineCost {
-    pub ops: Vec<ops::Op>,
+    /// The operator graph, fixed once built: the fast path and the memo are derived from it.
+    ops: Vec<ops::Op>,
     /// Host-side time added to every step.
     pub host_s: f64,
     /// Host-side time per sequence in the step (sampling, scheduling, metadata), added to every
@@ -208,6 +210,8 @@ pub struct RooflineCost {
     /// `ops` as [`StepCostModel::step_seconds`] prices them (built with them, by
     /// [`RooflineCost::from_ops`]).
     fast: Vec<ops::FastOp>,
+    /// Which of `fast` are memoised per step counts (built with them).
+    memo: memo::StepMemo,
 }
 
 impl RooflineCost {
@@ -218,7 +222,13 @@ impl RooflineCost {
     /// The model of an operator graph: `host_s` seconds added per step, none per sequence.
     pub fn from_ops(ops: Vec<ops::Op>, host_s: f64, warnings: Vec<String>) -> Self {
         let fast = ops::FastOp::of(&ops);
-        RooflineCost { ops, host_s, per_seq_s: 0.0, warnings, fast }
+        let memo = memo::StepMemo::of(&ops);
+        RooflineCost { ops, host_s, per_seq_s: 0.0, warnings, fast, memo }
+    }
+
+    /// The operator graph.
+    pub fn ops(&self) -> &[ops::Op] {
+        &self.ops
     }
 
     /// Per-operator times for one shape (for chrome traces and the per-op tests).
@@ -234,11 +244,14 @@ impl StepCostModel for RooflineCost {
         if x[f::ONE] == 0.0 {
             return StepTime::default();
         }
-        let mut b = Breakdown::default();
-        let mut total = 0.0;
-        for op in &self.ops {
-            total += op.seconds_into(&x, &mut b);
-        }
+        let (total, mut b) = self.memo.step(&self.ops, &x);
+        debug_assert!({
+            let (mut full, mut fb) = (0.0, Breakdown::default());
+            for op in &self.ops {
+                full += op.seconds_into(&x, &mut fb);
+            }
+            full.to_bits() == total.to_bits() && fb.to_bits() == b.to_bits()
+        });
         let host = self.host_seconds(shape);
         b.fixed += host;
         StepTime { seconds: total + host, breakdown: b }
@@ -250,8 +263,9 @@ impl StepCostModel for RooflineCost {
             return 0.0;
         }
         let xmask = ops::nonzero_mask(&x);
-        let secs = self.fast.iter().map(|op| op.seconds(&self.ops, &x, xmask)).sum::<f64>();
-        // Mutation: read one dot product under another's mask, and this fires in the cost tests.
+        let secs = self.memo.seconds(&self.fast, &self.ops, &x, xmask);
+        // Mutation: read one dot product under another's mask, or leave a count the experts
+        // read out of the memo's key, and this fires in the cost tests.
         debug_assert_eq!(secs.to_bits(), self.ops.iter().map(|op| op.seconds(&x)).sum::<f64>().to_bits());
         secs + self.host_seconds(shape)
     }

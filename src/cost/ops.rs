@@ -205,6 +205,10 @@ impl Breakdown {
         self.vector += other.vector * w;
         self.fixed += other.fixed * w;
     }
+    /// The components' bits, to compare breakdowns float for float.
+    pub fn to_bits(&self) -> [u64; 5] {
+        [self.memory, self.comm, self.cube, self.vector, self.fixed].map(f64::to_bits)
+    }
     /// Percent shares in the order Mem, Comm, Cube, Vec, Fixed.
     pub fn percents(&self) -> [f64; 5] {
         let t = self.total();
@@ -224,6 +228,26 @@ impl Breakdown {
         let names = ["memory bandwidth", "communication", "matrix compute", "vector compute", "fixed per-op overhead"];
         let (i, _) = p.iter().enumerate().fold((0, f64::MIN), |acc, (i, &v)| if v > acc.1 { (i, v) } else { acc });
         names[i]
+    }
+}
+
+/// What one operator adds to a step: its seconds, and the amounts its breakdown adds, in the
+/// order they are added (an overlap adds its slowest stream's breakdown, then its own fixed
+/// cost, to `fixed`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct OpShare {
+    pub seconds: f64,
+    pub parts: Breakdown,
+    pub fixed_after: f64,
+}
+
+impl OpShare {
+    /// Adds the parts to `b`. A part the operator does not touch is +0, and adding +0 leaves
+    /// a sum of non-negative terms that started at +0 unchanged bit for bit: the same floats
+    /// as adding only the parts it touches.
+    pub fn add_to(&self, b: &mut Breakdown) {
+        b.add_scaled(&self.parts, 1.0);
+        b.fixed += self.fixed_after;
     }
 }
 
@@ -327,6 +351,26 @@ impl Op {
         y
     }
 
+    /// Bit `i` set where the operator's seconds may depend on feature `i` (its gate
+    /// included): a term whose coefficient is zero adds ±0 whatever the feature, so it is not
+    /// read.
+    pub fn reads(&self) -> u16 {
+        let kind = match &self.kind {
+            OpKind::Roofline { mma, gp, mem } => nonzero_mask(mma) | nonzero_mask(gp) | nonzero_mask(mem),
+            OpKind::Collective { bytes, mem, .. } => nonzero_mask(bytes) | nonzero_mask(mem),
+            OpKind::Experts(_) => 1 << f::TOKENS,
+            OpKind::Overlap { streams, .. } => streams.iter().flatten().fold(0, |m, op| m | op.reads()),
+        };
+        // The window clamps context and pairs by sequences and tokens.
+        let window = match self.window {
+            Some(_) => [f::P_CTX, f::D_CTX, f::P_PAIRS, f::D_PAIRS, f::P_SEQS, f::D_SEQS, f::P_TOKENS, f::D_TOKENS]
+                .iter()
+                .fold(0, |m, i| m | 1 << i),
+            None => 0,
+        };
+        kind | window | 1 << self.gate
+    }
+
     /// Components of one repetition (an overlap reports its slowest stream as fixed time).
     pub fn eval(&self, x: &Features) -> OpTime {
         if x[self.gate] <= 0.0 {
@@ -382,8 +426,15 @@ impl Op {
 
     /// Seconds all `count` repetitions add to a step, accumulating where the time went.
     pub fn seconds_into(&self, x: &Features, b: &mut Breakdown) -> f64 {
+        let share = self.share(x);
+        share.add_to(b);
+        share.seconds
+    }
+
+    /// What all `count` repetitions add to a step: [`Op::seconds_into`] as a value.
+    pub fn share(&self, x: &Features) -> OpShare {
         if x[self.gate] <= 0.0 {
-            return 0.0;
+            return OpShare::default();
         }
         match &self.kind {
             OpKind::Overlap { streams, fused } => {
@@ -403,14 +454,13 @@ impl Op {
                     }
                 }
                 let fixed = if best.0 > 0.0 { self.fixed_s * self.count } else { 0.0 };
-                b.add_scaled(&best.1, 1.0);
-                b.fixed += fixed;
-                best.0 + fixed
+                OpShare { seconds: best.0 + fixed, parts: best.1, fixed_after: fixed }
             }
             _ => {
                 let t = self.eval(x);
-                b.add_op(&t, self.count);
-                t.total() * self.count
+                let mut parts = Breakdown::default();
+                parts.add_op(&t, self.count);
+                OpShare { seconds: t.total() * self.count, parts, fixed_after: 0.0 }
             }
         }
     }

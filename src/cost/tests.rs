@@ -106,3 +106,58 @@ fn the_fast_path_prices_every_step_as_the_full_evaluation_bit_for_bit() {
     }
     assert_eq!(compared, 24);
 }
+
+#[test]
+fn memoised_steps_cost_the_same_bits_as_evaluated_ones_across_models() {
+    // The memo keys the count-only operators by the counts they read; a hit must return the
+    // floats a full evaluation gives, for the seconds and for the breakdown, while models
+    // alternate and more models than a thread keeps tables for reuse them (different widths).
+    // Mutation: key on the step's `ONE` feature alone (`key_mask = 1 << f::ONE` in
+    // `StepMemo::of`), and the second shape reads the first one's experts and linears.
+    let reg = DeviceRegistry::builtin();
+    let dev = reg.get("TEST_DEVICE").unwrap();
+    let ds = catalog::find("deepseek-ai/DeepSeek-V3.1").unwrap();
+    let qwen = catalog::find("Qwen/Qwen3-32B").unwrap();
+    let mut models = Vec::new();
+    for (tp, dp) in [(8, 2), (4, 4)] {
+        let par = ParallelConfig { num_devices: 16, tp, dp, ep: 16, moe_tp: 1, moe_dp: 1, dcp: 1 };
+        models.push(RooflineCost::new(&ds, dev, &par, &opts(LinearQuant::W8A8Dynamic, true)));
+    }
+    for tp in [1, 2, 4, 8, 8, 8, 8, 8] {
+        models.push(RooflineCost::new(&qwen, dev, &ParallelConfig::dense(8, tp), &opts(LinearQuant::W8A8Dynamic, tp % 2 == 0)));
+    }
+    let mut shapes = Vec::new();
+    for (seqs, ctx) in [(1, 100), (2, 100), (64, 4000), (64, 4100), (255, 12_345)] {
+        shapes.push(BatchShape { decode: PhaseLoad::uniform(seqs, 1, ctx), sampled: seqs, ..Default::default() });
+        shapes.push(prefill(1, 100 * seqs));
+    }
+    let check = |cost: &RooflineCost, s: &BatchShape| {
+        let x = s.features();
+        let (mut full, mut fb) = (0.0, Breakdown::default());
+        for op in cost.ops() {
+            full += op.seconds_into(&x, &mut fb);
+        }
+        let step = cost.step(s);
+        assert_eq!(step.seconds.to_bits(), (full + cost.host_s).to_bits(), "{s:?}");
+        fb.fixed += cost.host_s;
+        assert_eq!(step.breakdown.to_bits(), fb.to_bits(), "{s:?}");
+        let plain = cost.ops().iter().map(|op| op.seconds(&x)).sum::<f64>() + cost.host_s;
+        assert_eq!(cost.step_seconds(s).to_bits(), plain.to_bits(), "{s:?}");
+        1
+    };
+    let mut compared = 0;
+    // Two models alternating step by step (a P/D system), each shape priced twice: the second
+    // time from the memo.
+    for _ in 0..2 {
+        for s in &shapes {
+            compared += models[..2].iter().map(|cost| check(cost, s)).sum::<usize>();
+        }
+    }
+    // Ten models one after the other: the thread's oldest tables are reused, at other widths.
+    for cost in &models {
+        for _ in 0..2 {
+            compared += shapes.iter().map(|s| check(cost, s)).sum::<usize>();
+        }
+    }
+    assert_eq!(compared, 2 * 10 * 2 + 10 * 2 * 10);
+}
