@@ -80,7 +80,7 @@ pub enum Mxfp4Kernel {
     Bf16,
     /// MXFP8 activations × MXFP4 weights on tensor cores that take FP4 operands at the FP8
     /// rate (TensorRT-LLM's CUTLASS/TRTLLM MoE on Blackwell); bf16 on devices without FP4
-    /// tensor cores, as those engines fall back to there.
+    /// tensor cores, as TensorRT-LLM runs gpt-oss on Hopper.
     Mxfp8,
 }
 

@@ -12,8 +12,8 @@
 use super::{Artifact, Destination, ExportError};
 use crate::outcome::{Report, Row};
 use crate::plan::Plan;
+use crate::search::engine::best_row_ctx;
 use crate::search::engine::sim::{sim_config, step_cost, MAX_STEPS};
-use crate::search::CandidateCtx;
 use crate::sim::{simulate_detailed, RequestState, Role, StepRecord};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -51,17 +51,7 @@ pub fn path_for(base: &Path, device: &str, several: bool) -> PathBuf {
 pub fn record(plan: &Plan, report: &Report) -> Result<Vec<Recording>, ExportError> {
     let mut out = Vec::new();
     for d in &report.devices {
-        let Some(device) = plan.devices.iter().find(|p| p.name == d.device) else { continue };
-        let Some(phase) = d.phases.iter().find(|p| !p.best.is_empty()) else { continue };
-        let best = &phase.best[0];
-        let Some(cand) = crate::search::candidates::enumerate(plan, best.num_devices, phase.phase)
-            .0
-            .into_iter()
-            .find(|c| c.parallel == best.layout && c.mtp == best.mtp)
-        else {
-            continue;
-        };
-        let ctx = CandidateCtx::new(plan, device, cand, phase.phase);
+        let Some((_, best, ctx)) = best_row_ctx(plan, d) else { continue };
         let (mut cfg, factory) = sim_config(&ctx, best.batch_size, best.max_batched_tokens);
         cfg.run.max_steps = MAX_STEPS;
         let mut steps = Vec::new();

@@ -10,6 +10,7 @@ use crate::outcome::Phase;
 use crate::outcome::Report;
 use crate::plan::Plan;
 use crate::search::engine::analytic::RooflineOracle;
+use crate::search::engine::best_row_ctx;
 use crate::search::CandidateCtx;
 use serde_json::json;
 use std::path::Path;
@@ -37,17 +38,7 @@ pub fn render(plan: &Plan, report: &Report, base: &Path) -> Result<Vec<Artifact>
     let mut out = Vec::new();
     let several = report.devices.len() > 1;
     for d in &report.devices {
-        let Some(device) = plan.devices.iter().find(|p| p.name == d.device) else { continue };
-        let Some(phase) = d.phases.iter().find(|p| !p.best.is_empty()) else { continue };
-        let best = &phase.best[0];
-        let Some(cand) = crate::search::candidates::enumerate(plan, best.num_devices, phase.phase)
-            .0
-            .into_iter()
-            .find(|c| c.parallel == best.layout && c.mtp == best.mtp)
-        else {
-            continue;
-        };
-        let ctx = CandidateCtx::new(plan, device, cand, phase.phase);
+        let Some((phase, best, ctx)) = best_row_ctx(plan, d) else { continue };
         let o = RooflineOracle::new(&ctx);
         let s = &o.shapes;
         let per_replica = best.batch_size as u64;

@@ -2,24 +2,8 @@
 //! for byte (stdout only: the elapsed-time line goes to stderr), and files that do not belong
 //! together are refused naming the file.
 
-use crate::util::{args, cmd, run_ok, usage_error, HEADLINE};
+use crate::util::{args, cmd, run_ok, usage_error, HEADLINE, README_HEADLINE};
 use std::path::{Path, PathBuf};
-
-/// The headline example on the default (simulator) engine, as the README runs it.
-const SIM_HEADLINE: &[&str] = &[
-    "Qwen/Qwen3-32B",
-    "--device",
-    "TEST_DEVICE",
-    "--num-devices",
-    "8",
-    "--input-length",
-    "3500",
-    "--output-length",
-    "1500",
-    "--compile",
-    "--tpot-limits",
-    "50",
-];
 
 /// Run shards 1..=n of `base` into `dir`, returning their files.
 fn shards(dir: &Path, base: &[&str], n: u32) -> Vec<PathBuf> {
@@ -43,7 +27,7 @@ fn merge(files: &[&PathBuf], extra: &[&str]) -> String {
 #[test]
 fn merged_shards_are_the_unsharded_report() {
     let dir = tempfile::tempdir().unwrap();
-    let f = shards(dir.path(), SIM_HEADLINE, 3);
+    let f = shards(dir.path(), README_HEADLINE, 3);
     // Every shard searched something: a slice that took all candidates would prove nothing.
     for file in &f {
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
@@ -53,9 +37,9 @@ fn merged_shards_are_the_unsharded_report() {
     // Fails if merge forgot to put the rows back in candidate order (e.g. no sort by index:
     // the files are given out of order here), re-ranked with other code than the search's,
     // or read back rounded floats (a shard's JSON must be exact).
-    let single_json = run_ok(&args(SIM_HEADLINE, &["--output", "json"]));
+    let single_json = run_ok(&args(README_HEADLINE, &["--output", "json"]));
     assert_eq!(merge(&[&f[2], &f[0], &f[1]], &["--output", "json"]), single_json);
-    let single_text = run_ok(SIM_HEADLINE);
+    let single_text = run_ok(README_HEADLINE);
     assert_eq!(merge(&[&f[1], &f[2], &f[0]], &[]), single_text);
     let single_csv = run_ok(&args(HEADLINE, &["--output", "csv"]));
     let g = shards(&dir.path().join("."), HEADLINE, 2);

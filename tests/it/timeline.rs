@@ -2,26 +2,10 @@
 //! Mooncake files, `--trace-time-scale`), the simulated timeline of `--chrome-trace-file`
 //! checked for the structure Perfetto needs, and `--requests-file`.
 
-use crate::util::{array, num, run_json, run_ok, usage_error};
+use crate::util::{array, num, run_json, run_ok, usage_error, README_HEADLINE};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-
-/// The headline example of the README, on the simulator.
-const HEADLINE_SIM: &[&str] = &[
-    "Qwen/Qwen3-32B",
-    "--device",
-    "TEST_DEVICE",
-    "--num-devices",
-    "8",
-    "--input-length",
-    "3500",
-    "--output-length",
-    "1500",
-    "--compile",
-    "--tpot-limits",
-    "50",
-];
 
 const SMALL: &[&str] = &["Qwen/Qwen3-8B", "--num-devices", "2", "--compile", "--tpot-limits", "40", "--tp-sizes", "2"];
 
@@ -86,7 +70,7 @@ fn the_headline_timeline_is_a_perfetto_trace_of_the_simulated_steps() {
     let dir = tempfile::tempdir().unwrap();
     let (trace, reqs) = (dir.path().join("t.json"), dir.path().join("r.csv"));
     let report =
-        run_json(&with(HEADLINE_SIM, &["--chrome-trace-file", trace.to_str().unwrap(), "--requests-file", reqs.to_str().unwrap()]));
+        run_json(&with(README_HEADLINE, &["--chrome-trace-file", trace.to_str().unwrap(), "--requests-file", reqs.to_str().unwrap()]));
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
     // Mutation: leave out the thread_name metadata and check_structure fails on the first step.
     let spans = check_structure(&doc);

@@ -31,6 +31,22 @@ pub const HEADLINE: &[&str] = &[
     "analytic",
 ];
 
+/// The headline example exactly as the README runs it (the default simulator engine).
+pub const README_HEADLINE: &[&str] = &[
+    "Qwen/Qwen3-32B",
+    "--device",
+    "TEST_DEVICE",
+    "--num-devices",
+    "8",
+    "--input-length",
+    "3500",
+    "--output-length",
+    "1500",
+    "--compile",
+    "--tpot-limits",
+    "50",
+];
+
 /// A command for the binary under test.
 pub fn cmd() -> Command {
     Command::cargo_bin(BIN).expect("the binary is built by cargo test")

@@ -16,7 +16,7 @@ use super::Candidate;
 use crate::cost::graph::build_both;
 use crate::cost::{CostOptions, MemoryModel, RooflineCost};
 use crate::hardware::DeviceProfile;
-use crate::outcome::{AnalyticFigures, Phase};
+use crate::outcome::{AnalyticFigures, DeviceResult, Phase, PhaseResult, Row};
 use crate::plan::Plan;
 
 /// Everything an engine needs to evaluate one candidate in one phase.
@@ -53,6 +53,20 @@ impl<'a> CandidateCtx<'a> {
     pub fn reserved_bytes(&self) -> f64 {
         crate::cost::memory::bytes_from_gib(self.plan.serving.reserved_gib(self.device))
     }
+}
+
+/// The best row of a device's first phase that has one (aggregated, or prefill under
+/// disaggregation), its phase, and the candidate context the search priced it with: what the
+/// per-configuration outputs (timeline, operator trace) look at again.
+pub fn best_row_ctx<'a>(plan: &'a Plan, d: &'a DeviceResult) -> Option<(&'a PhaseResult, &'a Row, CandidateCtx<'a>)> {
+    let device = plan.devices.iter().find(|p| p.name == d.device)?;
+    let phase = d.phases.iter().find(|p| !p.best.is_empty())?;
+    let best = &phase.best[0];
+    let cand = super::candidates::enumerate(plan, best.num_devices, phase.phase)
+        .0
+        .into_iter()
+        .find(|c| c.parallel == best.layout && c.mtp == best.mtp)?;
+    Some((phase, best, CandidateCtx::new(plan, device, cand, phase.phase)))
 }
 
 /// The cost-model options a candidate implies.
