@@ -27,6 +27,54 @@ pub struct FitOutcome {
     pub after: Vec<Result<Prediction, String>>,
     /// The fitted parameters of each group, with its run count.
     pub params: BTreeMap<GroupKey, (Params, usize)>,
+    /// Runs left out of the fit by [`inconsistent_runs`] (still predicted and tabulated):
+    /// (index into the runs, why).
+    pub screened: Vec<(usize, String)>,
+}
+
+/// Share by which a run's TPOT may fall below the run of its series at the next lower
+/// concurrency before the fit leaves it out (measurement noise on the training file stays
+/// within 20 %).
+pub const TPOT_DROP_LIMIT: f64 = 0.3;
+
+/// Runs whose measurement a batching server cannot produce: a series (same engine, GPU,
+/// model, layout and lengths) whose TPOT falls by more than [`TPOT_DROP_LIMIT`] from one
+/// concurrency to the next higher one. More sequences per step never make a step faster, so
+/// such a run did not hold its concurrency (the server capped or failed requests). In the
+/// training file these are vLLM gpt-oss-120b runs on H100 at 512 requests: TPOT 3.6–5.6 ms
+/// where 64 requests measured 7.1–16.7 ms, and mean TTFTs of 20–300 s. Left in, the fit
+/// explains them by dropping the per-sequence overhead of every vLLM H100 run to zero.
+/// Returns (index, why), in run order.
+pub fn inconsistent_runs(runs: &[MeasuredRun]) -> Vec<(usize, String)> {
+    type Series<'a> = (&'a str, &'a str, &'a str, u32, u32, u32, u32, u64, u64);
+    let mut series: BTreeMap<Series, BTreeMap<u64, Vec<usize>>> = BTreeMap::new();
+    for (i, r) in runs.iter().enumerate() {
+        let key = (r.engine.as_str(), r.gpu.as_str(), r.model.as_str(), r.tp, r.attention_dp, r.moe_tp, r.moe_ep, r.isl, r.osl);
+        series.entry(key).or_default().entry(r.concurrency).or_default().push(i);
+    }
+    let mut out = Vec::new();
+    for by_c in series.values() {
+        // Mean TPOT per concurrency (repeated runs of one point averaged), in concurrency order.
+        let points: Vec<(u64, f64, &Vec<usize>)> =
+            by_c.iter().map(|(&c, idx)| (c, idx.iter().map(|&i| runs[i].tpot_ms).sum::<f64>() / idx.len() as f64, idx)).collect();
+        for w in points.windows(2) {
+            let ((c0, t0, _), (c1, _, idx)) = (w[0], w[1]);
+            for &i in idx {
+                if runs[i].tpot_ms < (1.0 - TPOT_DROP_LIMIT) * t0 {
+                    out.push((
+                        i,
+                        format!(
+                            "TPOT {:.2} ms at {c1} requests is {:.0} % below {t0:.2} ms at {c0}",
+                            runs[i].tpot_ms,
+                            (1.0 - runs[i].tpot_ms / t0) * 100.0
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    out.sort_by_key(|(i, _)| *i);
+    out
 }
 
 /// The engine profile a run is priced with.
@@ -110,9 +158,11 @@ fn profiles_with(base: &EngineProfiles, params: &BTreeMap<GroupKey, Params>) -> 
 /// engine profiles (their device entries, if any, are ignored).
 pub fn fit(predictor: &Predictor, runs: &[MeasuredRun]) -> FitOutcome {
     let base = predictor.engines().clone();
+    let screened = inconsistent_runs(runs);
+    let left_out: std::collections::BTreeSet<usize> = screened.iter().map(|(i, _)| *i).collect();
     let mut groups: BTreeMap<GroupKey, Vec<usize>> = BTreeMap::new();
     for (i, r) in runs.iter().enumerate() {
-        if predictor.device(&r.target.device).is_some() {
+        if predictor.device(&r.target.device).is_some() && !left_out.contains(&i) {
             groups.entry((engine_of(r), r.target.device.clone())).or_default().push(i);
         }
     }
@@ -172,7 +222,12 @@ pub fn fit(predictor: &Predictor, runs: &[MeasuredRun]) -> FitOutcome {
     let mut engines = profiles_with(&base, &current);
     record_fits(&mut engines, &groups, runs, &before, &after);
     let params = current.iter().map(|(k, p)| (k.clone(), (rounded(p), groups[k].len()))).collect();
-    FitOutcome { engines, before, after, params }
+    // Screened runs are predicted by the fit too: they stay in the error tables.
+    let fitted = predictor.with_engines(engines.clone());
+    for &i in &left_out {
+        after[i] = fitted.predict(&runs[i]);
+    }
+    FitOutcome { engines, before, after, params, screened }
 }
 
 /// Parameters of the hardware, shared by every engine on a device: the bandwidth share (its

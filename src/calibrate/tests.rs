@@ -158,3 +158,21 @@ fn the_text_table_is_markdown_with_one_line_per_group_and_engine() {
     assert!(text.contains("| sglang | all      | all            |    1 |      0 |"), "{text}");
     assert!(text.contains("1 run(s) could not be simulated:\n  r4: out of memory"), "{text}");
 }
+
+#[test]
+fn a_run_whose_tpot_falls_as_concurrency_rises_is_left_out_of_the_fit() {
+    // One series at 16, 32 (twice: averaged to 12 ms), 64 and 512 requests, and one other
+    // series that must not be compared with it. 64 requests at 9 ms is within 30 % of 12 ms
+    // (kept); 512 at 4 ms is 56 % below 9 ms (left out); the other series' 3 ms at 8 requests
+    // has no lower point. Fails if the comparison is flipped (64 → 512 would pass and 16 → 32
+    // be flagged), if series are not told apart by lengths, or if the limit is read as a
+    // ratio of the lower run (4 < 0.3 × 9 is false).
+    let row =
+        |osl: u32, c: u32, tpot: f64| format!("r{osl}_{c}_{tpot},vllm,0.12.0,Qwen/Qwen3-32B,h100_sxm,,1024,{osl},{c},2,,1,1,100,{tpot}");
+    let rows = [row(128, 16, 10.0), row(128, 32, 11.0), row(128, 32, 13.0), row(128, 64, 9.0), row(128, 512, 4.0), row(512, 8, 3.0)];
+    let refs: Vec<&str> = rows.iter().map(String::as_str).collect();
+    let runs = read(&csv(&refs)).unwrap();
+    let out = calibrator::inconsistent_runs(&runs);
+    assert_eq!(out.iter().map(|(i, _)| *i).collect::<Vec<_>>(), vec![4], "{out:?}");
+    assert!(out[0].1.contains("at 512 requests") && out[0].1.contains("9.00 ms at 64"), "{}", out[0].1);
+}

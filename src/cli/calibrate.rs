@@ -74,9 +74,14 @@ pub fn run(args: &CalibrateArgs) -> Result<String, PlanError> {
     if args.fit {
         return fit_and_report(args, &predictor, &runs, json);
     }
-    let table = evaluate(&runs, &predictor.predict_all(&runs));
+    let preds = predictor.predict_all(&runs);
+    let table = evaluate(&runs, &preds);
     if json {
-        serde_json::to_string_pretty(&table).map(|s| s + "\n").map_err(|e| PlanError::Output(e.to_string()))
+        // The table's fields, then every run beside its prediction (the residuals a user
+        // studies when a group's median hides a pattern by concurrency or length).
+        let mut v = serde_json::to_value(&table).map_err(|e| PlanError::Output(e.to_string()))?;
+        v["runs"] = serde_json::Value::Array(runs.iter().zip(&preds).map(|(r, p)| run_json(r, &[("predicted", p)])).collect());
+        serde_json::to_string_pretty(&v).map(|s| s + "\n").map_err(|e| PlanError::Output(e.to_string()))
     } else {
         Ok(render_text(&table))
     }
@@ -113,20 +118,40 @@ fn fit_and_report(
             "after": after,
             "params": out.params.iter().map(|((e, d), (p, n))| serde_json::json!({"engine": e, "device": d, "runs": n, "params": p})).collect::<Vec<_>>(),
             "leave_one_model_out": lomo,
-            "runs": runs.iter().zip(out.before.iter().zip(&out.after)).map(|(r, (b, a))| serde_json::json!({
-                "id": r.id, "engine": r.engine, "gpu": r.gpu, "model": r.model, "isl": r.isl, "osl": r.osl,
-                "concurrency": r.concurrency, "tp": r.tp, "attention_dp": r.attention_dp,
-                "measured": {"ttft_ms": r.ttft_ms, "tpot_ms": r.tpot_ms},
-                "before": b.as_ref().ok(), "after": a.as_ref().ok(),
-            })).collect::<Vec<_>>(),
+            "left_out_of_fit": out.screened.iter().map(|(i, why)| serde_json::json!({"id": runs[*i].id, "why": why})).collect::<Vec<_>>(),
+            "runs": runs.iter().zip(out.before.iter().zip(&out.after)).map(|(r, (b, a))| run_json(r, &[("before", b), ("after", a)])).collect::<Vec<_>>(),
         });
         return serde_json::to_string_pretty(&v).map(|s| s + "\n").map_err(|e| PlanError::Output(e.to_string()));
     }
     let mut text = format!("## Before: datasheet efficiencies, engine default overheads\n\n{}\n", render_text(&before));
     text += &format!("## After the fit\n\n{}\n", render_text(&after));
     text += &format!("## Fitted parameters\n\n{}\n", calibrator::render_params(&out.params));
+    if !out.screened.is_empty() {
+        text += &format!(
+            "## Left out of the fit (in the tables above): runs whose TPOT falls more than {:.0} % from one concurrency to the next higher one of their series\n\n",
+            calibrator::TPOT_DROP_LIMIT * 100.0
+        );
+        for (i, why) in &out.screened {
+            text += &format!("- {} ({} row {}): {why}\n", runs[*i].id, runs[*i].file, runs[*i].row);
+        }
+        text += "\n";
+    }
     if let Some(l) = &lomo {
         text += &format!("## Leave one model out: each model's runs predicted by a fit without it\n\n{}\n", render_text(l));
     }
     Ok(text)
+}
+
+/// One measured run in JSON output: its identity, layout and measurement, and each named
+/// prediction (`null` where the simulator could not predict it).
+fn run_json(r: &crate::calibrate::MeasuredRun, preds: &[(&str, &Result<crate::calibrate::Prediction, String>)]) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "id": r.id, "engine": r.engine, "gpu": r.gpu, "model": r.model, "isl": r.isl, "osl": r.osl,
+        "concurrency": r.concurrency, "tp": r.tp, "attention_dp": r.attention_dp, "moe_tp": r.moe_tp, "moe_ep": r.moe_ep,
+        "measured": {"ttft_ms": r.ttft_ms, "tpot_ms": r.tpot_ms},
+    });
+    for (name, p) in preds {
+        v[*name] = serde_json::to_value(p.as_ref().ok()).unwrap_or(serde_json::Value::Null);
+    }
+    v
 }

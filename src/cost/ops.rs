@@ -347,6 +347,11 @@ impl Op {
             y[f::D_CTX] = y[f::D_CTX].min(y[f::D_SEQS] * w);
             y[f::P_PAIRS] = y[f::P_PAIRS].min(y[f::P_TOKENS] * w);
             y[f::D_PAIRS] = y[f::D_PAIRS].min(y[f::D_TOKENS] * w);
+            // The causal saving (half of Σ chunk² per sequence, see `causal` in the graph)
+            // happens only inside the window: at most half a window² per sequence. Without this
+            // clamp a long prefill chunk's saving exceeded its clamped pairs and the matrix
+            // time went negative.
+            y[f::P_QSQ] = y[f::P_QSQ].min(y[f::P_SEQS] * w * w);
         }
         y
     }
@@ -363,7 +368,7 @@ impl Op {
         };
         // The window clamps context and pairs by sequences and tokens.
         let window = match self.window {
-            Some(_) => [f::P_CTX, f::D_CTX, f::P_PAIRS, f::D_PAIRS, f::P_SEQS, f::D_SEQS, f::P_TOKENS, f::D_TOKENS]
+            Some(_) => [f::P_CTX, f::D_CTX, f::P_PAIRS, f::D_PAIRS, f::P_SEQS, f::D_SEQS, f::P_TOKENS, f::D_TOKENS, f::P_QSQ]
                 .iter()
                 .fold(0, |m, i| m | 1 << i),
             None => 0,
