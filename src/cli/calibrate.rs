@@ -31,7 +31,9 @@ pub struct CalibrateArgs {
     pub calibration: Vec<String>,
     /// Fit a calibration per serving engine × device to the measured runs (three rounds of
     /// simulation with the fitted parameters, regularised toward the datasheet values) and print
-    /// the error tables before and after, and the fitted parameters.
+    /// the error tables before and after, and the fitted parameters. Runs whose TPOT falls more
+    /// than 30 % from one concurrency to the next higher one of their series are left out of
+    /// the fit (not of the tables) and listed.
     #[arg(long)]
     pub fit: bool,
     /// With --fit: write the fitted engine profiles into this directory (`<engine>.yaml`, the
