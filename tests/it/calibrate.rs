@@ -28,6 +28,20 @@ fn calibrate_json_has_one_group_per_engine_gpu_model() {
     assert_eq!(v["groups"].as_array().unwrap().len(), 7);
     assert_eq!(v["engines"].as_array().unwrap().len(), 3);
     assert!(v["groups"][0]["ttft"]["median_abs_pct"].as_f64().unwrap() > 0.0);
+    // Every run beside its prediction, in file order, and the group medians are those runs'
+    // errors. Fails if `runs` is missing, reordered or carries another run's prediction.
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 8);
+    let file = read_files(&[SAMPLE]).unwrap();
+    for (r, m) in runs.iter().zip(&file) {
+        assert_eq!(r["id"].as_str().unwrap(), m.id);
+        assert_eq!(r["measured"]["ttft_ms"].as_f64().unwrap(), m.ttft_ms);
+        assert!(r["predicted"]["tpot_ms"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let group = v["groups"].as_array().unwrap().iter().find(|g| g["rows"] == 1 && g["engine"] == "sglang").unwrap().clone();
+    let one = runs.iter().find(|r| r["engine"] == "sglang" && r["gpu"] == group["gpu"] && r["model"] == group["model"]).unwrap();
+    let err = (one["predicted"]["tpot_ms"].as_f64().unwrap() / one["measured"]["tpot_ms"].as_f64().unwrap() - 1.0) * 100.0;
+    assert!((group["tpot"]["bias_pct"].as_f64().unwrap() - err).abs() < 1e-9, "{err} vs {group}");
 }
 
 #[test]
