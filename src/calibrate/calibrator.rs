@@ -33,8 +33,8 @@ pub struct FitOutcome {
 }
 
 /// Share by which a run's TPOT may fall below the run of its series at the next lower
-/// concurrency before the fit leaves it out (measurement noise on the training file stays
-/// within 20 %).
+/// concurrency before the fit leaves it out. On the training file, apart from the runs it
+/// leaves out, no run falls by more than 20 % and two fall by 10–20 % (measurement noise).
 pub const TPOT_DROP_LIMIT: f64 = 0.3;
 
 /// Runs whose measurement a batching server cannot produce: a series (same engine, GPU,
