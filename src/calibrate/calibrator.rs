@@ -42,7 +42,7 @@ pub const TPOT_DROP_LIMIT: f64 = 0.3;
 /// concurrency to the next higher one. More sequences per step never make a step faster, so
 /// such a run did not hold its concurrency (the server capped or failed requests). In the
 /// training file these are vLLM gpt-oss-120b runs on H100 at 512 requests: TPOT 3.6–5.6 ms
-/// where 64 requests measured 7.1–16.7 ms, and mean TTFTs of 20–300 s. Left in, the fit
+/// where 64 requests measured 7.1–16.7 ms, and mean TTFTs of 20–120 s. Left in, the fit
 /// explains them by dropping the per-sequence overhead of every vLLM H100 run to zero.
 /// Returns (index, why), in run order.
 pub fn inconsistent_runs(runs: &[MeasuredRun]) -> Vec<(usize, String)> {
