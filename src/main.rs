@@ -14,18 +14,25 @@ fn main() -> ExitCode {
     if argv.get(1).is_some_and(|a| a == "merge") {
         return merge(&argv[1..]);
     }
-    let raw = match RawArgs::parse_argv(std::env::args_os()) {
-        Ok(r) => r,
-        Err(e) => {
-            // clap prints help/version to stdout (exit 0) and errors to stderr (exit 2).
-            let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
-        }
-    };
-    match run(raw) {
+    match RawArgs::parse_argv(std::env::args_os()) {
+        Ok(raw) => exit_with(run(raw)),
+        Err(e) => clap_exit(e),
+    }
+}
+
+/// The exit of a clap parse that did not produce arguments: help and version go to stdout
+/// (exit 0), errors to stderr (exit 2), as clap prints them.
+fn clap_exit(e: clap::Error) -> ExitCode {
+    let _ = e.print();
+    ExitCode::from(if e.use_stderr() { 2 } else { 0 })
+}
+
+/// Success, or the error on stderr with its exit code (2 for usage, 1 for runtime). A closed
+/// stderr must not turn a clean error into a panic, so nothing here uses `eprintln!`.
+fn exit_with(result: Result<(), PlanError>) -> ExitCode {
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // A closed stderr must not turn a clean error into a panic.
             let _ = writeln!(std::io::stderr(), "error: {e}");
             ExitCode::from(e.exit_code())
         }
@@ -38,23 +45,14 @@ fn calibrate(argv: &[std::ffi::OsString]) -> ExitCode {
     use clap::Parser;
     let args = match cli::calibrate::CalibrateArgs::try_parse_from(argv) {
         Ok(a) => a,
-        Err(e) => {
-            let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
-        }
+        Err(e) => return clap_exit(e),
     };
     let started = std::time::Instant::now();
-    match cli::calibrate::run(&args) {
-        Ok(text) => {
-            print!("{text}");
-            eprintln!("Calibration table computed in {:.2} seconds.", started.elapsed().as_secs_f64());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(e.exit_code())
-        }
-    }
+    exit_with(cli::calibrate::run(&args).and_then(|text| {
+        report::write_stdout(&text)?;
+        let _ = writeln!(std::io::stderr(), "Calibration table computed in {:.2} seconds.", started.elapsed().as_secs_f64());
+        Ok(())
+    }))
 }
 
 /// `throughput-optimizer merge FILES…`: its own arguments; the merged report is written like a
@@ -63,26 +61,16 @@ fn merge(argv: &[std::ffi::OsString]) -> ExitCode {
     use clap::Parser;
     let args = match cli::merge::MergeArgs::try_parse_from(argv) {
         Ok(a) => a,
-        Err(e) => {
-            let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
-        }
+        Err(e) => return clap_exit(e),
     };
-    let written = cli::merge::run(&args).and_then(|(plan, merged)| {
+    exit_with(cli::merge::run(&args).and_then(|(plan, merged)| {
         for exporter in report::exporters(&plan) {
             for artifact in exporter.export(&plan, &merged)? {
                 report::write(&artifact)?;
             }
         }
         Ok(())
-    });
-    match written {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
-            ExitCode::from(e.exit_code())
-        }
-    }
+    }))
 }
 
 /// A progress bar on stderr that appears only when stderr is a terminal and the search has run
