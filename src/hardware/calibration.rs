@@ -103,6 +103,15 @@ pub struct EngineProfile {
     /// How the engine's kernels multiply MXFP4 weights.
     #[serde(default, skip_serializing_if = "is_native")]
     pub mxfp4_kernel: Mxfp4Kernel,
+    /// New requests that enter the running set per engine step (absent: as many as the
+    /// scheduling policy admits). The engines' schedulers admit every waiting request the token
+    /// budget fits, but measured vLLM and TensorRT-LLM runs behave as if requests reached the
+    /// scheduler one per iteration: at 8 requests a 1,024-token prompt's prefill slows every
+    /// other request's decode by a whole prefill (which a batch of prompts admitted together
+    /// would not), and at 128 requests the time to first token is 8 to 9 decode steps. docs/
+    /// validation.md gives the measurements and the fit with and without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admissions_per_step: Option<u32>,
     /// Overheads on devices without an entry of their own.
     pub defaults: Overheads,
     #[serde(default)]
@@ -120,6 +129,8 @@ pub struct Effective {
     pub fused_graph: bool,
     pub causal_attention: bool,
     pub mxfp4_kernel: Mxfp4Kernel,
+    /// New requests admitted per step (`None`: no limit).
+    pub admissions_per_step: Option<u32>,
     /// Per running sequence per step, seconds.
     pub per_seq_s: f64,
     /// Added to every request's time to first token, seconds.
@@ -146,8 +157,13 @@ impl Effective {
             kinds.push("causal attention");
         }
         let kinds = if kinds.is_empty() { String::new() } else { format!("{}; ", kinds.join(", ")) };
+        let admits = match self.admissions_per_step {
+            Some(1) => "; 1 new request per step".to_string(),
+            Some(n) => format!("; {n} new requests per step"),
+            None => String::new(),
+        };
         format!(
-            "{}: {kinds}{} µs per step, {} µs per sequence, {} ms per request; HBM efficiency {}",
+            "{}: {kinds}{} µs per step, {} µs per sequence, {} ms per request; HBM efficiency {}{admits}",
             self.source,
             crate::hardware::trim_float(self.device.host_overhead_us),
             crate::hardware::trim_float(self.per_seq_s * 1e6),
@@ -233,6 +249,9 @@ impl EngineProfile {
             return Err(format!("field `engine` is `{}`; valid engines: {}", p.engine, ENGINES.join(", ")));
         }
         p.defaults.validate("defaults.")?;
+        if p.admissions_per_step == Some(0) {
+            return Err("field `admissions_per_step` is 0; it must be at least 1 (or absent: no limit)".to_string());
+        }
         for (i, d) in p.devices.iter().enumerate() {
             d.validate(i)?;
             if p.devices[..i].iter().any(|o| o.device == d.device) {
@@ -284,6 +303,7 @@ impl EngineProfile {
             fused_graph: self.fused_graph,
             causal_attention: self.causal_attention,
             mxfp4_kernel: self.mxfp4_kernel,
+            admissions_per_step: self.admissions_per_step,
             per_seq_s: o.seq_overhead_us * 1e-6,
             request_overhead_s: o.request_overhead_ms * 1e-3,
             engine: self.engine.clone(),
@@ -374,5 +394,27 @@ devices:\n  - {device: H100_SXM, memory_efficiency: 1.5, matrix_efficiency_scale
         )
         .unwrap_err();
         assert!(bad_engine.contains("tgi") && bad_engine.contains("vllm"), "{bad_engine}");
+        // No request could ever enter an engine that admits none per step.
+        let zero = EngineProfile::parse(
+            "engine: vllm\nfused_graph: true\nadmissions_per_step: 0\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, request_overhead_ms: 3}\n",
+        )
+        .unwrap_err();
+        assert!(zero.contains("admissions_per_step") && zero.contains("at least 1"), "{zero}");
+    }
+
+    #[test]
+    fn the_admission_limit_reaches_the_engines_and_the_report() {
+        // vLLM's and TensorRT-LLM's built-in profiles take in one new request per step, SGLang's
+        // and msmodeling's as many as their policy admits; the report line says so.
+        // Fails if `effective` drops the field (`admissions_per_step: None` there).
+        let all = EngineProfile::builtin();
+        let reg = crate::hardware::DeviceRegistry::builtin();
+        let h100 = reg.get("H100_SXM").unwrap();
+        for p in &all {
+            let eff = p.effective(h100, true);
+            let want = matches!(p.engine.as_str(), "vllm" | "trtllm").then_some(1);
+            assert_eq!(eff.admissions_per_step, want, "{}", p.engine);
+            assert_eq!(eff.describe().ends_with("; 1 new request per step"), want.is_some(), "{}", eff.describe());
+        }
     }
 }

@@ -121,6 +121,9 @@ pub struct Instance {
     step_chunk_tokens: u64,
     step_decodes: u64,
     step_dec_ctx: u64,
+    /// Requests admitted for the first time in the step being planned (the execution
+    /// profile's `admissions_per_step` caps them).
+    step_new_admits: u64,
     pub shape: BatchShape,
     /// Σ prompt tokens waiting or prefilling + decoding sequences: the router's load measure.
     pub load: u64,
@@ -176,6 +179,7 @@ impl Instance {
             step_chunk_tokens: 0,
             step_decodes: 0,
             step_dec_ctx: 0,
+            step_new_admits: 0,
             shape: BatchShape::default(),
             load: 0,
             preemptions: 0,
@@ -428,6 +432,7 @@ impl Instance {
         self.step_chunk_tokens = 0;
         self.step_decodes = 0;
         self.step_dec_ctx = 0;
+        self.step_new_admits = 0;
         let mut scheduler = self.scheduler.take().expect("an instance plans one step at a time");
         scheduler.schedule(cfg, &mut StepBuilder { inst: self, reqs, cfg, now });
         self.scheduler = Some(scheduler);
@@ -845,12 +850,18 @@ impl StepBuilder<'_> {
         true
     }
 
-    /// Open the admission of the head of the waiting queue (`None` when nobody waits). On a
+    /// Open the admission of the head of the waiting queue (`None` when nobody waits, or when
+    /// the head is new and the step already took in `admissions_per_step` new requests). On a
     /// decode instance the waiting queue holds only the requests it preempted, to recompute.
     pub fn open_admission(&mut self) -> Option<Admission> {
         let inst = &mut *self.inst;
         let &req = inst.waiting.front()?;
         let r = &self.reqs[req as usize];
+        // A request entering the engine for the first time waits for the next step once this
+        // one took in its share; a requeued (preempted) request is already inside.
+        if r.scheduled.is_none() && self.cfg.admissions_per_step.is_some_and(|cap| inst.step_new_admits >= cap) {
+            return None;
+        }
         let prompt = r.prompt_tokens();
         let cached = ((r.input as f64) * self.cfg.prefix_hit_rate).floor() as u64;
         // A group's cached prefix may be longer than this request's (prefix chains from a
@@ -915,6 +926,7 @@ impl StepBuilder<'_> {
         inst.load = inst.load.saturating_sub(a.prompt) + left;
         let rs = &mut self.reqs[a.req as usize];
         if rs.scheduled.is_none() {
+            inst.step_new_admits += 1;
             rs.scheduled = Some(self.now);
             rs.cached = a.start;
         }

@@ -30,6 +30,8 @@ pub struct CandidateCtx<'a> {
     pub mem: MemoryModel,
     /// The serving engine's per-request overhead, added to every time to first token, seconds.
     pub request_overhead_s: f64,
+    /// New requests the serving engine admits per step (`None`: no limit).
+    pub admissions_per_step: Option<u32>,
 }
 
 impl<'a> CandidateCtx<'a> {
@@ -47,7 +49,17 @@ impl<'a> CandidateCtx<'a> {
         let (mut cost, mem) = build_both(&plan.model, &eff.device, &cand.parallel, &opts);
         cost.per_seq_s = eff.per_seq_s;
         let label = cand.label(&plan.model, plan.serving.speculative.as_ref());
-        CandidateCtx { plan, device, cand, phase, label, cost, mem, request_overhead_s: eff.request_overhead_s }
+        CandidateCtx {
+            plan,
+            device,
+            cand,
+            phase,
+            label,
+            cost,
+            mem,
+            request_overhead_s: eff.request_overhead_s,
+            admissions_per_step: eff.admissions_per_step,
+        }
     }
 
     pub fn reserved_bytes(&self) -> f64 {

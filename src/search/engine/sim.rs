@@ -116,6 +116,7 @@ pub fn instance_config(ctx: &CandidateCtx, budget: u64, max_num_seqs: u64) -> In
         image_patches_per_image: patches,
         image_patches: patches * images_per_request,
         image_tokens: tokens,
+        admissions_per_step: ctx.admissions_per_step.map(u64::from),
     }
 }
 

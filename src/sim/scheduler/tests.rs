@@ -347,3 +347,44 @@ fn trtllm_never_preempts_under_kv_pressure() {
     assert!(run(Box::new(Vllm)) > 0, "the pool is tight enough for vLLM to preempt");
     assert_eq!(run(Box::new(Trtllm)), 0);
 }
+
+#[test]
+fn admissions_per_step_takes_in_one_new_request_per_step() {
+    // Budget 64 holds all three 2-token prompts, but the execution profile lets one new request
+    // in per step: R1 enters beside R0's last decode, R2 beside R1's.
+    // Fails if `StepBuilder::open_admission` ignores the cap (drop its `admissions_per_step`
+    // check, tried): step 1 becomes [(0, 2), (1, 2), (2, 2)].
+    let mut c = cfg(64, 0.0, 8, 4);
+    c.admissions_per_step = Some(1);
+    let (steps, _, reqs) = trace(Box::new(Vllm), &c, &[(2, 2), (2, 2), (2, 2)]);
+    let want: Vec<Step> = vec![(vec![], vec![(0, 2)]), (vec![0], vec![(1, 2)]), (vec![1], vec![(2, 2)]), (vec![2], vec![])];
+    assert_eq!(steps, want);
+    assert!(reqs.iter().all(|r| r.generated == r.output));
+}
+
+#[test]
+fn a_requeued_request_is_not_a_new_admission() {
+    // Block size 2, 7 blocks, budget 8, one new request per step. R1 enters in step 2, R2
+    // (4-token prompt) in step 3. Step 4: R0 and R1 each need a new block and none is free
+    // beside R2's: R2, the newest, is preempted. Step 6: R0 has finished; R2 comes back
+    // (recomputing its prompt and its token: 5) beside R3's first admission. Requeued, R2 is
+    // already inside the engine and does not use up the step's one new request.
+    // Fails if a requeued request counts (`inst.step_new_admits += 1` for every admission in
+    // `StepBuilder::admit`, tried): R3 waits for step 7.
+    let mut c = cfg(8, 0.0, 4, 2);
+    c.kv_blocks = 7;
+    c.admissions_per_step = Some(1);
+    let (steps, inst, reqs) = trace(Box::new(Vllm), &c, &[(2, 5), (2, 5), (4, 3), (1, 1)]);
+    let want: Vec<Step> = vec![
+        (vec![], vec![(0, 2)]),
+        (vec![0], vec![(1, 2)]),
+        (vec![0, 1], vec![(2, 4)]),
+        (vec![0, 1], vec![]),
+        (vec![0, 1], vec![]),
+        (vec![1], vec![(2, 5), (3, 1)]),
+        (vec![2], vec![]),
+    ];
+    assert_eq!(steps, want);
+    assert_eq!(reqs.iter().map(|r| (r.generated, r.preemptions)).collect::<Vec<_>>(), vec![(5, 0), (5, 0), (3, 1), (1, 0)]);
+    assert_eq!(inst.kv.used(), 0);
+}
