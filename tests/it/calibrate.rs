@@ -208,12 +208,11 @@ fn calibration_flags_are_checked() {
     let bad = dir.path().join("bad.yaml");
     std::fs::write(&bad, "engine: vllm\nfused_graph: true\ndefaults: {step_overhead_us: -1, seq_overhead_us: 0, request_overhead_ms: 0}\n")
         .unwrap();
-    cmd()
-        .args(base)
-        .args(["--calibration", &bad.display().to_string()])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("defaults.step_overhead_us").and(predicate::str::contains("-1")));
+    cmd().args(base).args(["--calibration", &bad.display().to_string()]).assert().code(2).stderr(
+        predicate::str::contains("defaults.step_overhead_us")
+            .and(predicate::str::contains("-1"))
+            .and(predicate::str::contains(format!("--calibration {}", bad.display()))),
+    );
     cmd().args(["calibrate", "--measured", SAMPLE, "--write", "/tmp"]).assert().code(2).stderr(predicate::str::contains("--fit"));
 }
 

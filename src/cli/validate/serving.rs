@@ -233,7 +233,8 @@ pub(crate) fn validate_calibration(raw: &RawArgs) -> Result<crate::hardware::cal
     for file in &raw.calibration {
         let text = crate::util::read_bounded(std::path::Path::new(file), crate::util::MAX_CONFIG_BYTES)
             .map_err(|e| Error::rejected("--calibration", file, e.to_string()))?;
-        let mut p = EngineProfile::parse(&text).map_err(|e| Error::rejected("--calibration", file, e))?;
+        let mut p =
+            EngineProfile::parse(&text).map_err(|e| Error::rejected("--calibration", file, format!("--calibration {file}: {e}")))?;
         p.file = Some(file.clone());
         if seen.contains(&p.engine) {
             return Err(Error::rejected(
