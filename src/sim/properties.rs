@@ -55,6 +55,7 @@ fn case() -> impl Strategy<Value = Case> {
                             image_patches: 0,
                             image_tokens: 0,
                             admissions_per_step: None,
+                            overlap_scheduling: false,
                         },
                         instances: if arr == 2 { 2 } else { 1 },
                         role: Role::Mixed,
@@ -260,7 +261,11 @@ proptest! {
         // (preemptions after the first token happen only there) and its prompt less the cache.
         // Mutation: in `Instance::preempt_newest`, queue a decode instance's victim on `landed`
         // (re-admitted with its KV for free): the decode side prefills nothing.
-        let owed: u64 = reqs.iter().map(|r| r.generated_at_preemptions).sum();
+        // A request preempted again while recomputing owes its generated tokens a second time
+        // though its first recompute was cut short (with a high prefix hit rate that recompute
+        // is little more than those tokens), so the bound counts only requests never caught
+        // prefilling (found by proptest: prefix hits 0.89, chunked recompute of 13 tokens).
+        let owed: u64 = reqs.iter().filter(|r| r.preempted_in_prefill == 0).map(|r| r.generated_at_preemptions).sum();
         prop_assert!(decode_side_prefill >= owed, "{} < {}", decode_side_prefill, owed);
         prop_assert!(owed == 0 || decode_side_prefill > 0);
     }
