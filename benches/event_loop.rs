@@ -31,6 +31,7 @@ fn config(decode: DecodeMode) -> SimConfig {
             image_patches: 0,
             image_tokens: 0,
             admissions_per_step: None,
+            overlap_scheduling: false,
         },
         instances: 1,
         role: Role::Mixed,

@@ -313,6 +313,9 @@ pub struct SimOptions {
     pub routing: crate::sim::Routing,
     /// `--serving-engine`; `None`: each device's default ([`ServingEngine::default_for`]).
     pub serving_engine: Option<ServingEngine>,
+    /// `--serving-engine ENGINE@VERSION`: the release whose version-dependent defaults apply
+    /// (overlapped scheduling); `None`: the current release.
+    pub engine_version: Option<crate::hardware::calibration::EngineVersion>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -385,7 +388,7 @@ impl Plan {
     /// host overheads, fused graph.
     pub fn effective(&self, device: &DeviceProfile) -> crate::hardware::calibration::Effective {
         use crate::quant::NamedEnum;
-        self.engines.effective(self.serving_engine(device).name(), device)
+        self.engines.effective(self.serving_engine(device).name(), device).at_version(self.sim.engine_version)
     }
 
     /// The serving engine on `device` with the limits it implies. The analytic engine keeps the

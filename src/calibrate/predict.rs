@@ -94,6 +94,9 @@ impl Predictor {
         plan.sim.num_requests = Some(run.num_prompts.max(1));
         plan.sim.measure = crate::sim::Measure::WholeRun;
         plan.sim.serving_engine = Some(serving_engine_of(run));
+        // The release decides version-dependent defaults (overlapped scheduling); a blank or
+        // non-numeric version (`gpt-oss-dev`) is taken as the current release.
+        plan.sim.engine_version = crate::hardware::calibration::EngineVersion::parse(&run.engine_version);
 
         // Fused graph, causal attention, overheads and efficiencies: the engine's execution
         // profile and calibration on the device (`--calibration`), as on every command.

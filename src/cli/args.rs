@@ -324,9 +324,11 @@ pub struct RawArgs {
     /// batching, a request admitted only when its whole prompt and output fit the KV left: never
     /// a preemption; defaults max_num_tokens 8192, max_batch_size 2048; TensorRT-LLM's own default
     /// is --no-chunked-prefill) or msmodeling (decode-first with --token-budget-slack, auto
-    /// budgets of 4×, 2×, 1× the prompt). [default: vllm on NVIDIA devices, msmodeling on the
-    /// others]
-    #[arg(long, value_name = "ENGINE", help_heading = "Simulator")]
+    /// budgets of 4×, 2×, 1× the prompt). ENGINE@VERSION (e.g. vllm@0.11) simulates that
+    /// release's version-dependent defaults: overlapped scheduling, which vLLM runs from 0.12
+    /// and TensorRT-LLM from 1.0 (without a version: the current release). [default: vllm on
+    /// NVIDIA devices, msmodeling on the others]
+    #[arg(long, value_name = "ENGINE[@VERSION]", help_heading = "Simulator")]
     pub serving_engine: Option<String>,
     /// Serving-engine execution profile and calibration: `none` prices steps with the device
     /// profile's datasheet efficiencies and the engine's default overheads; a YAML file (as

@@ -112,6 +112,12 @@ pub struct EngineProfile {
     /// validation.md gives the measurements and the fit with and without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admissions_per_step: Option<u32>,
+    /// The first engine version whose scheduler plans the next step while the current one
+    /// runs (vLLM's async scheduling, TensorRT-LLM's overlap scheduler, both on by default
+    /// from that version); absent: never. A request that reaches an overlapping engine during
+    /// a step misses the next step, already planned, and enters the one after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap_scheduling_from: Option<EngineVersion>,
     /// Overheads on devices without an entry of their own.
     pub defaults: Overheads,
     #[serde(default)]
@@ -131,6 +137,11 @@ pub struct Effective {
     pub mxfp4_kernel: Mxfp4Kernel,
     /// New requests admitted per step (`None`: no limit).
     pub admissions_per_step: Option<u32>,
+    /// The engine plans each step while the previous one runs (see
+    /// [`EngineProfile::overlap_scheduling_from`]); set by [`Effective::at_version`].
+    pub overlap_scheduling: bool,
+    /// The profile's `overlap_scheduling_from`.
+    pub overlap_from: Option<EngineVersion>,
     /// Per running sequence per step, seconds.
     pub per_seq_s: f64,
     /// Added to every request's time to first token, seconds.
@@ -157,11 +168,14 @@ impl Effective {
             kinds.push("causal attention");
         }
         let kinds = if kinds.is_empty() { String::new() } else { format!("{}; ", kinds.join(", ")) };
-        let admits = match self.admissions_per_step {
+        let mut admits = match self.admissions_per_step {
             Some(1) => "; 1 new request per step".to_string(),
             Some(n) => format!("; {n} new requests per step"),
             None => String::new(),
         };
+        if self.overlap_scheduling {
+            admits.push_str("; overlapped scheduling");
+        }
         format!(
             "{}: {kinds}{} µs per step, {} µs per sequence, {} ms per request; HBM efficiency {}{admits}",
             self.source,
@@ -170,6 +184,70 @@ impl Effective {
             crate::hardware::trim_float(self.request_overhead_s * 1e3),
             crate::hardware::trim_float(self.device.memory_efficiency),
         )
+    }
+}
+
+impl Effective {
+    /// The engine as a given release of it runs: overlapped scheduling only from the profile's
+    /// `overlap_scheduling_from` on. `None` is the current release (the profile's defaults).
+    pub fn at_version(mut self, version: Option<EngineVersion>) -> Self {
+        if let Some(v) = version {
+            self.source = format!("{} (release {v})", self.source);
+        }
+        self.overlap_scheduling = match (self.overlap_from, version) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(from), Some(v)) => v >= from,
+        };
+        self
+    }
+}
+
+/// A serving engine's release, as its leading numbers (`0.12`, `0.15.1`, `1.0.0rc3` → 1.0.0):
+/// what decides the engine's version-dependent defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EngineVersion([u32; 3]);
+
+impl EngineVersion {
+    /// The leading `MAJOR[.MINOR[.PATCH]]` of `text` (a suffix such as `rc3` or `.post1` is
+    /// ignored); `None` when `text` does not start with a number.
+    pub fn parse(text: &str) -> Option<Self> {
+        let mut parts = [0u32; 3];
+        let mut rest = text.trim();
+        for (i, slot) in parts.iter_mut().enumerate() {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            if digits == 0 {
+                return (i > 0).then_some(EngineVersion(parts));
+            }
+            *slot = rest[..digits].parse().ok()?;
+            rest = &rest[digits..];
+            match rest.strip_prefix('.') {
+                Some(r) if r.starts_with(|c: char| c.is_ascii_digit()) => rest = r,
+                _ => break,
+            }
+        }
+        Some(EngineVersion(parts))
+    }
+}
+
+impl std::fmt::Display for EngineVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [a, b, c] = self.0;
+        write!(f, "{a}.{b}.{c}")
+    }
+}
+
+impl Serialize for EngineVersion {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for EngineVersion {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        EngineVersion::parse(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("`{text}` is not a version (MAJOR.MINOR[.PATCH], e.g. 0.14)")))
     }
 }
 
@@ -304,6 +382,8 @@ impl EngineProfile {
             causal_attention: self.causal_attention,
             mxfp4_kernel: self.mxfp4_kernel,
             admissions_per_step: self.admissions_per_step,
+            overlap_scheduling: self.overlap_scheduling_from.is_some(),
+            overlap_from: self.overlap_scheduling_from,
             per_seq_s: o.seq_overhead_us * 1e-6,
             request_overhead_s: o.request_overhead_ms * 1e-3,
             engine: self.engine.clone(),
@@ -403,6 +483,28 @@ devices:\n  - {device: H100_SXM, memory_efficiency: 1.5, matrix_efficiency_scale
     }
 
     #[test]
+    fn engine_versions_read_their_leading_numbers_and_gate_overlapped_scheduling() {
+        // Fails if a suffix breaks the parse (`1.0.0rc3`, the training file's TensorRT-LLM) or
+        // if versions compare as text (`0.9` after `0.14`).
+        let v = |t: &str| EngineVersion::parse(t);
+        assert_eq!(v("1.0.0rc3"), Some(EngineVersion([1, 0, 0])));
+        assert_eq!(v("1.2.0rc2.post2"), Some(EngineVersion([1, 2, 0])));
+        assert_eq!(v("0.12"), Some(EngineVersion([0, 12, 0])));
+        assert_eq!(v("0.15.1"), Some(EngineVersion([0, 15, 1])));
+        assert_eq!(v("gpt-oss-dev"), None);
+        assert_eq!(v(""), None);
+        assert!(v("0.9").unwrap() < v("0.14").unwrap());
+        // vLLM overlaps from its profile's version on; the current release (no version) does.
+        // Fails if `at_version` ignores the version (`(Some(_), _) => true`).
+        let reg = crate::hardware::DeviceRegistry::builtin();
+        let h100 = reg.get("H100_SXM").unwrap();
+        let vllm = EngineProfile::builtin().into_iter().find(|p| p.engine == "vllm").unwrap();
+        let at = |t: Option<&str>| vllm.effective(h100, true).at_version(t.and_then(EngineVersion::parse)).overlap_scheduling;
+        assert_eq!((at(Some("0.11.2")), at(Some("0.12.0")), at(None)), (false, true, true));
+        assert!(vllm.effective(h100, true).at_version(None).describe().ends_with("; overlapped scheduling"));
+    }
+
+    #[test]
     fn the_admission_limit_reaches_the_engines_and_the_report() {
         // vLLM's and TensorRT-LLM's built-in profiles take in one new request per step, SGLang's
         // and msmodeling's as many as their policy admits; the report line says so.
@@ -414,7 +516,7 @@ devices:\n  - {device: H100_SXM, memory_efficiency: 1.5, matrix_efficiency_scale
             let eff = p.effective(h100, true);
             let want = matches!(p.engine.as_str(), "vllm" | "trtllm").then_some(1);
             assert_eq!(eff.admissions_per_step, want, "{}", p.engine);
-            assert_eq!(eff.describe().ends_with("; 1 new request per step"), want.is_some(), "{}", eff.describe());
+            assert_eq!(eff.describe().contains("; 1 new request per step"), want.is_some(), "{}", eff.describe());
         }
     }
 }

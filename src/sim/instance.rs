@@ -124,6 +124,11 @@ pub struct Instance {
     /// Requests admitted for the first time in the step being planned (the execution
     /// profile's `admissions_per_step` caps them).
     step_new_admits: u64,
+    /// When the step in flight (or the last one) was planned.
+    last_plan_at: Nanos,
+    /// New requests that arrived after this are not seen by the step being planned (its
+    /// start, or the previous step's under overlapped scheduling).
+    seen_until: Nanos,
     pub shape: BatchShape,
     /// Σ prompt tokens waiting or prefilling + decoding sequences: the router's load measure.
     pub load: u64,
@@ -180,6 +185,8 @@ impl Instance {
             step_decodes: 0,
             step_dec_ctx: 0,
             step_new_admits: 0,
+            last_plan_at: 0,
+            seen_until: 0,
             shape: BatchShape::default(),
             load: 0,
             preemptions: 0,
@@ -433,6 +440,10 @@ impl Instance {
         self.step_decodes = 0;
         self.step_dec_ctx = 0;
         self.step_new_admits = 0;
+        // An overlapping engine planned this step while the previous one ran, so it saw the
+        // requests that had arrived by then; an idle one plans when a request arrives.
+        self.seen_until = if cfg.overlap_scheduling && !self.running.is_empty() { self.last_plan_at } else { now };
+        self.last_plan_at = now;
         let mut scheduler = self.scheduler.take().expect("an instance plans one step at a time");
         scheduler.schedule(cfg, &mut StepBuilder { inst: self, reqs, cfg, now });
         self.scheduler = Some(scheduler);
@@ -859,7 +870,9 @@ impl StepBuilder<'_> {
         let r = &self.reqs[req as usize];
         // A request entering the engine for the first time waits for the next step once this
         // one took in its share; a requeued (preempted) request is already inside.
-        if r.scheduled.is_none() && self.cfg.admissions_per_step.is_some_and(|cap| inst.step_new_admits >= cap) {
+        if r.scheduled.is_none()
+            && (self.cfg.admissions_per_step.is_some_and(|cap| inst.step_new_admits >= cap) || r.arrival > inst.seen_until)
+        {
             return None;
         }
         let prompt = r.prompt_tokens();

@@ -161,6 +161,10 @@ pub struct InstanceConfig {
     /// vLLM and TensorRT-LLM runs show requests entering one per engine iteration (see
     /// `EngineProfile::admissions_per_step`). Requests preempted and requeued do not count.
     pub admissions_per_step: Option<u64>,
+    /// The engine plans each step while the previous one runs: a new request that arrived
+    /// after the previous step started misses this one (see
+    /// `EngineProfile::overlap_scheduling_from`). An idle engine plans at once.
+    pub overlap_scheduling: bool,
 }
 
 impl InstanceConfig {
@@ -188,6 +192,7 @@ impl InstanceConfig {
             image_patches: 0,
             image_tokens: 0,
             admissions_per_step: None,
+            overlap_scheduling: false,
         }
     }
 }

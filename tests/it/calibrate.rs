@@ -240,3 +240,23 @@ fn the_report_names_the_execution_profile() {
     let off = run_ok(&[&args[..], &["--calibration", "none"]].concat());
     assert!(off.contains("Execution profile: vllm defaults, calibration off: fused graph"), "{off}");
 }
+
+#[test]
+fn an_engine_version_selects_the_release_defaults() {
+    // vLLM 0.11 planned each step after the previous one; the current release overlaps them.
+    // Fails if `@VERSION` is dropped on the way to the plan (`engine_version: None` in
+    // `cli::validate::sim`).
+    let args = ["Qwen/Qwen3-32B", "--device", "H100_SXM", "--num-devices", "2", "--input-length", "1024"];
+    let args = [&args[..], &["--output-length", "128", "--tp-sizes", "2", "--batch-range", "8", "8"]].concat();
+    let current = run_ok(&[&args[..], &["--serving-engine", "vllm"]].concat());
+    assert!(current.contains("; 1 new request per step; overlapped scheduling"), "{current}");
+    let old = run_ok(&[&args[..], &["--serving-engine", "vllm@0.11"]].concat());
+    assert!(old.contains("; 1 new request per step\n") && !old.contains("overlapped"), "{old}");
+    assert!(old.contains("calibration, fitted on 154 measured runs (release 0.11.0)"), "{old}");
+    cmd()
+        .args(&args)
+        .args(["--serving-engine", "vllm@next"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--serving-engine").and(predicate::str::contains("`next`")));
+}

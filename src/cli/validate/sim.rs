@@ -3,6 +3,7 @@
 use super::Warnings;
 use crate::cli::args::RawArgs;
 use crate::error::Error;
+use crate::hardware::calibration::EngineVersion;
 use crate::plan::{EngineKind, ServingEngine, SimOptions};
 use crate::quant::NamedEnum;
 use crate::sim::Percentile;
@@ -121,8 +122,24 @@ pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, w
         },
         serving_engine: match raw.serving_engine.as_deref() {
             None => None,
-            Some(e) => Some(ServingEngine::parse_choice(e).map_err(|m| Error::choice("--serving-engine", m))?),
+            Some(e) => {
+                let name = e.split_once('@').map_or(e, |(name, _)| name);
+                Some(ServingEngine::parse_choice(name).map_err(|m| Error::choice("--serving-engine", m))?)
+            }
         },
+        engine_version: engine_version(raw.serving_engine.as_deref())?,
+    })
+}
+
+/// The `@VERSION` of `--serving-engine ENGINE@VERSION`.
+fn engine_version(flag: Option<&str>) -> Result<Option<EngineVersion>, Error> {
+    let Some((_, v)) = flag.and_then(|e| e.split_once('@')) else { return Ok(None) };
+    EngineVersion::parse(v).map(Some).ok_or_else(|| {
+        Error::rejected(
+            "--serving-engine",
+            v,
+            format!("--serving-engine: `{v}` after `@` is not a version; give MAJOR.MINOR[.PATCH] (e.g. vllm@0.11)"),
+        )
     })
 }
 

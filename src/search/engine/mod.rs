@@ -32,6 +32,8 @@ pub struct CandidateCtx<'a> {
     pub request_overhead_s: f64,
     /// New requests the serving engine admits per step (`None`: no limit).
     pub admissions_per_step: Option<u32>,
+    /// The serving engine plans each step while the previous one runs.
+    pub overlap_scheduling: bool,
 }
 
 impl<'a> CandidateCtx<'a> {
@@ -59,6 +61,7 @@ impl<'a> CandidateCtx<'a> {
             mem,
             request_overhead_s: eff.request_overhead_s,
             admissions_per_step: eff.admissions_per_step,
+            overlap_scheduling: eff.overlap_scheduling,
         }
     }
 

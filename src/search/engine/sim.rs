@@ -117,6 +117,7 @@ pub fn instance_config(ctx: &CandidateCtx, budget: u64, max_num_seqs: u64) -> In
         image_patches: patches * images_per_request,
         image_tokens: tokens,
         admissions_per_step: ctx.admissions_per_step.map(u64::from),
+        overlap_scheduling: ctx.overlap_scheduling,
     }
 }
 

@@ -388,3 +388,51 @@ fn a_requeued_request_is_not_a_new_admission() {
     assert_eq!(reqs.iter().map(|r| (r.generated, r.preemptions)).collect::<Vec<_>>(), vec![(5, 0), (5, 0), (3, 1), (1, 0)]);
     assert_eq!(inst.kv.used(), 0);
 }
+
+/// Steps of `Vllm` on one instance with 1 ms steps: R0 and R1 (2 prompt tokens, 3 output
+/// tokens) wait at t = 0, R2 arrives at 1.5 ms, during step 2.
+fn late_arrival_trace(overlap: bool) -> Vec<Step> {
+    let mut c = cfg(64, 0.0, 8, 4);
+    c.overlap_scheduling = overlap;
+    let mut inst = Instance::with_scheduler(0, Role::Mixed, &c, Box::new(Vllm));
+    let mut reqs: Requests = [(0, 2, 3), (0, 2, 3), (1_500_000, 2, 3)]
+        .iter()
+        .map(|&(arrival, input, output)| RequestState { arrival, input, output, ..Default::default() })
+        .collect();
+    inst.enqueue(0, &reqs);
+    inst.enqueue(1, &reqs);
+    let (mut now, draws, mut out, mut steps) = (0, AcceptanceDraws::new(0), StepOutcome::default(), Vec::new());
+    let mut r2_in = false;
+    while inst.has_work() || !r2_in {
+        if !r2_in && now >= 1_500_000 {
+            inst.enqueue(2, &reqs);
+            r2_in = true;
+        }
+        assert!(steps.len() < 20 && inst.plan(&c, &mut reqs, now), "{steps:?}");
+        steps.push(inst.planned());
+        now += 1_000_000;
+        inst.complete(&c, &mut reqs, now, &draws, &mut out);
+    }
+    steps
+}
+
+#[test]
+fn overlapped_scheduling_makes_a_late_request_miss_the_planned_step() {
+    // R2 arrives at 1.5 ms, while step 2 (1–2 ms) runs. A synchronous engine plans step 3 at
+    // 2 ms and takes R2 in; an overlapping one planned step 3 while step 2 ran, from 1 ms, before
+    // R2 arrived, so R2 enters at step 4.
+    // Fails if the instance ignores `overlap_scheduling` (`seen_until` always `now` in
+    // `Instance::plan`, tried): both traces are the synchronous one.
+    let sync = late_arrival_trace(false);
+    assert_eq!(sync[2], (vec![0, 1], vec![(2, 2)]));
+    let overlap = late_arrival_trace(true);
+    let want: Vec<Step> = vec![
+        (vec![], vec![(0, 2), (1, 2)]),
+        (vec![0, 1], vec![]),
+        (vec![0, 1], vec![]),
+        (vec![], vec![(2, 2)]),
+        (vec![2], vec![]),
+        (vec![2], vec![]),
+    ];
+    assert_eq!(overlap, want);
+}
