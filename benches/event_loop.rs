@@ -78,13 +78,14 @@ fn decode_heavy_256_mtp2_roofline(bencher: divan::Bencher) {
 }
 
 /// The roofline run under vLLM's scheduler (no slack, chunks cut to the budget left) and the
-/// vLLM execution profile's one new request per step.
+/// vLLM execution profile's one new request per step and overlapped scheduling.
 #[divan::bench(sample_count = 10)]
 fn decode_heavy_256_roofline_vllm(bencher: divan::Bencher) {
     let cost = roofline();
     let mut cfg = config(DecodeMode::Plain);
     cfg.instance.scheduler = throughput_optimizer::sim::scheduler::SchedulerKind::Vllm;
     cfg.instance.admissions_per_step = Some(1);
+    cfg.instance.overlap_scheduling = true;
     let steps = simulate(&cfg, &cost, factory()).unwrap().steps;
     bencher.counter(divan::counter::ItemsCount::new(steps)).bench(|| simulate(&cfg, &cost, factory()).unwrap());
 }
