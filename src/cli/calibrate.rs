@@ -18,7 +18,9 @@ pub struct CalibrateArgs {
     /// Measured results: CSV files (columns id, engine, engine_version, model, gpu, precision,
     /// isl, osl, concurrency, tp, attention_dp, moe_tp, moe_ep, ttft_ms, tpot_ms) or
     /// `vllm bench serve --save-result` JSON files (one run each; pass `--metadata gpu=… tp=…`
-    /// to the client).
+    /// to the client). Each run is simulated at its `engine_version` (blank or not a number: the
+    /// current release), which decides version-dependent defaults such as overlapped
+    /// scheduling.
     #[arg(long, num_args = 1.., required = true, value_name = "FILE")]
     pub measured: Vec<PathBuf>,
     /// table (Markdown) or json. [default: table]

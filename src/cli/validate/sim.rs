@@ -134,7 +134,8 @@ pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, w
 /// The `@VERSION` of `--serving-engine ENGINE@VERSION`.
 fn engine_version(flag: Option<&str>) -> Result<Option<EngineVersion>, Error> {
     let Some((_, v)) = flag.and_then(|e| e.split_once('@')) else { return Ok(None) };
-    EngineVersion::parse(v).map(Some).ok_or_else(|| {
+    let parsed = if v.contains(['@', ' ']) { None } else { EngineVersion::parse(v) };
+    parsed.map(Some).ok_or_else(|| {
         Error::rejected(
             "--serving-engine",
             v,
