@@ -133,7 +133,14 @@ pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, w
 
 /// The `@VERSION` of `--serving-engine ENGINE@VERSION`.
 fn engine_version(flag: Option<&str>) -> Result<Option<EngineVersion>, Error> {
-    let Some((_, v)) = flag.and_then(|e| e.split_once('@')) else { return Ok(None) };
+    let Some((name, v)) = flag.and_then(|e| e.split_once('@')) else { return Ok(None) };
+    if name.eq_ignore_ascii_case("msmodeling") {
+        return Err(Error::rejected(
+            "--serving-engine",
+            v,
+            "--serving-engine: msmodeling (the original tool's scheduler) has no releases; give it without @VERSION",
+        ));
+    }
     let parsed = if v.contains(['@', ' ']) { None } else { EngineVersion::parse(v) };
     parsed.map(Some).ok_or_else(|| {
         Error::rejected(

@@ -117,8 +117,15 @@ pub fn instance_config(ctx: &CandidateCtx, budget: u64, max_num_seqs: u64) -> In
         image_patches: patches * images_per_request,
         image_tokens: tokens,
         admissions_per_step: ctx.admissions_per_step.map(u64::from),
-        overlap_scheduling: ctx.overlap_scheduling,
+        overlap_scheduling: ctx.overlap_scheduling && !trtllm_context_server(ctx),
     }
+}
+
+/// A TensorRT-LLM prefill instance of a disaggregated plan: context servers do not support the
+/// overlap scheduler, so they run without it (and `--emit trtllm` writes
+/// `disable_overlap_scheduler: true` for them).
+fn trtllm_context_server(ctx: &CandidateCtx) -> bool {
+    ctx.phase == Phase::Prefill && ctx.plan.serving_engine(ctx.device) == crate::plan::ServingEngine::Trtllm
 }
 
 /// The step cost the simulator runs on: the candidate's roofline model plus `--serving-cost`
