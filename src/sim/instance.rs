@@ -869,8 +869,11 @@ impl StepBuilder<'_> {
         let &req = inst.waiting.front()?;
         let r = &self.reqs[req as usize];
         // A request entering the engine for the first time waits for the next step once this
-        // one took in its share; a requeued (preempted) request is already inside.
-        if r.scheduled.is_none()
+        // one took in its share; a requeued (preempted) request is already inside. A decode
+        // instance's queue holds only requests it preempted (in a decode-only system they were
+        // never `scheduled`: their prompt was prefilled elsewhere).
+        if inst.role != Role::Decode
+            && r.scheduled.is_none()
             && (self.cfg.admissions_per_step.is_some_and(|cap| inst.step_new_admits >= cap) || r.arrival > inst.seen_until)
         {
             return None;

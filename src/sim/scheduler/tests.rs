@@ -436,3 +436,45 @@ fn overlapped_scheduling_makes_a_late_request_miss_the_planned_step() {
     ];
     assert_eq!(overlap, want);
 }
+
+/// Steps of `Vllm` on a decode instance of a decode-only system (each request arrives with
+/// its prompt's KV and first token) with 1 ms steps, until every request finished.
+fn decode_only_trace(c: &InstanceConfig, lens: &[(u64, u64)]) -> (Vec<Step>, Vec<RequestState>) {
+    let mut inst = Instance::with_scheduler(0, Role::Decode, c, Box::new(Vllm));
+    let mut reqs: Requests = lens
+        .iter()
+        .map(|&(input, output)| RequestState { input, output, generated: 1, first_token: Some(0), ..Default::default() })
+        .collect();
+    for i in 0..reqs.issued() as u32 {
+        inst.enqueue_transferred(i);
+    }
+    let (mut now, draws, mut out, mut steps) = (0, AcceptanceDraws::new(0), StepOutcome::default(), Vec::new());
+    while inst.has_work() {
+        assert!(steps.len() < 100 && inst.plan(c, &mut reqs, now), "{steps:?}");
+        steps.push(inst.planned());
+        now += 1_000_000;
+        inst.complete(c, &mut reqs, now, &draws, &mut out);
+    }
+    (steps, reqs.into_vec())
+}
+
+#[test]
+fn a_decode_instance_recomputes_its_preempted_requests_without_the_admission_limit() {
+    // A decode-only system's waiting queue holds only requests its decode instance preempted:
+    // they were admitted before (their KV landed), so the one-new-request-per-step limit and
+    // overlapped scheduling's late-arrival rule do not hold them back, as on aggregated
+    // instances, though the prefill side never set their `scheduled`.
+    // Fails if `StepBuilder::open_admission` takes a request that has no `scheduled` time for
+    // a new one on a decode instance (drop its role check, tried): R3's recompute waits a
+    // step behind R2's, [(2, 8)] then [(3, 4)].
+    let mut c = cfg(64, 0.0, 8, 1);
+    c.kv_blocks = 16;
+    let lens = [(1, 3), (3, 8), (3, 8), (3, 8)];
+    let (free, _) = decode_only_trace(&c, &lens);
+    assert!(free.iter().any(|(_, chunks)| chunks.len() >= 2), "two recomputes in one step: {free:?}");
+    c.admissions_per_step = Some(1);
+    c.overlap_scheduling = true;
+    let (limited, reqs) = decode_only_trace(&c, &lens);
+    assert_eq!(limited, free);
+    assert!(reqs.iter().all(|r| r.generated == r.output && r.preemptions <= 1), "{reqs:?}");
+}
