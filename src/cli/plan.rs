@@ -51,6 +51,7 @@ pub fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
     let serving = v::validate_serving(&raw, &devices, &mode, engine, (rates, speculative), &mut warnings)?;
     let sim = v::validate_sim(&raw, engine, &workload.input, &mut warnings)?;
     let engines = v::validate_calibration(&raw)?;
+    v::warn_unused_engine_version(&sim, &engines, &mut warnings);
     v::validate_performance_model(&raw)?;
     let (output, jobs) = v::validate_output(&raw, devices.len(), quiet, &mut warnings)?;
     search.shard = v::validate_shard(&raw, &mode, &search, &output)?;

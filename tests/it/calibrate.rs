@@ -259,6 +259,14 @@ fn an_engine_version_selects_the_release_defaults() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--serving-engine").and(predicate::str::contains("`next`")));
+    // SGLang's profile has no version-dependent default: the version is accepted with a warning
+    // (fails if `warn_unused_engine_version` is not called).
+    cmd()
+        .args(&args)
+        .args(["--serving-engine", "sglang@0.4"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("sglang@0.4.0").and(predicate::str::contains("changes nothing")));
     // The original tool's scheduler has no releases: a version would be ignored, so it is refused.
     cmd()
         .args(&args)

@@ -131,6 +131,24 @@ pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, w
     })
 }
 
+/// `--serving-engine ENGINE@VERSION` for an engine whose profile has no version-dependent
+/// default: the version names the release on the profile line and changes nothing else.
+pub(crate) fn warn_unused_engine_version(
+    sim: &SimOptions,
+    engines: &crate::hardware::calibration::EngineProfiles,
+    warnings: &mut Warnings,
+) {
+    if let (Some(engine), Some(v)) = (sim.serving_engine, sim.engine_version) {
+        if engines.get(engine.name()).overlap_scheduling_from.is_none() {
+            warnings.push(format!(
+                "--serving-engine {}@{v}: the {} profile has no version-dependent defaults (overlap_scheduling_from); the version changes nothing but the profile line",
+                engine.name(),
+                engine.name()
+            ));
+        }
+    }
+}
+
 /// The `@VERSION` of `--serving-engine ENGINE@VERSION`.
 fn engine_version(flag: Option<&str>) -> Result<Option<EngineVersion>, Error> {
     let Some((name, v)) = flag.and_then(|e| e.split_once('@')) else { return Ok(None) };
