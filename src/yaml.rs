@@ -48,7 +48,10 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
             err.line = Some(line);
             err.column = None;
             if let Some(k) = key {
-                err.message = format!("field `{k}`: {}", err.message);
+                // serde_yaml sometimes starts its message with the path ("admissions_per_step:
+                // invalid type …"): the field is named once.
+                let own = err.message.strip_prefix(&format!("{k}: ")).unwrap_or(&err.message).to_string();
+                err.message = format!("field `{k}`: {own}");
             }
         }
         err
@@ -166,6 +169,15 @@ mod tests {
         let e = from_str::<Vec<Link>>("- {name: a, bandwidth: 1 GB/s}\n- {name: b, bandwidth: 9 GBs}\n").unwrap_err();
         assert_eq!(e.line, Some(2), "{e}");
         assert!(e.to_string().contains("field `bandwidth`"), "{e}");
+        // A message that starts with the field's path names it once (fails without the
+        // `strip_prefix` in `from_str`: "field `count`: count: invalid type …").
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Counted {
+            count: u32,
+        }
+        let e = from_str::<Counted>("count: -1\n").unwrap_err().to_string();
+        assert_eq!(e.matches("count").count(), 1, "{e}");
     }
     #[test]
     fn deep_nesting_is_refused_before_parsing() {
