@@ -869,11 +869,9 @@ impl StepBuilder<'_> {
         let &req = inst.waiting.front()?;
         let r = &self.reqs[req as usize];
         // A request entering the engine for the first time waits for the next step once this
-        // one took in its share; a requeued (preempted) request is already inside. A decode
-        // instance's queue holds only requests it preempted (in a decode-only system they were
-        // never `scheduled`: their prompt was prefilled elsewhere).
-        if inst.role != Role::Decode
-            && r.scheduled.is_none()
+        // one took in its share; a requeued (preempted) request is already inside, whichever
+        // instance prefilled it (a decode instance's queue holds only the ones it preempted).
+        if r.preemptions == 0
             && (self.cfg.admissions_per_step.is_some_and(|cap| inst.step_new_admits >= cap) || r.arrival > inst.seen_until)
         {
             return None;
@@ -941,8 +939,10 @@ impl StepBuilder<'_> {
         inst.waiting.pop_front();
         inst.load = inst.load.saturating_sub(a.prompt) + left;
         let rs = &mut self.reqs[a.req as usize];
-        if rs.scheduled.is_none() {
+        if rs.preemptions == 0 {
             inst.step_new_admits += 1;
+        }
+        if rs.scheduled.is_none() {
             rs.scheduled = Some(self.now);
             rs.cached = a.start;
         }

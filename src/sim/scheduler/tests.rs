@@ -464,9 +464,9 @@ fn a_decode_instance_recomputes_its_preempted_requests_without_the_admission_lim
     // they were admitted before (their KV landed), so the one-new-request-per-step limit and
     // overlapped scheduling's late-arrival rule do not hold them back, as on aggregated
     // instances, though the prefill side never set their `scheduled`.
-    // Fails if `StepBuilder::open_admission` takes a request that has no `scheduled` time for
-    // a new one on a decode instance (drop its role check, tried): R3's recompute waits a
-    // step behind R2's, [(2, 8)] then [(3, 4)].
+    // Fails if a recompute is taken for a new request (`true` for both `preemptions == 0`
+    // tests, in `StepBuilder::open_admission` and `StepBuilder::admit`, tried): R3's
+    // recompute waits a step behind R2's, [(2, 8)] then [(3, 4)].
     let mut c = cfg(64, 0.0, 8, 1);
     c.kv_blocks = 16;
     let lens = [(1, 3), (3, 8), (3, 8), (3, 8)];
