@@ -388,7 +388,7 @@ impl Plan {
     /// host overheads, fused graph.
     pub fn effective(&self, device: &DeviceProfile) -> crate::hardware::calibration::Effective {
         use crate::quant::NamedEnum;
-        self.engines.effective(self.serving_engine(device).name(), device).at_version(self.sim.engine_version)
+        self.engines.effective(self.serving_engine(device).name(), device, self.sim.engine_version)
     }
 
     /// The serving engine on `device` with the limits it implies. The analytic engine keeps the

@@ -138,10 +138,8 @@ pub struct Effective {
     /// New requests admitted per step (`None`: no limit).
     pub admissions_per_step: Option<u32>,
     /// The engine plans each step while the previous one runs (see
-    /// [`EngineProfile::overlap_scheduling_from`]); set by [`Effective::at_version`].
+    /// [`EngineProfile::overlap_scheduling_from`]).
     pub overlap_scheduling: bool,
-    /// The profile's `overlap_scheduling_from`.
-    pub overlap_from: Option<EngineVersion>,
     /// Per running sequence per step, seconds.
     pub per_seq_s: f64,
     /// Added to every request's time to first token, seconds.
@@ -184,22 +182,6 @@ impl Effective {
             crate::hardware::trim_float(self.request_overhead_s * 1e3),
             crate::hardware::trim_float(self.device.memory_efficiency),
         )
-    }
-}
-
-impl Effective {
-    /// The engine as a given release of it runs: overlapped scheduling only from the profile's
-    /// `overlap_scheduling_from` on. `None` is the current release (the profile's defaults).
-    pub fn at_version(mut self, version: Option<EngineVersion>) -> Self {
-        if let Some(v) = version {
-            self.source = format!("{} (release {v})", self.source);
-        }
-        self.overlap_scheduling = match (self.overlap_from, version) {
-            (None, _) => false,
-            (Some(_), None) => true,
-            (Some(from), Some(v)) => v >= from,
-        };
-        self
     }
 }
 
@@ -349,9 +331,10 @@ impl EngineProfile {
         self.devices.iter().find(|d| d.device == name)
     }
 
-    /// What this engine amounts to on `device`; `calibrated` = false keeps the profile's
-    /// efficiencies and the engine's default overheads.
-    pub fn effective(&self, device: &DeviceProfile, calibrated: bool) -> Effective {
+    /// What release `version` of this engine (`None`: the current release) amounts to on
+    /// `device`; `calibrated` = false keeps the profile's efficiencies and the engine's default
+    /// overheads. The release decides overlapped scheduling: from `overlap_scheduling_from` on.
+    pub fn effective(&self, device: &DeviceProfile, calibrated: bool, version: Option<EngineVersion>) -> Effective {
         let entry = if calibrated { self.device(&device.name) } else { None };
         let (dev, o, source) = match entry {
             Some(c) => {
@@ -376,14 +359,17 @@ impl EngineProfile {
             Some(f) => format!("{source} (from {f})"),
             None => source,
         };
+        let source = match version {
+            Some(v) => format!("{source} (release {v})"),
+            None => source,
+        };
         Effective {
             device: dev,
             fused_graph: self.fused_graph,
             causal_attention: self.causal_attention,
             mxfp4_kernel: self.mxfp4_kernel,
             admissions_per_step: self.admissions_per_step,
-            overlap_scheduling: self.overlap_scheduling_from.is_some(),
-            overlap_from: self.overlap_scheduling_from,
+            overlap_scheduling: self.overlap_scheduling_from.is_some_and(|from| version.is_none_or(|v| v >= from)),
             per_seq_s: o.seq_overhead_us * 1e-6,
             request_overhead_s: o.request_overhead_ms * 1e-3,
             engine: self.engine.clone(),
@@ -426,9 +412,9 @@ impl EngineProfiles {
         self.profiles.iter().find(|p| p.engine == engine).expect("every engine has a built-in profile")
     }
 
-    /// What `engine` amounts to on `device`.
-    pub fn effective(&self, engine: &str, device: &DeviceProfile) -> Effective {
-        self.get(engine).effective(device, self.calibrated)
+    /// What release `version` of `engine` amounts to on `device`.
+    pub fn effective(&self, engine: &str, device: &DeviceProfile, version: Option<EngineVersion>) -> Effective {
+        self.get(engine).effective(device, self.calibrated, version)
     }
 }
 
@@ -450,14 +436,14 @@ devices:\n  - {device: H100_SXM, memory_efficiency: 0.9, matrix_efficiency_scale
         let p = EngineProfile::parse(text).unwrap();
         let reg = crate::hardware::DeviceRegistry::builtin();
         let h100 = reg.get("H100_SXM").unwrap();
-        let e = p.effective(h100, true);
+        let e = p.effective(h100, true, None);
         assert_eq!(e.device.memory_efficiency, 0.9);
         assert!((e.device.compute_efficiency - h100.compute_efficiency * 0.5).abs() < 1e-12);
         assert_eq!(e.device.host_overhead_us, 4000.0);
         assert_eq!(e.device.comm_grid.last().unwrap().efficiency, 0.6);
         assert!((e.per_seq_s - 20e-6).abs() < 1e-15 && (e.request_overhead_s - 0.015).abs() < 1e-15);
         // Calibration off: the profile's efficiencies, the engine's default overheads.
-        let off = p.effective(h100, false);
+        let off = p.effective(h100, false, None);
         assert_eq!(off.device.memory_efficiency, h100.memory_efficiency);
         assert_eq!(off.device.host_overhead_us, 1.0);
         assert!((off.request_overhead_s - 0.003).abs() < 1e-15);
@@ -495,13 +481,13 @@ devices:\n  - {device: H100_SXM, memory_efficiency: 1.5, matrix_efficiency_scale
         assert_eq!(v(""), None);
         assert!(v("0.9").unwrap() < v("0.14").unwrap());
         // vLLM overlaps from its profile's version on; the current release (no version) does.
-        // Fails if `at_version` ignores the version (`(Some(_), _) => true`).
+        // Fails if `effective` ignores the version (`self.overlap_scheduling_from.is_some()`).
         let reg = crate::hardware::DeviceRegistry::builtin();
         let h100 = reg.get("H100_SXM").unwrap();
         let vllm = EngineProfile::builtin().into_iter().find(|p| p.engine == "vllm").unwrap();
-        let at = |t: Option<&str>| vllm.effective(h100, true).at_version(t.and_then(EngineVersion::parse)).overlap_scheduling;
+        let at = |t: Option<&str>| vllm.effective(h100, true, t.and_then(EngineVersion::parse)).overlap_scheduling;
         assert_eq!((at(Some("0.11.2")), at(Some("0.12.0")), at(None)), (false, true, true));
-        assert!(vllm.effective(h100, true).at_version(None).describe().ends_with("; overlapped scheduling"));
+        assert!(vllm.effective(h100, true, None).describe().ends_with("; overlapped scheduling"));
     }
 
     #[test]
@@ -513,7 +499,7 @@ devices:\n  - {device: H100_SXM, memory_efficiency: 1.5, matrix_efficiency_scale
         let reg = crate::hardware::DeviceRegistry::builtin();
         let h100 = reg.get("H100_SXM").unwrap();
         for p in &all {
-            let eff = p.effective(h100, true);
+            let eff = p.effective(h100, true, None);
             let want = matches!(p.engine.as_str(), "vllm" | "trtllm").then_some(1);
             assert_eq!(eff.admissions_per_step, want, "{}", p.engine);
             assert_eq!(eff.describe().contains("; 1 new request per step"), want.is_some(), "{}", eff.describe());
