@@ -1,7 +1,7 @@
 //! `throughput-optimizer calibrate`: the error table on measured runs, bad input as usage
 //! errors naming file, row and field, and the prediction's mix of steady state and first wave.
 
-use super::util::{cmd, run_json, run_ok};
+use super::util::{cmd, run_json, run_ok, usage_error};
 use predicates::prelude::*;
 use throughput_optimizer::calibrate::{read_files, Predictor};
 use throughput_optimizer::cli::calibrate::base_plan;
@@ -253,12 +253,7 @@ fn an_engine_version_selects_the_release_defaults() {
     let old = run_ok(&[&args[..], &["--serving-engine", "vllm@0.11"]].concat());
     assert!(old.contains("; 1 new request per step\n") && !old.contains("overlapped"), "{old}");
     assert!(old.contains("calibration, fitted on 154 measured runs (release 0.11.0)"), "{old}");
-    cmd()
-        .args(&args)
-        .args(["--serving-engine", "vllm@next"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--serving-engine").and(predicate::str::contains("`next`")));
+    usage_error(&[&args[..], &["--serving-engine", "vllm@next"]].concat(), &["--serving-engine", "`next`"]);
     // SGLang's profile has no version-dependent default: the version is accepted with a warning
     // (fails if `warn_unused_engine_version` is not called).
     cmd()
@@ -268,12 +263,7 @@ fn an_engine_version_selects_the_release_defaults() {
         .success()
         .stderr(predicate::str::contains("sglang@0.4.0").and(predicate::str::contains("changes nothing")));
     // The original tool's scheduler has no releases: a version would be ignored, so it is refused.
-    cmd()
-        .args(&args)
-        .args(["--serving-engine", "msmodeling@1.0"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("msmodeling").and(predicate::str::contains("no releases")));
+    usage_error(&[&args[..], &["--serving-engine", "msmodeling@1.0"]].concat(), &["msmodeling", "no releases"]);
 }
 
 #[test]
