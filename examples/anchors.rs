@@ -204,6 +204,7 @@ fn main() {
             word_embedding_tp: None,
             with_vision: false,
             causal_attention: false,
+            moe_all_reduce: false,
         };
         let cost = RooflineCost::new(&model, dev, &par, &opts);
         let (s, q, ctx, decode) = a.shape;

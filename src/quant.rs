@@ -206,17 +206,24 @@ impl LinearQuant {
     }
 
     /// fp32 vector FLOPs per weight element spent dequantizing weights at every call (W4A8).
+    ///
     /// MXFP4 weights feeding bf16 tensor cores are converted in software on the CUDA cores
-    /// (Hopper has no FP4 conversion instruction): about eight integer instructions per
-    /// element (unpack the nibble, place sign, exponent and mantissa, apply the group scale,
-    /// pack), each costing two FP32 FLOPs of issue rate (integer throughput is half the FP32
-    /// rate). This is why vLLM's gpt-oss decode on H200 measures within 5 % of H100 despite
-    /// 43 % more HBM bandwidth: the conversion, not the weight stream, bounds the kernel.
-    /// Devices with FP4 tensor cores (Blackwell) convert FP4 pairs in one instruction: 1.
+    /// (Hopper has no FP4 conversion instruction). The kernel vLLM and TensorRT-LLM run on
+    /// Hopper (OpenAI's `triton_kernels` grouped GEMM, its Hopper value layout) unpacks each
+    /// 32-bit word of eight FP4 values with 13 integer instructions (shifts, masks, ors) and
+    /// four paired bf16 multiplies that restore the exponent bias, then multiplies each value
+    /// by its group scale (eight bf16 multiplies). Priced at the FP32 issue rate (an FMA = 2
+    /// FLOPs; Hopper issues integer instructions at half that rate, 4 FLOP-equivalents each;
+    /// a bf16 multiply issues like an FMA, 2): (13 × 4 + 4 × 2 + 8 × 2) / 8 = 9.5 per weight.
+    /// This is why vLLM's gpt-oss decode on H200 measures within 5 % of H100 despite 43 % more
+    /// HBM bandwidth: the conversion, not the weight stream, bounds the kernel. Fitted on the
+    /// measured runs with this price, vLLM's grouped-GEMM efficiency on H100 and H200 comes out
+    /// at 0.95–1.0 (docs/validation.md). Devices with FP4 tensor cores (Blackwell) convert FP4
+    /// pairs in one instruction: 1.
     pub fn dequant_flops_per_weight(self, fp4_tensor_cores: bool) -> f64 {
         match self {
             LinearQuant::W4A16Mxfp4 if fp4_tensor_cores => 1.0,
-            LinearQuant::W4A16Mxfp4 => 16.0,
+            LinearQuant::W4A16Mxfp4 => 9.5,
             LinearQuant::W4A8Static | LinearQuant::W4A8Dynamic => 1.0,
             _ => 0.0,
         }

@@ -766,21 +766,36 @@ impl<'a> Builder<'a> {
     }
 
     /// A MoE block: router, routed experts (wrapped in the EP dispatch/combine and the MoE-TP
-    /// gather/scatter), the optional shared expert, then the TP ranks' token restore.
+    /// gather/scatter), the optional shared expert, then the TP ranks' token restore. Under
+    /// `moe_all_reduce`, when the MoE ranks are the attention TP ranks, every rank routes every
+    /// token instead and one all-reduce sums the experts' partial outputs (see
+    /// [`CostOptions::moe_all_reduce`]).
     fn moe(&mut self, count: f64, experts: f64, top_k: f64, inter: f64, shared: f64, bias: bool) {
         let h = self.h;
         let s = self.moe_shape(experts, top_k, inter, bias);
         self.gemm_c("router", count, s.sliced, h, experts, None, bias);
         let op = self.vector_op("topk_softmax", count, s.sliced, experts, 5.0, 6.0, true, 1.0);
         self.ops.push(op);
-        let mut routed = self.moe_dispatch_ops(count, &s);
+        let mut routed = if s.replicated { Vec::new() } else { self.moe_dispatch_ops(count, &s) };
         routed.extend(self.expert_ops(count, &s));
-        routed.extend(self.moe_combine_ops(count, &s));
+        if s.replicated {
+            routed.extend(self.tp_reduce_op("moe_all_reduce", count, h));
+        } else {
+            routed.extend(self.moe_combine_ops(count, &s));
+        }
         // Permuted rows and expert intermediates per sliced token.
         self.track_width((top_k * (h + 2.0 * s.i_l) * s.moe_tp) / s.tp + 2.0 * h);
-        let shared_ops = self.shared_expert_ops(count, shared, s.sliced);
+        let shared_ops = if s.replicated {
+            // The shared expert is split over TP like a dense MLP; its partial sums ride the
+            // same all-reduce.
+            self.shared_expert_ops_tp(count, shared)
+        } else {
+            self.shared_expert_ops(count, shared, s.sliced)
+        };
         self.schedule_moe(count, routed, shared_ops, s.ep);
-        self.restore_tokens(count);
+        if !s.replicated {
+            self.restore_tokens(count);
+        }
     }
 
     /// The per-rank sizes of one MoE block under this candidate's TP, EP and MoE-TP.
@@ -789,7 +804,11 @@ impl<'a> Builder<'a> {
         let (tp, ep, moe_tp) = (self.tp, par.ep.max(1) as f64, par.moe_tp.max(1) as f64);
         let q = self.expert_q;
         let g = self.opts.quant.mxfp4_group_size;
+        // The experts' ranks are exactly the attention TP group (no attention DP): the engine's
+        // tokens are already on every rank.
+        let replicated = self.opts.moe_all_reduce && tp > 1.0 && par.ep.max(1) * par.moe_tp.max(1) == par.tp;
         MoeShape {
+            replicated,
             experts,
             top_k,
             bias,
@@ -799,8 +818,9 @@ impl<'a> Builder<'a> {
             q,
             ab: if q.is_quantized() { q.activation_bytes(g) } else { 2.0 },
             wb: if q.is_quantized() { q.weight_bytes(g) } else { 2.0 },
-            // Tokens are sliced across the TP ranks before routing (padded to a multiple of TP).
-            sliced: unit(TOK, 1.0 / tp),
+            // Tokens are sliced across the TP ranks before routing (padded to a multiple of TP),
+            // unless every rank routes them all.
+            sliced: unit(TOK, if replicated { 1.0 } else { 1.0 / tp }),
             per_rank_rows: if ep > 1.0 { top_k } else { 1.0 },
             i_l: inter / moe_tp,
             local: (experts / ep).max(1.0),
@@ -880,9 +900,11 @@ impl<'a> Builder<'a> {
         let eager = !self.compile;
         // Grouped kernels run below dense efficiency by the device's (calibrated) factor.
         let g = self.dev.grouped_gemm_efficiency;
+        // Replicated tokens are routed once, by every rank alike: one group of all the tokens.
+        let (route_tp, group_ranks) = if s.replicated { (1.0, 1.0) } else { (s.tp, s.ep * s.moe_tp) };
         let mk = |mma: f64, gp: f64, mem_pair: f64, w_bytes: f64, deq_w: f64| ExpertCost {
-            tp: s.tp,
-            group_ranks: s.ep * s.moe_tp,
+            tp: route_tp,
+            group_ranks,
             top_k: s.top_k,
             experts: s.experts,
             local_experts: s.local,
@@ -963,6 +985,18 @@ impl<'a> Builder<'a> {
         } else {
             Vec::new()
         }
+    }
+
+    /// The shared expert's dense MLP split over TP on every token, without a reduction of its own
+    /// (the MoE all-reduce sums it with the routed experts).
+    fn shared_expert_ops_tp(&mut self, count: f64, shared: f64) -> Vec<Op> {
+        if shared <= 0.0 {
+            return Vec::new();
+        }
+        let qs = self.non_expert_q;
+        let before = self.ops.len();
+        self.dense_mlp(count, unit(TOK, 1.0), shared / self.tp, false, qs, false);
+        self.ops.split_off(before)
     }
 
     /// Append the routed and shared expert ops: fused with their communication, on two streams,
@@ -1057,6 +1091,9 @@ struct MoeShape {
     experts: f64,
     top_k: f64,
     bias: bool,
+    /// Every TP rank holds every token and one all-reduce combines the experts (no slicing,
+    /// dispatch or restore).
+    replicated: bool,
     tp: f64,
     ep: f64,
     moe_tp: f64,

@@ -79,6 +79,13 @@ pub struct CostOptions {
     /// whole context.
     #[serde(default)]
     pub causal_attention: bool,
+    /// Under tensor parallelism without attention DP, every TP rank keeps every token through
+    /// the MoE block and one all-reduce sums the routed (and shared) experts' partial outputs,
+    /// as vLLM's fused MoE layer, SGLang's and TensorRT-LLM's do. Off = the original's pattern:
+    /// tokens sliced across the TP ranks before routing, all-gathered within the MoE-TP group,
+    /// reduce-scattered after the experts and gathered back (three collectives, not one).
+    #[serde(default)]
+    pub moe_all_reduce: bool,
 }
 
 impl CostOptions {
@@ -94,6 +101,7 @@ impl CostOptions {
             word_embedding_tp: None,
             with_vision: false,
             causal_attention: false,
+            moe_all_reduce: false,
         }
     }
 }

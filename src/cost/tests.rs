@@ -161,3 +161,74 @@ fn memoised_steps_cost_the_same_bits_as_evaluated_ones_across_models() {
     }
     assert_eq!(compared, 2 * 10 * 2 + 10 * 2 * 10);
 }
+
+/// gpt-oss-120b on eight H100s, TP 8: the decode step of `tokens` tokens under both MoE
+/// communication patterns, and one attention-DP layout where the engines' pattern cannot apply.
+mod moe_all_reduce {
+    use super::*;
+
+    fn names(cost: &RooflineCost) -> Vec<&'static str> {
+        cost.ops().iter().map(|o| o.name).collect()
+    }
+
+    fn gpt_oss(par: ParallelConfig, all_reduce: bool) -> RooflineCost {
+        let reg = DeviceRegistry::builtin();
+        let dev = reg.get("H100_SXM").unwrap();
+        let model = catalog::find("openai/gpt-oss-120b").unwrap();
+        let mut o = opts(LinearQuant::W4A16Mxfp4, true);
+        o.moe_all_reduce = all_reduce;
+        RooflineCost::new(&model, dev, &par, &o)
+    }
+
+    const TP8: ParallelConfig = ParallelConfig { num_devices: 8, tp: 8, dp: 1, ep: 1, moe_tp: 8, moe_dp: 1, dcp: 1 };
+
+    fn decode(tokens: u64) -> BatchShape {
+        BatchShape { decode: PhaseLoad::uniform(tokens, 1, 2048), sampled: tokens, ..Default::default() }
+    }
+
+    fn op_seconds(cost: &RooflineCost, shape: &BatchShape, name: &str) -> f64 {
+        cost.op_times(shape).iter().filter(|(n, _, _)| *n == name).map(|(_, c, t)| c * t.total()).sum()
+    }
+
+    // Mutation: let `moe_shape` ignore the option (replicated always false) and the sliced
+    // collectives come back.
+    #[test]
+    fn one_all_reduce_replaces_the_three_collectives_of_sliced_tokens() {
+        let (sliced, replicated) = (gpt_oss(TP8, false), gpt_oss(TP8, true));
+        for name in ["moe_tp_all_gather", "moe_tp_reduce_scatter", "moe_tp_restore_all_gather"] {
+            assert!(names(&sliced).contains(&name), "{name} missing from the sliced pattern");
+            assert!(!names(&replicated).contains(&name), "{name} left in the all-reduce pattern");
+        }
+        assert_eq!(names(&replicated).iter().filter(|n| **n == "moe_all_reduce").count(), 2, "one per layer kind");
+        let shape = decode(4);
+        // The MoE all-reduce moves the attention all-reduce's bytes over the same group.
+        let (moe, attn) = (op_seconds(&replicated, &shape, "moe_all_reduce"), op_seconds(&replicated, &shape, "attn_all_reduce"));
+        assert!((moe - attn).abs() < 1e-12 * attn.max(1.0), "moe {moe} attn {attn}");
+        let (s, r) = (sliced.step_seconds(&shape), replicated.step_seconds(&shape));
+        assert!(r < s, "one collective per layer should be cheaper: {r} vs {s}");
+    }
+
+    // Mutation: route ceil(tokens / TP) · TP tokens in the replicated pattern (keep the sliced
+    // routing) and 4 tokens cost as 8.
+    #[test]
+    fn the_experts_see_the_same_routed_tokens_in_both_patterns() {
+        let (sliced, replicated) = (gpt_oss(TP8, false), gpt_oss(TP8, true));
+        // 8 tokens slice evenly over 8 ranks: both route 8 × top-k assignments.
+        let eight = decode(8);
+        let (a, b) = (op_seconds(&sliced, &eight, "grouped_gate_up"), op_seconds(&replicated, &eight, "grouped_gate_up"));
+        assert!((a - b).abs() < 1e-12, "sliced {a} replicated {b}");
+        // 4 tokens: the sliced pattern pads to one token per rank, the replicated one does not.
+        let four = decode(4);
+        assert!(op_seconds(&replicated, &four, "grouped_gate_up") < op_seconds(&sliced, &four, "grouped_gate_up"));
+    }
+
+    // Mutation: drop the condition that the MoE ranks are the attention TP group and the
+    // attention-DP layout switches pattern.
+    #[test]
+    fn attention_dp_layouts_keep_the_dispatch_pattern() {
+        let dp = ParallelConfig { num_devices: 8, tp: 1, dp: 8, ep: 8, moe_tp: 1, moe_dp: 1, dcp: 1 };
+        assert_eq!(names(&gpt_oss(dp, true)), names(&gpt_oss(dp, false)));
+        let shape = decode(64);
+        assert_eq!(gpt_oss(dp, true).step_seconds(&shape).to_bits(), gpt_oss(dp, false).step_seconds(&shape).to_bits());
+    }
+}

@@ -103,6 +103,12 @@ pub struct EngineProfile {
     /// How the engine's kernels multiply MXFP4 weights.
     #[serde(default, skip_serializing_if = "is_native")]
     pub mxfp4_kernel: Mxfp4Kernel,
+    /// Under tensor parallelism (no attention DP) the MoE block keeps every token on every TP
+    /// rank and sums the experts with one all-reduce, as vLLM's fused MoE layer
+    /// (`reduce_results`), SGLang's and TensorRT-LLM's (the all-reduce fused with the next
+    /// norm) do; absent: the original's sliced tokens with three collectives per MoE layer.
+    #[serde(default)]
+    pub moe_all_reduce: bool,
     /// New requests that enter the running set per engine step (absent: as many as the
     /// scheduling policy admits). The engines' schedulers admit every waiting request the token
     /// budget fits, but measured vLLM and TensorRT-LLM runs behave as if requests reached the
@@ -135,6 +141,8 @@ pub struct Effective {
     pub fused_graph: bool,
     pub causal_attention: bool,
     pub mxfp4_kernel: Mxfp4Kernel,
+    /// One all-reduce per MoE layer under TP (see [`EngineProfile::moe_all_reduce`]).
+    pub moe_all_reduce: bool,
     /// New requests admitted per step (`None`: no limit).
     pub admissions_per_step: Option<u32>,
     /// The engine plans each step while the previous one runs (see
@@ -154,7 +162,8 @@ pub struct Effective {
 impl Effective {
     /// What the report says of the execution profile: where it comes from and what it adds.
     pub fn describe(&self) -> String {
-        let adds = self.per_seq_s > 0.0 || self.request_overhead_s > 0.0 || self.fused_graph || self.causal_attention;
+        let adds =
+            self.per_seq_s > 0.0 || self.request_overhead_s > 0.0 || self.fused_graph || self.causal_attention || self.moe_all_reduce;
         if !adds && !self.calibrated {
             return format!("{}: the device profile as it is (no engine overheads, no calibration)", self.engine);
         }
@@ -164,6 +173,9 @@ impl Effective {
         }
         if self.causal_attention {
             kinds.push("causal attention");
+        }
+        if self.moe_all_reduce {
+            kinds.push("one all-reduce per MoE layer");
         }
         let kinds = if kinds.is_empty() { String::new() } else { format!("{}; ", kinds.join(", ")) };
         let mut admits = match self.admissions_per_step {
@@ -368,6 +380,7 @@ impl EngineProfile {
             fused_graph: self.fused_graph,
             causal_attention: self.causal_attention,
             mxfp4_kernel: self.mxfp4_kernel,
+            moe_all_reduce: self.moe_all_reduce,
             admissions_per_step: self.admissions_per_step,
             overlap_scheduling: self.overlap_scheduling_from.is_some_and(|from| version.is_none_or(|v| v >= from)),
             per_seq_s: o.seq_overhead_us * 1e-6,

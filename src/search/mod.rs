@@ -282,7 +282,12 @@ pub fn serving_summary(plan: &Plan, device: &DeviceProfile) -> Option<ServingSum
         budget_source: budget_source.to_string(),
         max_num_seqs: limits.max_num_seqs.or((plan.sim.arrival.is_open()).then_some(OPEN_LOOP_MAX_NUM_SEQS as u64)),
         max_num_seqs_default: plan.sim.max_num_seqs.is_none(),
-        calibration: plan.effective(device).describe(),
+        calibration: {
+            let mut eff = plan.effective(device);
+            // The MoE communication pattern says nothing about a dense model.
+            eff.moe_all_reduce &= plan.model.is_moe();
+            eff.describe()
+        },
     })
 }
 
