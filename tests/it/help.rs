@@ -24,3 +24,13 @@ fn long_help_is_complete() {
     assert!(long.contains("vLLM's defaults: 8192"), "--serving-engine keeps its long text");
     assert!(long.contains("Examples:"), "--help ends with the examples");
 }
+
+/// The screen's threshold is a constant of the library; `calibrate --help` states it in prose.
+/// Fails if one changes without the other (e.g. TPOT_DROP_LIMIT set to 0.25 with the help
+/// still saying 30 %).
+#[test]
+fn calibrate_help_states_the_screens_threshold() {
+    let help = run_ok(&["calibrate", "--help"]);
+    let limit = format!("{} %", (throughput_optimizer::calibrate::calibrator::TPOT_DROP_LIMIT * 100.0).round());
+    assert!(help.split_whitespace().collect::<Vec<_>>().join(" ").contains(&format!("more than {limit} from one")), "{help}");
+}
