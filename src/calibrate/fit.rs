@@ -20,7 +20,7 @@ use serde::Serialize;
 /// Components of a step's price the calibration scales: memory-bound seconds, compute-bound
 /// seconds (matrix and vector), communication-bound seconds of every operator but the routed
 /// experts; the routed experts' seconds; one per step (the per-step overhead); running
-/// sequences (the per-sequence overhead).
+/// sequences × decoder layers (the per-sequence per-layer overhead).
 pub const COMPONENTS: usize = 6;
 pub const MEMORY: usize = 0;
 pub const MATRIX: usize = 1;
@@ -50,7 +50,7 @@ pub struct Params {
     pub comm_efficiency: f64,
     pub grouped_gemm_efficiency: f64,
     pub step_overhead_us: f64,
-    pub seq_overhead_us: f64,
+    pub seq_layer_overhead_us: f64,
     pub request_overhead_ms: f64,
 }
 
@@ -61,7 +61,7 @@ pub const PARAM_NAMES: [&str; P] = [
     "comm_efficiency",
     "grouped_gemm_efficiency",
     "step_overhead_us",
-    "seq_overhead_us",
+    "seq_layer_overhead_us",
     "request_overhead_ms",
 ];
 
@@ -73,7 +73,7 @@ impl Params {
             self.comm_efficiency,
             self.grouped_gemm_efficiency,
             self.step_overhead_us,
-            self.seq_overhead_us,
+            self.seq_layer_overhead_us,
             self.request_overhead_ms,
         ]
     }
@@ -84,7 +84,7 @@ impl Params {
             comm_efficiency: v[2],
             grouped_gemm_efficiency: v[3],
             step_overhead_us: v[4],
-            seq_overhead_us: v[5],
+            seq_layer_overhead_us: v[5],
             request_overhead_ms: v[6],
         }
     }
@@ -106,7 +106,7 @@ impl Params {
         scale[COMM] = self.comm_efficiency / next.comm_efficiency - 1.0;
         scale[EXPERTS] = self.grouped_gemm_efficiency / next.grouped_gemm_efficiency - 1.0;
         scale[STEP] = (next.step_overhead_us - self.step_overhead_us) * 1e-6;
-        scale[SEQS] = (next.seq_overhead_us - self.seq_overhead_us) * 1e-6;
+        scale[SEQS] = (next.seq_layer_overhead_us - self.seq_layer_overhead_us) * 1e-6;
         let dot = |w: &[f64; COMPONENTS]| w.iter().zip(&scale).map(|(a, b)| a * b).sum::<f64>();
         let ttft = s.ttft_ms + dot(&s.ttft) + (next.request_overhead_ms - self.request_overhead_ms);
         let tpot = s.tpot_ms + dot(&s.tpot);
@@ -127,20 +127,22 @@ impl Prior {
     /// real engine stays inside: bandwidth shares of 50–100 %, matrix efficiencies from a fifth
     /// of the datasheet's to its peak (`max_scale` keeps every dtype at or below 1), bus
     /// efficiencies of 10–100 %, grouped GEMMs at a tenth to twice the dense efficiency, host
-    /// overheads up to 50 ms a step, 2 ms a sequence and 2 s a request.
+    /// overheads up to 50 ms a step, 40 µs a sequence per layer (2 ms a sequence in a 48-layer
+    /// model) and 2 s a request.
     pub fn new(at: Params, max_scale: f64) -> Self {
-        Prior { at, lower: [0.5, 0.2, 0.1, 0.1, 0.0, 0.0, 0.0], upper: [1.0, max_scale.max(0.2), 1.0, 2.0, 50_000.0, 2_000.0, 2_000.0] }
+        Prior { at, lower: [0.5, 0.2, 0.1, 0.1, 0.0, 0.0, 0.0], upper: [1.0, max_scale.max(0.2), 1.0, 2.0, 50_000.0, 40.0, 2_000.0] }
     }
 
     /// Regularisation toward the prior of parameter `i` at `v`: the squared log-ratio of an
     /// efficiency, the squared difference of an overhead in units of a typical value (5 ms a
-    /// step, 100 µs a sequence, 100 ms a request).
+    /// step, 2 µs a sequence per layer (100 µs a sequence in a 48-layer model), 100 ms a
+    /// request).
     fn penalty_of(&self, i: usize, v: f64) -> f64 {
         let a = self.at.to_vec()[i];
         match i {
             0..=3 => (v / a).ln().powi(2),
             4 => ((v - a) / 5_000.0).powi(2),
-            5 => ((v - a) / 100.0).powi(2),
+            5 => ((v - a) / 2.0).powi(2),
             _ => ((v - a) / 100.0).powi(2),
         }
     }
@@ -316,7 +318,7 @@ mod tests {
             comm_efficiency: 0.75,
             grouped_gemm_efficiency: 1.0,
             step_overhead_us: step_us,
-            seq_overhead_us: 0.0,
+            seq_layer_overhead_us: 0.0,
             request_overhead_ms: 0.0,
         }
     }
@@ -364,7 +366,7 @@ mod block_tests {
             comm_efficiency: 0.75,
             grouped_gemm_efficiency: 1.0,
             step_overhead_us: 500.0,
-            seq_overhead_us: 10.0,
+            seq_layer_overhead_us: 10.0,
             request_overhead_ms: 10.0,
         };
         let sens =

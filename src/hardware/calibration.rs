@@ -25,8 +25,16 @@ use serde::{Deserialize, Serialize};
 pub struct Overheads {
     /// Per engine step, µs (scheduling, input preparation, graph launch).
     pub step_overhead_us: f64,
-    /// Per running sequence per step, µs (sampling, detokenization, metadata).
+    /// Per running sequence per step, µs, whatever the model (host work: sampling,
+    /// detokenization, metadata). The fit leaves it at 0 and fits the per-layer term instead.
     pub seq_overhead_us: f64,
+    /// Per running sequence per decoder layer per step, µs: what a decode step costs per
+    /// sequence beyond its bytes and FLOPs in every layer (the attention kernel's per-sequence
+    /// work, cache writes, rotary), so it grows with the model's depth. Fitted on the measured
+    /// runs: a per-sequence cost that does not scale with the layers leaves Llama-3.1-8B (32
+    /// layers) 13 % too slow when fitted on Qwen3-32B (64 layers), docs/validation.md.
+    #[serde(default)]
+    pub seq_layer_overhead_us: f64,
     /// Per request, ms, added to the time to first token (API server, tokenization).
     pub request_overhead_ms: f64,
 }
@@ -148,8 +156,10 @@ pub struct Effective {
     /// The engine plans each step while the previous one runs (see
     /// [`EngineProfile::overlap_scheduling_from`]).
     pub overlap_scheduling: bool,
-    /// Per running sequence per step, seconds.
+    /// Per running sequence per step, seconds, whatever the model.
     pub per_seq_s: f64,
+    /// Per running sequence per decoder layer per step, seconds.
+    pub per_seq_layer_s: f64,
     /// Added to every request's time to first token, seconds.
     pub request_overhead_s: f64,
     pub engine: String,
@@ -162,8 +172,12 @@ pub struct Effective {
 impl Effective {
     /// What the report says of the execution profile: where it comes from and what it adds.
     pub fn describe(&self) -> String {
-        let adds =
-            self.per_seq_s > 0.0 || self.request_overhead_s > 0.0 || self.fused_graph || self.causal_attention || self.moe_all_reduce;
+        let adds = self.per_seq_s > 0.0
+            || self.per_seq_layer_s > 0.0
+            || self.request_overhead_s > 0.0
+            || self.fused_graph
+            || self.causal_attention
+            || self.moe_all_reduce;
         if !adds && !self.calibrated {
             return format!("{}: the device profile as it is (no engine overheads, no calibration)", self.engine);
         }
@@ -186,11 +200,16 @@ impl Effective {
         if self.overlap_scheduling {
             admits.push_str("; overlapped scheduling");
         }
+        let us = |s: f64| crate::hardware::trim_float(s * 1e6);
+        let per_seq = match (self.per_seq_s > 0.0, self.per_seq_layer_s > 0.0) {
+            (true, true) => format!("{} µs per sequence + {} µs per sequence per layer", us(self.per_seq_s), us(self.per_seq_layer_s)),
+            (false, true) => format!("{} µs per sequence per layer", us(self.per_seq_layer_s)),
+            _ => format!("{} µs per sequence", us(self.per_seq_s)),
+        };
         format!(
-            "{}: {kinds}{} µs per step, {} µs per sequence, {} ms per request; HBM efficiency {}{admits}",
+            "{}: {kinds}{} µs per step, {per_seq}, {} ms per request; HBM efficiency {}{admits}",
             self.source,
             crate::hardware::trim_float(self.device.host_overhead_us),
-            crate::hardware::trim_float(self.per_seq_s * 1e6),
             crate::hardware::trim_float(self.request_overhead_s * 1e3),
             crate::hardware::trim_float(self.device.memory_efficiency),
         )
@@ -277,6 +296,7 @@ impl Overheads {
     fn validate(&self, at: &str) -> Result<(), String> {
         check(&format!("{at}step_overhead_us"), self.step_overhead_us, 0.0, 1e6)?;
         check(&format!("{at}seq_overhead_us"), self.seq_overhead_us, 0.0, 1e5)?;
+        check(&format!("{at}seq_layer_overhead_us"), self.seq_layer_overhead_us, 0.0, 1e4)?;
         check(&format!("{at}request_overhead_ms"), self.request_overhead_ms, 0.0, 1e4)
     }
 }
@@ -384,6 +404,7 @@ impl EngineProfile {
             admissions_per_step: self.admissions_per_step,
             overlap_scheduling: self.overlap_scheduling_from.is_some_and(|from| version.is_none_or(|v| v >= from)),
             per_seq_s: o.seq_overhead_us * 1e-6,
+            per_seq_layer_s: o.seq_layer_overhead_us * 1e-6,
             request_overhead_s: o.request_overhead_ms * 1e-3,
             engine: self.engine.clone(),
             calibrated: entry.is_some(),

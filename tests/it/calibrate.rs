@@ -120,7 +120,7 @@ fn the_sensitivity_pass_simulates_what_a_prediction_simulates_and_its_slopes_pre
     use throughput_optimizer::hardware::calibration::{DeviceCalibration, EngineProfiles, Overheads};
     let runs = read_files(&[SAMPLE]).unwrap();
     let run = runs.iter().find(|r| r.engine == "vllm" && r.target.device == "H100_SXM").unwrap().clone();
-    let calibration = |step_us: f64| {
+    let calibration = |step_us: f64, seq_layer_us: f64| {
         let mut engines = EngineProfiles::default();
         let mut vllm = engines.get("vllm").clone();
         vllm.devices = vec![DeviceCalibration {
@@ -129,31 +129,43 @@ fn the_sensitivity_pass_simulates_what_a_prediction_simulates_and_its_slopes_pre
             matrix_efficiency_scale: 1.0,
             comm_efficiency: 0.75,
             grouped_gemm_efficiency: 1.0,
-            overheads: Overheads { step_overhead_us: step_us, seq_overhead_us: 10.0, request_overhead_ms: 5.0 },
+            overheads: Overheads {
+                step_overhead_us: step_us,
+                seq_overhead_us: 0.0,
+                seq_layer_overhead_us: seq_layer_us,
+                request_overhead_ms: 5.0,
+            },
             fit: None,
         }];
         engines.replace(vllm);
         engines
     };
     let base = Predictor::new(base_plan(&[]).unwrap());
-    let at = base.with_engines(calibration(500.0));
+    let at = base.with_engines(calibration(500.0, 0.3));
     let s = at.sensitivity(&run).unwrap();
     let p = at.predict(&run).unwrap();
     assert_eq!((s.ttft_ms, s.tpot_ms), (p.ttft_ms, p.tpot_ms));
-    let moved = base.with_engines(calibration(2500.0)).predict(&run).unwrap();
-    let params = |step| Params {
+    let params = |step, seq_layer| Params {
         memory_efficiency: 0.85,
         matrix_efficiency_scale: 1.0,
         comm_efficiency: 0.75,
         grouped_gemm_efficiency: 1.0,
         step_overhead_us: step,
-        seq_overhead_us: 10.0,
+        seq_layer_overhead_us: seq_layer,
         request_overhead_ms: 5.0,
     };
-    let (ttft, tpot) = params(500.0).predict(&s, &params(2500.0));
+    let moved = base.with_engines(calibration(2500.0, 0.3)).predict(&run).unwrap();
+    let (ttft, tpot) = params(500.0, 0.3).predict(&s, &params(2500.0, 0.3));
     assert!((tpot - moved.tpot_ms).abs() < 0.02 * moved.tpot_ms, "first order {tpot} vs simulated {}", moved.tpot_ms);
     assert!((ttft - moved.ttft_ms).abs() < 0.10 * moved.ttft_ms, "first order {ttft} vs simulated {}", moved.ttft_ms);
     assert!(tpot > s.tpot_ms + 1.5, "2 ms more per step must show in TPOT: {} -> {tpot}", s.tpot_ms);
+    // 3 µs more per sequence per layer: the recorded component is sequences × layers (fails if
+    // the recorder counts sequences only: the first order then moves TPOT 64 times too little;
+    // and if `CandidateCtx::new` forgets the model's layers, the simulated TPOT hardly moves).
+    let moved = base.with_engines(calibration(500.0, 3.3)).predict(&run).unwrap();
+    let (_, tpot) = params(500.0, 0.3).predict(&s, &params(500.0, 3.3));
+    assert!((tpot - moved.tpot_ms).abs() < 0.02 * moved.tpot_ms, "first order {tpot} vs simulated {}", moved.tpot_ms);
+    assert!(moved.tpot_ms > s.tpot_ms * 1.05, "a per-layer cost must show: {} -> {}", s.tpot_ms, moved.tpot_ms);
 }
 
 #[test]

@@ -50,7 +50,8 @@ impl<'a> CandidateCtx<'a> {
         opts.quant.linear = opts.quant.linear.with_mxfp4_kernel(eff.mxfp4_kernel, fp4);
         opts.quant.non_expert = opts.quant.non_expert.map(|q| q.with_mxfp4_kernel(eff.mxfp4_kernel, fp4));
         let (mut cost, mem) = build_both(&plan.model, &eff.device, &cand.parallel, &opts);
-        cost.per_seq_s = eff.per_seq_s;
+        // The per-layer part of the per-sequence overhead grows with the model's depth.
+        cost.per_seq_s = eff.per_seq_s + eff.per_seq_layer_s * plan.model.num_layers() as f64;
         let label = cand.label(&plan.model, plan.serving.speculative.as_ref());
         CandidateCtx {
             plan,
