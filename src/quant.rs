@@ -218,7 +218,7 @@ impl LinearQuant {
     /// This is why vLLM's gpt-oss decode on H200 measures within 5 % of H100 despite 43 % more
     /// HBM bandwidth: the conversion, not the weight stream, bounds the kernel. Fitted on the
     /// measured runs with this price, vLLM's grouped-GEMM efficiency on H100 and H200 comes out
-    /// at 0.95–1.0 (docs/validation.md). Devices with FP4 tensor cores (Blackwell) convert FP4
+    /// at 1.02 and 0.99 (docs/validation.md). Devices with FP4 tensor cores (Blackwell) convert FP4
     /// pairs in one instruction: 1.
     pub fn dequant_flops_per_weight(self, fp4_tensor_cores: bool) -> f64 {
         match self {

@@ -175,7 +175,7 @@ fn simulate_means(ctx: &CandidateCtx, batch: u32, budget: u64) -> Result<Means, 
 /// the seconds of each component the calibration scales (see [`COMPONENTS`]).
 struct Recorder<'a> {
     inner: &'a crate::cost::RooflineCost,
-    /// The model's decoder layers: the per-sequence overhead the fit scales is per layer.
+    /// The decoder-layer passes of a step: the per-sequence overhead the fit scales is per layer.
     layers: f64,
     steps: Mutex<Vec<[f64; COMPONENTS]>>,
 }
@@ -221,7 +221,7 @@ fn simulate_sensitivity(ctx: &CandidateCtx, batch: u32, budget: u64) -> Result<S
     let (mut cfg, factory) = sim_config(ctx, batch, budget);
     cfg.run.max_steps = MAX_STEPS;
     let cost = step_cost(ctx);
-    let rec = Recorder { inner: &cost, layers: ctx.plan.model.num_layers() as f64, steps: Mutex::new(Vec::new()) };
+    let rec = Recorder { inner: &cost, layers: ctx.layer_passes as f64, steps: Mutex::new(Vec::new()) };
     let mut ends: Vec<u64> = Vec::new();
     let (rep, reqs) = simulate_detailed(&cfg, &rec, factory, &mut |r: StepRecord| ends.push(r.end))?;
     let comps = rec.steps.into_inner().expect("no panic holds the lock");

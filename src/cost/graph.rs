@@ -778,9 +778,7 @@ impl<'a> Builder<'a> {
         self.ops.push(op);
         let mut routed = if s.replicated { Vec::new() } else { self.moe_dispatch_ops(count, &s) };
         routed.extend(self.expert_ops(count, &s));
-        if s.replicated {
-            routed.extend(self.tp_reduce_op("moe_all_reduce", count, h));
-        } else {
+        if !s.replicated {
             routed.extend(self.moe_combine_ops(count, &s));
         }
         // Permuted rows and expert intermediates per sliced token.
@@ -792,8 +790,15 @@ impl<'a> Builder<'a> {
         } else {
             self.shared_expert_ops(count, shared, s.sliced)
         };
-        self.schedule_moe(count, routed, shared_ops, s.ep);
-        if !s.replicated {
+        if s.replicated {
+            // No dispatch or combine to fuse with the experts (`dispatch_ffn_combine`), and the
+            // all-reduce sums what both the routed and the shared experts computed: it waits
+            // for both, after any second stream.
+            self.schedule_moe(count, routed, shared_ops, 1.0);
+            let reduce = self.tp_reduce_op("moe_all_reduce", count, h);
+            self.ops.extend(reduce);
+        } else {
+            self.schedule_moe(count, routed, shared_ops, s.ep);
             self.restore_tokens(count);
         }
     }

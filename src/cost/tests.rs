@@ -231,4 +231,66 @@ mod moe_all_reduce {
         let shape = decode(64);
         assert_eq!(gpt_oss(dp, true).step_seconds(&shape).to_bits(), gpt_oss(dp, false).step_seconds(&shape).to_bits());
     }
+
+    fn deepseek(compile: CompileOptions) -> RooflineCost {
+        let reg = DeviceRegistry::builtin();
+        let dev = reg.get("H100_SXM").unwrap();
+        let model = catalog::find("deepseek-ai/DeepSeek-V3.1").unwrap();
+        let par = ParallelConfig { num_devices: 8, tp: 8, dp: 1, ep: 8, moe_tp: 1, moe_dp: 1, dcp: 1 };
+        let mut o = opts(LinearQuant::W8A8Dynamic, true);
+        o.compile = compile;
+        o.moe_all_reduce = true;
+        RooflineCost::new(&model, dev, &par, &o)
+    }
+
+    // The all-reduce sums the routed and the shared experts' outputs, so no compile option may
+    // hide it under the experts' compute. Mutation: keep `moe_all_reduce` in the routed stream
+    // and pass `s.ep` to `schedule_moe` (as first landed): `dispatch_ffn_combine` fuses it into
+    // the experts' kernel and `multistream` runs it beside the shared expert; either way the
+    // top-level all-reduce disappears and the step gets cheaper.
+    #[test]
+    fn no_compile_option_hides_the_all_reduce_under_the_experts() {
+        let plain = CompileOptions { enabled: true, ..Default::default() };
+        let base = deepseek(plain);
+        let top_level = |c: &RooflineCost| names(c).iter().filter(|n| **n == "moe_all_reduce").count();
+        assert_eq!(top_level(&base), 1, "one MoE layer kind, one all-reduce");
+        let shape = decode(64);
+        // No dispatch or combine in this pattern: the fusion has nothing to fuse.
+        let fused = deepseek(CompileOptions { dispatch_ffn_combine: true, ..plain });
+        assert!(!names(&fused).contains(&"dispatch_ffn_combine"), "{:?}", names(&fused));
+        assert_eq!(fused.step_seconds(&shape).to_bits(), base.step_seconds(&shape).to_bits());
+        // The shared expert may run beside the routed experts, but the all-reduce comes after both.
+        let streams = deepseek(CompileOptions { multistream: true, ..plain });
+        assert!(names(&streams).contains(&"moe_multistream"), "{:?}", names(&streams));
+        assert_eq!(top_level(&streams), 1, "{:?}", names(&streams));
+        let ar = |c: &RooflineCost| op_seconds(c, &shape, "moe_all_reduce");
+        assert!(ar(&streams) > 0.0 && (ar(&streams) - ar(&base)).abs() < 1e-15);
+    }
+
+    // The fast path and the memo price the all-reduce pattern (experts routed with one group,
+    // a shared expert without its own reduction) as the full evaluation does. Mutation: read
+    // the memory dot product under the matrix coefficients' mask (`FastOp`), and this fails.
+    #[test]
+    fn the_fast_path_prices_the_all_reduce_pattern_bit_for_bit() {
+        let costs = [
+            deepseek(CompileOptions { enabled: true, ..Default::default() }),
+            deepseek(CompileOptions::default()),
+            gpt_oss(TP8, true),
+            gpt_oss(ParallelConfig { num_devices: 8, tp: 8, dp: 1, ep: 4, moe_tp: 2, moe_dp: 1, dcp: 1 }, true),
+        ];
+        for cost in &costs {
+            for (seqs, ctx) in [(1, 100), (3, 777), (64, 4000), (255, 12_345)] {
+                let mut mixed = decode(seqs);
+                mixed.decode = PhaseLoad::uniform(seqs, 1, ctx);
+                mixed.prefill = PhaseLoad::uniform(1, 1000 + ctx, 2000 + ctx);
+                mixed.sampled = seqs + 1;
+                for s in [decode(seqs), prefill(seqs.min(4), ctx), mixed] {
+                    let x = s.features();
+                    let full = cost.ops().iter().map(|op| op.seconds(&x)).sum::<f64>() + cost.host_s;
+                    assert_eq!(cost.step_seconds(&s).to_bits(), full.to_bits(), "{s:?}");
+                    assert_eq!(cost.step(&s).seconds.to_bits(), full.to_bits(), "{s:?}");
+                }
+            }
+        }
+    }
 }

@@ -288,7 +288,9 @@ fn check(field: &str, v: f64, lo: f64, hi: f64) -> Result<(), String> {
     if v.is_finite() && (lo..=hi).contains(&v) {
         Ok(())
     } else {
-        Err(format!("field `{field}` is {v}; it must be between {lo} and {hi}"))
+        // A huge value is written as the user would have (1e308), not as its 309 digits.
+        let shown = if v.abs() >= 1e15 { format!("{v:e}") } else { v.to_string() };
+        Err(format!("field `{field}` is {shown}; it must be between {lo} and {hi}"))
     }
 }
 
@@ -489,6 +491,10 @@ devices:\n  - {device: H100_SXM, memory_efficiency: 0.9, matrix_efficiency_scale
 devices:\n  - {device: H100_SXM, memory_efficiency: 1.5, matrix_efficiency_scale: 0.5, comm_efficiency: 0.6, step_overhead_us: 4000, seq_overhead_us: 20, request_overhead_ms: 15}\n";
         let e = EngineProfile::parse(text).unwrap_err();
         assert!(e.contains("devices[0].memory_efficiency") && e.contains("1.5"), "{e}");
+        // Mutation: print the value with `{v}` alone and the message carries 309 digits.
+        let huge =
+            EngineProfile::parse(&text.replace("seq_overhead_us: 2,", "seq_overhead_us: 2, seq_layer_overhead_us: 1e308,")).unwrap_err();
+        assert!(huge.contains("defaults.seq_layer_overhead_us` is 1e308; it must be between 0 and 10000"), "{huge}");
         let bad_engine = EngineProfile::parse(
             "engine: tgi\nfused_graph: true\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, request_overhead_ms: 3}\n",
         )

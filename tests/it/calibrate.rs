@@ -299,3 +299,27 @@ fn tensorrt_llm_context_servers_run_without_the_overlap_scheduler() {
     assert!(!overlap("trtllm", Phase::Prefill));
     assert!(overlap("vllm", Phase::Prefill));
 }
+
+/// The per-sequence, per-layer overhead multiplies every decoder-layer pass a step prices: the
+/// model's layers and, with MTP, its MTP layer once per draft token (DeepSeek-V3: 61 layers,
+/// one MTP layer). Mutation: multiply by `plan.model.num_layers()` in `CandidateCtx::new` (as
+/// first landed) and a step drafting two tokens costs per sequence what a plain one does.
+#[test]
+fn the_per_layer_overhead_counts_every_layer_pass_a_step_runs() {
+    use throughput_optimizer::cost::ParallelConfig;
+    use throughput_optimizer::outcome::Phase;
+    use throughput_optimizer::search::candidates::Candidate;
+    use throughput_optimizer::search::engine::CandidateCtx;
+    let argv = ["throughput-optimizer", "deepseek-ai/DeepSeek-V3", "--device", "H100_SXM", "--num-devices", "8"];
+    let plan = super::util::plan_of(
+        &[&argv[..], &["--input-length", "1024", "--output-length", "128", "--serving-engine", "vllm", "--num-mtp-tokens", "2"]].concat(),
+    );
+    let per_layer = plan.effective(&plan.devices[0]).per_seq_layer_s;
+    assert!(per_layer > 0.0, "the built-in vLLM H100 entry has a per-layer overhead");
+    let parallel = ParallelConfig { num_devices: 8, tp: 8, dp: 1, ep: 8, moe_tp: 1, moe_dp: 1, dcp: 1 };
+    let ctx = |mtp: u32| CandidateCtx::new(&plan, &plan.devices[0], Candidate { parallel, mtp }, Phase::Decode);
+    let (plain, drafting) = (ctx(0), ctx(2));
+    assert_eq!((plain.layer_passes, drafting.layer_passes), (61, 63));
+    assert!((plain.cost.per_seq_s - 61.0 * per_layer).abs() < 1e-15, "{}", plain.cost.per_seq_s);
+    assert!((drafting.cost.per_seq_s - 63.0 * per_layer).abs() < 1e-15, "{}", drafting.cost.per_seq_s);
+}

@@ -34,6 +34,9 @@ pub struct CandidateCtx<'a> {
     pub admissions_per_step: Option<u32>,
     /// The serving engine plans each step while the previous one runs.
     pub overlap_scheduling: bool,
+    /// Decoder-layer passes per sequence per step ([`CostOptions::layer_passes`]): what the
+    /// engine's per-sequence, per-layer overhead is multiplied by in `cost.per_seq_s`.
+    pub layer_passes: u32,
 }
 
 impl<'a> CandidateCtx<'a> {
@@ -50,8 +53,9 @@ impl<'a> CandidateCtx<'a> {
         opts.quant.linear = opts.quant.linear.with_mxfp4_kernel(eff.mxfp4_kernel, fp4);
         opts.quant.non_expert = opts.quant.non_expert.map(|q| q.with_mxfp4_kernel(eff.mxfp4_kernel, fp4));
         let (mut cost, mem) = build_both(&plan.model, &eff.device, &cand.parallel, &opts);
-        // The per-layer part of the per-sequence overhead grows with the model's depth.
-        cost.per_seq_s = eff.per_seq_s + eff.per_seq_layer_s * plan.model.num_layers() as f64;
+        // The per-layer part of the per-sequence overhead grows with the layers a step runs.
+        let layer_passes = opts.layer_passes(&plan.model);
+        cost.per_seq_s = eff.per_seq_s + eff.per_seq_layer_s * layer_passes as f64;
         let label = cand.label(&plan.model, plan.serving.speculative.as_ref());
         CandidateCtx {
             plan,
@@ -64,6 +68,7 @@ impl<'a> CandidateCtx<'a> {
             request_overhead_s: eff.request_overhead_s,
             admissions_per_step: eff.admissions_per_step,
             overlap_scheduling: eff.overlap_scheduling,
+            layer_passes,
         }
     }
 
