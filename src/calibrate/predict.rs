@@ -203,7 +203,7 @@ impl StepCostModel for Recorder<'_> {
             }
         }
         let seqs = (shape.prefill.seqs + shape.decode.seqs) as f64;
-        seconds += self.inner.host_s + self.inner.per_seq_s * seqs;
+        seconds += self.inner.host_seconds(shape);
         let comps = [b.memory, b.cube + b.vector, b.comm, experts, 1.0, seqs * self.layers];
         self.steps.lock().expect("no panic holds the lock").push(comps);
         seconds

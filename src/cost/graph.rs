@@ -776,28 +776,23 @@ impl<'a> Builder<'a> {
         self.gemm_c("router", count, s.sliced, h, experts, None, bias);
         let op = self.vector_op("topk_softmax", count, s.sliced, experts, 5.0, 6.0, true, 1.0);
         self.ops.push(op);
-        let mut routed = if s.replicated { Vec::new() } else { self.moe_dispatch_ops(count, &s) };
-        routed.extend(self.expert_ops(count, &s));
-        if !s.replicated {
-            routed.extend(self.moe_combine_ops(count, &s));
-        }
         // Permuted rows and expert intermediates per sliced token.
         self.track_width((top_k * (h + 2.0 * s.i_l) * s.moe_tp) / s.tp + 2.0 * h);
-        let shared_ops = if s.replicated {
-            // The shared expert is split over TP like a dense MLP; its partial sums ride the
-            // same all-reduce.
-            self.shared_expert_ops_tp(count, shared)
-        } else {
-            self.shared_expert_ops(count, shared, s.sliced)
-        };
         if s.replicated {
-            // No dispatch or combine to fuse with the experts (`dispatch_ffn_combine`), and the
-            // all-reduce sums what both the routed and the shared experts computed: it waits
-            // for both, after any second stream.
+            // No dispatch or combine to fuse with the experts (`dispatch_ffn_combine`). The
+            // shared expert is split over TP like a dense MLP, and the all-reduce sums what both
+            // the routed and the shared experts computed: it waits for both, after any second
+            // stream.
+            let routed = self.expert_ops(count, &s);
+            let shared_ops = self.shared_mlp_ops(count, unit(TOK, 1.0), shared / self.tp, false);
             self.schedule_moe(count, routed, shared_ops, 1.0);
             let reduce = self.tp_reduce_op("moe_all_reduce", count, h);
             self.ops.extend(reduce);
         } else {
+            let mut routed = self.moe_dispatch_ops(count, &s);
+            routed.extend(self.expert_ops(count, &s));
+            routed.extend(self.moe_combine_ops(count, &s));
+            let shared_ops = self.shared_expert_ops(count, shared, s.sliced);
             self.schedule_moe(count, routed, shared_ops, s.ep);
             self.restore_tokens(count);
         }
@@ -978,29 +973,22 @@ impl<'a> Builder<'a> {
     /// The shared expert's dense MLP (TP-split or on the sliced tokens), laid out apart so it
     /// can be scheduled beside the routed experts.
     fn shared_expert_ops(&mut self, count: f64, shared: f64, sliced: Coef) -> Vec<Op> {
-        if shared > 0.0 {
-            let qs = self.non_expert_q;
-            let before = self.ops.len();
-            if self.opts.shared_expert_tp {
-                self.dense_mlp(count, unit(TOK, 1.0), shared / self.tp, false, qs, true);
-            } else {
-                self.dense_mlp(count, sliced, shared, false, qs, false);
-            }
-            self.ops.split_off(before)
+        if self.opts.shared_expert_tp {
+            self.shared_mlp_ops(count, unit(TOK, 1.0), shared / self.tp, true)
         } else {
-            Vec::new()
+            self.shared_mlp_ops(count, sliced, shared, false)
         }
     }
 
-    /// The shared expert's dense MLP split over TP on every token, without a reduction of its own
-    /// (the MoE all-reduce sums it with the routed experts).
-    fn shared_expert_ops_tp(&mut self, count: f64, shared: f64) -> Vec<Op> {
-        if shared <= 0.0 {
+    /// A shared expert of `width` on `tok` tokens, with its own TP reduction when `reduce`, as
+    /// ops taken out of the graph (none without a shared expert).
+    fn shared_mlp_ops(&mut self, count: f64, tok: Coef, width: f64, reduce: bool) -> Vec<Op> {
+        if width <= 0.0 {
             return Vec::new();
         }
         let qs = self.non_expert_q;
         let before = self.ops.len();
-        self.dense_mlp(count, unit(TOK, 1.0), shared / self.tp, false, qs, false);
+        self.dense_mlp(count, tok, width, false, qs, reduce);
         self.ops.split_off(before)
     }
 

@@ -290,7 +290,7 @@ impl StepCostModel for RooflineCost {
 
 impl RooflineCost {
     /// Host time of a step: the per-step part plus the per-sequence part.
-    fn host_seconds(&self, shape: &BatchShape) -> f64 {
+    pub fn host_seconds(&self, shape: &BatchShape) -> f64 {
         self.host_s + self.per_seq_s * (shape.prefill.seqs + shape.decode.seqs) as f64
     }
 }
