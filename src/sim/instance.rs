@@ -10,23 +10,16 @@
 //! costs O(1) plus O(log n) per finishing sequence, whatever the batch size. With MTP or
 //! block drafts each sequence accepts a random number of tokens, and the set is walked.
 
+pub use super::config::Role;
+
+use super::config::InstanceConfig;
+use super::decode::{AcceptanceDraws, DecodeMode};
 use super::kv::KvBlockPool;
 use super::queue::Nanos;
-use super::{AcceptanceDraws, DecodeMode, InstanceConfig, Requests};
+use super::records::Requests;
 use crate::cost::{BatchShape, PhaseLoad};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, VecDeque};
-
-/// What an instance runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// Prefill and decode (aggregated serving).
-    Mixed,
-    /// Prefill only: a request leaves after its first token, its KV sent to a decode instance.
-    Prefill,
-    /// Decode only: requests arrive with their prompt's KV.
-    Decode,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::cost::FixedCost;
+use crate::workload::arrival::{ArrivalProcess, RequestFactory};
 use crate::workload::Lengths;
 
 /// 1 ms per step, whatever the batch.

@@ -7,7 +7,7 @@
 
 use super::*;
 use crate::cost::FixedCost;
-use crate::workload::arrival::SharedPrefix;
+use crate::workload::arrival::{ArrivalProcess, RequestFactory, SharedPrefix};
 use crate::workload::Lengths;
 use proptest::prelude::*;
 

@@ -1,11 +1,81 @@
-//! The records of a run's requests, indexed by request id (arrival order). A long open loop
+//! What a run records: each request's life ([`RequestState`]), what each engine step did
+//! ([`StepRecord`]), and the store of the requests' records ([`Requests`]).
+//!
+//! The records of a run's requests are indexed by request id (arrival order). A long open loop
 //! does not keep them all: once the report has taken what it needs from the oldest finished
 //! records (`Simulation` folds them into its running tallies, in id order), they are dropped
 //! from the front, so memory follows the requests in flight, not the requests simulated.
 //! Ids never change: index `id` stays valid for every record not yet dropped.
 
-use super::RequestState;
+use super::queue::Nanos;
+use crate::workload::arrival::NewRequest;
 use std::ops::{Index, IndexMut};
+
+/// A request's life, as the simulation records it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestState {
+    pub arrival: Nanos,
+    pub input: u64,
+    pub output: u64,
+    pub prefix_group: Option<u32>,
+    pub prefix_len: u64,
+    /// First time a scheduler admitted it.
+    pub scheduled: Option<Nanos>,
+    /// Prompt tokens found in the KV cache at that first admission (prefix-cache hits).
+    pub cached: u64,
+    pub first_token: Option<Nanos>,
+    pub finish: Option<Nanos>,
+    /// Admission on a decode instance (P/D).
+    pub decode_admitted: Option<Nanos>,
+    pub generated: u64,
+    pub preemptions: u32,
+    /// Σ over its preemptions of the tokens it had generated then (recomputed with the prompt).
+    pub generated_at_preemptions: u64,
+    /// Preemptions that caught it still prefilling (part of its prompt computed, then dropped).
+    pub preempted_in_prefill: u32,
+    /// P/D: the prefill instance that computed its prompt, and the KV blocks it holds there
+    /// until the transfer to the decode instance lands.
+    pub kv_source: u32,
+    pub held_blocks: u64,
+    /// P/D: the blocks the decode instance allocated for its KV when the pull started.
+    pub pull_blocks: u64,
+    /// Its prompt counts in the input throughput (once, not again when recomputed).
+    pub prompt_counted: bool,
+    pub instance: u32,
+}
+
+impl RequestState {
+    /// Tokens to (re)compute when admitted: the prompt plus anything generated before a
+    /// preemption.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.input + self.generated
+    }
+
+    pub(super) fn from_new(n: &NewRequest, image_tokens: u64) -> Self {
+        RequestState {
+            arrival: n.arrival_ns,
+            input: n.input + image_tokens,
+            output: n.output,
+            prefix_group: n.prefix_group,
+            prefix_len: n.prefix_len,
+            ..Default::default()
+        }
+    }
+}
+
+/// What one engine step did, for tests and traces.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepRecord {
+    pub instance: u32,
+    pub start: Nanos,
+    pub end: Nanos,
+    pub prefill_seqs: u64,
+    pub prefill_tokens: u64,
+    pub decode_seqs: u64,
+    pub decode_tokens: u64,
+    /// KV blocks in use on the instance once the step's blocks are allocated.
+    pub kv_used: u64,
+}
 
 /// Records of ids `base..base + len`, in id order.
 #[derive(Debug, Clone, Default)]

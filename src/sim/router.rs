@@ -4,7 +4,8 @@
 //! has touched it, so routing costs O(1) and an update O(log n) instead of a scan over every
 //! instance per request (2,048 replicas: a scan of 2,048 loads per arrival).
 
-use super::{Instance, Routing};
+use super::config::Routing;
+use super::instance::Instance;
 
 /// The two sets requests are routed to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -18,25 +18,17 @@
 //! reserved); [`Trtllm`] admits a request only when its whole prompt and output fit the KV left
 //! after every running request's own reservation, and so never preempts.
 
+pub use super::config::SchedulerKind;
+use super::config::{InstanceConfig, Role};
 pub use super::instance::Scheduler;
-use super::instance::{Role, StepBuilder};
-use super::InstanceConfig;
+use super::instance::StepBuilder;
 pub use sglang::Sglang;
 pub use trtllm::Trtllm;
 
 mod sglang;
 mod trtllm;
 
-/// The policies an instance can run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum SchedulerKind {
-    #[default]
-    DecodeFirst,
-    Vllm,
-    Sglang,
-    Trtllm,
-}
-
+/// What each kind of policy is (the kind itself is part of the instance's configuration).
 impl SchedulerKind {
     /// A fresh scheduler of this kind (one per instance: a policy may keep state).
     pub fn build(self) -> Box<dyn Scheduler> {

@@ -1,7 +1,8 @@
 //! Scheduler behaviour with a fixed-latency cost model: exact step times and token counts.
 
 use super::*;
-use crate::cost::FixedCost;
+use crate::cost::{FixedCost, StepCostModel};
+use crate::workload::arrival::{ArrivalProcess, RequestFactory};
 use crate::workload::Lengths;
 
 fn cfg(budget: u64, concurrency: u64) -> SimConfig {

@@ -1,0 +1,233 @@
+//! What a simulation runs: one instance's configuration ([`InstanceConfig`]: the scheduler
+//! policy, token budget, KV cache, decode mode, execution profile), a homogeneous run
+//! ([`SimConfig`]) or a P/D [`System`] of instance [`Group`]s with the [`KvTransfer`] between
+//! them and their [`Routing`], and the workload side of a run ([`RunParams`], [`Measure`]).
+//! Plain values: the simulator reads them, nothing here runs.
+
+use super::decode::DecodeMode;
+use super::queue::Nanos;
+use crate::cost::StepCostModel;
+
+/// What an instance runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Prefill and decode (aggregated serving).
+    Mixed,
+    /// Prefill only: a request leaves after its first token, its KV sent to a decode instance.
+    Prefill,
+    /// Decode only: requests arrive with their prompt's KV.
+    Decode,
+}
+
+/// The policies an instance can run (the policies themselves, and what each kind builds:
+/// [`super::scheduler`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum SchedulerKind {
+    #[default]
+    DecodeFirst,
+    Vllm,
+    Sglang,
+    Trtllm,
+}
+
+/// How one instance schedules and what it holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstanceConfig {
+    /// The per-step policy (which requests decode, which prompts get how many tokens, whom to
+    /// preempt); the instance carries out its decisions.
+    pub scheduler: SchedulerKind,
+    /// Token budget per step (`--max-batched-tokens`).
+    pub budget: u64,
+    /// The budget is inflated by this share for prefill chunks after the decodes.
+    pub slack: f64,
+    /// Running sequences per instance.
+    pub max_num_seqs: u64,
+    pub chunked_prefill: bool,
+    pub block_size: u64,
+    /// KV blocks per instance.
+    pub kv_blocks: u64,
+    pub decode: DecodeMode,
+    /// Token-level prefix-cache hit rate.
+    pub prefix_hit_rate: f64,
+    pub images_per_request: u64,
+    pub image_patches_per_image: u64,
+    /// Vision patches per request (images × patches).
+    pub image_patches: u64,
+    /// LLM tokens the images add to each prompt.
+    pub image_tokens: u64,
+    /// New requests (never admitted before) that may enter the running set per step; `None`:
+    /// as many as the policy admits. A serving engine's execution profile sets it: measured
+    /// vLLM and TensorRT-LLM runs show requests entering one per engine iteration (see
+    /// `EngineProfile::admissions_per_step`). Requests preempted and requeued do not count.
+    pub admissions_per_step: Option<u64>,
+    /// The engine plans each step while the previous one runs: a new request that arrived
+    /// after the previous step started misses this one (see
+    /// `EngineProfile::overlap_scheduling_from`). An idle engine plans at once.
+    pub overlap_scheduling: bool,
+}
+
+impl InstanceConfig {
+    /// Running sequences are capped so that every decode fits the step's token budget.
+    pub fn running_cap(&self) -> u64 {
+        self.max_num_seqs.min((self.budget / self.decode.query_tokens()).max(1))
+    }
+
+    /// A text-only decode-first instance with chunked prefill and 1000 KV blocks: the base of
+    /// the scheduler tests, which vary the rest field by field.
+    #[cfg(test)]
+    pub(crate) fn for_tests(budget: u64, slack: f64, max_num_seqs: u64, block_size: u64) -> Self {
+        InstanceConfig {
+            scheduler: Default::default(),
+            budget,
+            slack,
+            max_num_seqs,
+            chunked_prefill: true,
+            block_size,
+            kv_blocks: 1000,
+            decode: DecodeMode::Plain,
+            prefix_hit_rate: 0.0,
+            images_per_request: 0,
+            image_patches_per_image: 0,
+            image_patches: 0,
+            image_tokens: 0,
+            admissions_per_step: None,
+            overlap_scheduling: false,
+        }
+    }
+}
+
+/// A homogeneous simulation: `instances` copies of one instance configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimConfig {
+    pub instance: InstanceConfig,
+    /// Instances simulated (DP replicas).
+    pub instances: u32,
+    /// What the instances run (mixed serving, prefill only, decode only).
+    pub role: Role,
+    pub run: RunParams,
+}
+
+/// Workload-side parameters of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunParams {
+    /// Closed loop: requests in flight over all simulated instances; burst: requests released.
+    pub concurrency: u64,
+    /// Open loop: requests to simulate.
+    pub num_requests: u64,
+    /// Closed loop as a serving benchmark runs it (`vllm bench serve --max-concurrency C
+    /// --num-prompts N`): C requests start at t = 0, a new one as each finishes until N were
+    /// sent, and every statistic covers all N (the first wave included) over the whole run.
+    /// `None`: the steady state of an endless closed loop.
+    pub closed_requests: Option<u64>,
+    /// Open loop: which requests and span the statistics cover (a benchmark-run closed loop
+    /// always covers the whole run).
+    pub measure: Measure,
+    /// Open loop: at most this many requests in flight (client side).
+    pub max_concurrency: Option<u64>,
+    /// Closed loop: completions measured at least before the stopping rule may stop (a tail
+    /// percentile needs a tail: [`Percentile::min_sample`](super::metrics::Percentile::min_sample)).
+    pub min_measured: u64,
+    /// Limits for goodput (ms).
+    pub ttft_limit_ms: f64,
+    pub tpot_limit_ms: f64,
+    pub seed: u64,
+    /// Steps after which a run is abandoned.
+    pub max_steps: u64,
+    /// Input-length bins `[min, max)` to break latencies down by (variable-length workloads).
+    pub bins: Vec<(u64, u64)>,
+    /// The serving engine's per-request time outside the engine (API server, HTTP,
+    /// tokenization), ns: added to every request's TTFT and end-to-end latency as the client
+    /// sees them. It does not occupy the engine. (A first-come-first-served API server that
+    /// delays requests on their way in was tried: fitted on measured runs it turned into a
+    /// serial bottleneck at high concurrency that real servers, which handle HTTP
+    /// concurrently, do not have.)
+    pub frontend_ns: Nanos,
+}
+
+impl RunParams {
+    /// A steady-state closed loop of `concurrency` requests with no latency limits, seed 0 and
+    /// a bound of 1 M steps: the base tests and benchmarks adjust.
+    pub fn closed(concurrency: u64) -> Self {
+        RunParams {
+            measure: Default::default(),
+            closed_requests: None,
+            concurrency,
+            num_requests: 0,
+            max_concurrency: None,
+            min_measured: 0,
+            ttft_limit_ms: f64::INFINITY,
+            tpot_limit_ms: f64::INFINITY,
+            seed: 0,
+            max_steps: 1_000_000,
+            bins: Vec::new(),
+            frontend_ns: 0,
+        }
+    }
+}
+
+/// Instances of one kind in a system.
+pub struct Group<'a> {
+    pub role: Role,
+    pub count: u32,
+    pub cfg: InstanceConfig,
+    pub cost: &'a dyn StepCostModel,
+}
+
+/// Moving a finished prefill's KV cache to a decode instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KvTransfer {
+    /// KV bytes per prompt token each prefill device sends (devices send their shards in
+    /// parallel, each over its own link).
+    pub bytes_per_token: f64,
+    pub link: crate::hardware::Link,
+}
+
+impl KvTransfer {
+    /// The whole transfer of `tokens` tokens' KV over an idle link.
+    pub fn duration_ns(&self, tokens: u64) -> Nanos {
+        (self.link.transfer_s(self.bytes_per_token * tokens as f64) * 1e9).round() as Nanos
+    }
+
+    /// The link latency, paid once per transfer whatever else is in flight.
+    pub fn latency_ns(&self) -> Nanos {
+        (self.link.latency_us * 1e3).round() as Nanos
+    }
+
+    /// Moving the bytes of `tokens` tokens' KV with the link to itself (transfers in flight
+    /// together share it: `sim::link`).
+    pub fn data_ns(&self, tokens: u64) -> Nanos {
+        self.duration_ns(tokens).saturating_sub(self.latency_ns())
+    }
+}
+
+/// Which instance of a group receives the next request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Routing {
+    /// The instance with the least outstanding work (prompt tokens to prefill + decoding
+    /// sequences); ties to the lowest id.
+    LeastLoaded,
+    RoundRobin,
+}
+crate::quant::named_enum!(Routing { LeastLoaded => "least-loaded", RoundRobin => "round-robin" });
+
+/// Which requests and which span a run's statistics cover.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Measure {
+    /// Closed loop: a window after warm-up grown until throughput settles; open loop: the
+    /// middle 80 % of arrivals, rates over the window when the system is full.
+    #[default]
+    Steady,
+    /// Every request, rates over the whole run (first arrival to last finish), as a benchmark
+    /// client reports them.
+    WholeRun,
+}
+crate::quant::named_enum!(Measure { Steady => "steady", WholeRun => "whole-run" });
+
+/// Everything a simulation runs: instance groups, the KV link between prefill and decode
+/// groups, routing, and the run's parameters.
+pub struct System<'a> {
+    pub groups: Vec<Group<'a>>,
+    pub transfer: Option<KvTransfer>,
+    pub routing: Routing,
+    pub run: RunParams,
+}

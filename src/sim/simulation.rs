@@ -1,0 +1,260 @@
+//! One run of the simulator: the entry points ([`simulate`], [`simulate_detailed`],
+//! [`simulate_system`], [`simulate_report`]), the run's state ([`Simulation`]) and its assembly
+//! from a [`System`]: the instances of every group with their schedulers, the router over the
+//! entry and decode instances, the KV link between them, and the measurement state the arrival
+//! process calls for.
+//!
+//! What a run does is split by responsibility, one submodule each, all methods of
+//! [`Simulation`]: [`event_loop`] (the events, step planning and completion, routing and KV
+//! hand-off), [`feed`] (the workload: arrivals from the request factory, the closed loop's
+//! replacements, the open loop's client cap), [`measure`] (folding finished records into the
+//! tallies, the measurement window, the report); [`stats`] holds the run's accumulators.
+
+mod event_loop;
+mod feed;
+mod measure;
+mod stats;
+
+pub use event_loop::MAX_STEP_SECONDS;
+pub use feed::CLIENT_JITTER_NS;
+
+use super::config::{Group, Role, Routing, SimConfig, System};
+use super::decode::AcceptanceDraws;
+use super::error::SimError;
+use super::instance::{Instance, StepOutcome};
+use super::metrics::{Recorder, SimReport};
+use super::queue::{EventQueue, Nanos};
+use super::records::{RequestState, Requests, StepRecord};
+use super::steady::Window;
+use super::{link, router};
+use crate::cost::StepCostModel;
+use crate::workload::arrival::{rng, ArrivalProcess, NewRequest, RequestFactory, Stream};
+use stats::{KvUse, Mark, StepStats, Tally};
+
+/// Open loop: the share of requests at each end of the run (by arrival order) left out of the
+/// measurement, so that neither the empty system at the start nor the drain after the last
+/// arrival counts as steady state.
+const OPEN_EDGE_SHARE: f64 = 0.1;
+
+/// Simulate a stream of requests over `cfg.instances` identical instances.
+pub fn simulate(cfg: &SimConfig, cost: &dyn StepCostModel, factory: RequestFactory) -> Result<SimReport, SimError> {
+    simulate_report(&single_group(cfg, cost), factory)
+}
+
+/// A homogeneous configuration as a system of one group.
+fn single_group<'a>(cfg: &SimConfig, cost: &'a dyn StepCostModel) -> System<'a> {
+    System {
+        groups: vec![Group { role: cfg.role, count: cfg.instances, cfg: cfg.instance.clone(), cost }],
+        transfer: None,
+        routing: Routing::LeastLoaded,
+        run: cfg.run.clone(),
+    }
+}
+
+/// [`simulate`], also returning every request's record and reporting each step to `on_step`.
+pub fn simulate_detailed(
+    cfg: &SimConfig,
+    cost: &dyn StepCostModel,
+    factory: RequestFactory,
+    on_step: &mut dyn FnMut(StepRecord),
+) -> Result<(SimReport, Vec<RequestState>), SimError> {
+    simulate_system(&single_group(cfg, cost), factory, on_step)
+}
+
+/// Run a system of instance groups over a request stream.
+///
+/// Requests enter the mixed or prefill group (a decode-only system receives them as if their
+/// prompt's KV had been transferred). A prefill instance hands a request off after its first
+/// token: with a decode group it is sent over the KV link to a decode instance; without one
+/// (a prefill-only study) it leaves the system there.
+pub fn simulate_system(
+    sys: &System,
+    factory: RequestFactory,
+    on_step: &mut dyn FnMut(StepRecord),
+) -> Result<(SimReport, Vec<RequestState>), SimError> {
+    let mut sim = Simulation::new(sys, factory, on_step, true)?;
+    sim.start()?;
+    sim.run()?;
+    let (report, reqs) = sim.report();
+    Ok((report, reqs.into_vec()))
+}
+
+/// [`simulate_system`] for the report alone: an open loop keeps no request's record once the
+/// report has what it needs from it, so its memory does not grow with `--num-requests`.
+pub fn simulate_report(sys: &System, factory: RequestFactory) -> Result<SimReport, SimError> {
+    let mut no_steps = |_: StepRecord| {};
+    let mut sim = Simulation::new(sys, factory, &mut no_steps, false)?;
+    sim.start()?;
+    sim.run()?;
+    Ok(sim.report().0)
+}
+
+/// One run of [`simulate_system`]: the instances, the request records and the event queue
+/// (the mechanics), the arrival side (issued, in flight), and the measurement state (the
+/// closed loop's window, the open loop's series, the step statistics). Its methods are the
+/// run's steps: set-up, event handling, routing and KV transfer, the measurement window's
+/// bookkeeping, planning, and the report.
+struct Simulation<'s, 'a> {
+    sys: &'s System<'a>,
+    factory: RequestFactory,
+    on_step: &'s mut dyn FnMut(StepRecord),
+    closed: bool,
+    /// Closed loop run as a benchmark: the total requests to send (see `RunParams`).
+    bench_total: Option<u64>,
+    jitter_rng: rand_chacha::ChaCha8Rng,
+    burst: bool,
+    open: bool,
+    /// Arrival indices whose arrival times bound the open-loop measurement window.
+    open_marks: (u64, u64),
+    instances: Vec<Instance>,
+    group_of: Vec<usize>,
+    kv_use: KvUse,
+    /// Decode instances (routing among them and the entry instances: `router`).
+    decoders: Vec<u32>,
+    /// No instance takes prompts: requests arrive with their KV as transferred.
+    decode_only: bool,
+    prefill_only: bool,
+    image_tokens: u64,
+    reqs: Requests,
+    /// Keep every request's record for the caller; otherwise an open loop drops each once it
+    /// is folded into `tally`.
+    keep_records: bool,
+    /// Open loop without a client-side cap: arrivals are drawn one at a time, each queued when
+    /// the one before it arrives (not all at t = 0), under the sequence number it had when
+    /// they were all queued first, so events still pop in the same order.
+    lazy_open: bool,
+    /// Requests the open loop issues (`--num-requests`, or fewer in a shorter trace).
+    open_total: u64,
+    /// Every run but the steady-state closed loop (whose window is known only at its end)
+    /// measures each finished request whatever happens later, so its records are folded into
+    /// `tally` as they finish.
+    folds: bool,
+    /// What the report needs from the records read so far.
+    tally: Tally,
+    queue: EventQueue,
+    /// KV transfers in flight between prefill and decode instances.
+    link: link::SharedLink,
+    acceptance: AcceptanceDraws,
+    out: StepOutcome,
+    /// Inter-token gaps of the measurement window (closed loop: steps ending after the window
+    /// opened; burst and benchmark runs: every step). Open loops keep `itl_steps` instead.
+    itl: Recorder,
+    /// Open loop: (end, step ms, decode sequences) of every step, and the cumulative KV
+    /// integral after it (aligned with `series`), to read ITL and KV use over the window
+    /// chosen once the run is over.
+    itl_steps: Vec<(Nanos, f64, u64)>,
+    kv_series: Vec<f64>,
+    /// Closed loop: the KV integral when the measurement window opened.
+    kv_at_start: f64,
+    now: Nanos,
+    router: router::Router,
+    in_flight: u64,
+    issued: u64,
+    pending_open: Option<NewRequest>,
+    win: Window,
+    completed: u64,
+    tokens_out: u64,
+    prefilled_input: u64,
+    stats: StepStats,
+    stop: bool,
+    /// Instances touched by the events of the current instant, to plan once it is over.
+    dirty: Vec<u32>,
+    window_marks: (Option<Mark>, Option<Mark>),
+    /// Open loop: cumulative (time, output tokens, prefilled tokens) after every step, to read
+    /// the rates of a window chosen once the run is over.
+    series: Vec<Mark>,
+    /// (Σ TTFT, Σ TPOT, count) of requests finishing in the window.
+    watch: (f64, f64, u64),
+    abandoned: bool,
+}
+
+impl<'s, 'a> Simulation<'s, 'a> {
+    fn new(
+        sys: &'s System<'a>,
+        factory: RequestFactory,
+        on_step: &'s mut dyn FnMut(StepRecord),
+        keep_records: bool,
+    ) -> Result<Self, SimError> {
+        let run = &sys.run;
+        let closed = matches!(factory.process(), ArrivalProcess::Closed);
+        let burst = matches!(factory.process(), ArrivalProcess::Burst);
+        let open_total = factory.trace_len().map_or(run.num_requests, |l| l.min(run.num_requests));
+        let bins = run.bins.len();
+        let edge = (open_total as f64 * OPEN_EDGE_SHARE).floor() as u64;
+        let mut instances: Vec<Instance> = Vec::new();
+        let mut group_of: Vec<usize> = Vec::new();
+        for (g, grp) in sys.groups.iter().enumerate() {
+            if grp.cfg.kv_blocks == 0 {
+                return Err(SimError::NoKvCapacity);
+            }
+            for _ in 0..grp.count {
+                let id = instances.len() as u32;
+                instances.push(Instance::with_scheduler(id, grp.role, &grp.cfg, grp.cfg.scheduler.build()));
+                group_of.push(g);
+            }
+        }
+        let ids_with = |pred: &dyn Fn(Role) -> bool| -> Vec<u32> { instances.iter().filter(|i| pred(i.role)).map(|i| i.id).collect() };
+        let entry: Vec<u32> = ids_with(&|r| r != Role::Decode);
+        let decoders: Vec<u32> = ids_with(&|r| r == Role::Decode);
+        let prefill_only = !decoders.is_empty() || instances.iter().all(|i| i.role == Role::Prefill);
+        let dirty = Vec::with_capacity(instances.len());
+        let router = router::Router::new(sys.routing, &entry, &decoders, instances.len());
+        let link = link::SharedLink::new(instances.len());
+        let bench_total = if closed { run.closed_requests } else { None };
+        Ok(Simulation {
+            sys,
+            closed,
+            bench_total,
+            jitter_rng: rng(run.seed, Stream::ClientJitter),
+            burst,
+            open: !closed && !burst,
+            open_marks: (edge, open_total.saturating_sub(1 + edge)),
+            decode_only: entry.is_empty(),
+            prefill_only: prefill_only && decoders.is_empty(),
+            image_tokens: sys.groups.iter().map(|g| g.cfg.image_tokens).max().unwrap_or(0),
+            kv_use: KvUse::new(&instances, &group_of, sys.groups.len()),
+            instances,
+            group_of,
+            decoders,
+            link,
+            reqs: Requests::default(),
+            keep_records,
+            lazy_open: false,
+            open_total,
+            folds: !closed || bench_total.is_some(),
+            tally: Tally::new(bins),
+            queue: EventQueue::new(),
+            acceptance: AcceptanceDraws::new(run.seed),
+            out: StepOutcome::default(),
+            itl: Recorder::default(),
+            itl_steps: Vec::new(),
+            kv_series: Vec::new(),
+            kv_at_start: 0.0,
+            now: 0,
+            router,
+            in_flight: 0,
+            issued: 0,
+            pending_open: None,
+            // A benchmark run measures from its start; only the endless closed loop has a
+            // stopping rule.
+            win: if closed && bench_total.is_none() {
+                let bounded = [run.ttft_limit_ms.is_finite(), run.tpot_limit_ms.is_finite()];
+                Window::closed(run.concurrency, run.concurrency, bounded, run.min_measured)
+            } else {
+                Window::whole(bench_total.is_some())
+            },
+            completed: 0,
+            tokens_out: 0,
+            prefilled_input: 0,
+            stats: StepStats::default(),
+            stop: false,
+            dirty,
+            window_marks: (bench_total.map(|_| (0, 0, 0)), None),
+            series: Vec::new(),
+            watch: (0.0, 0.0, 0),
+            abandoned: false,
+            factory,
+            on_step,
+        })
+    }
+}
