@@ -1,0 +1,314 @@
+//! Attention layers: grouped-query attention (full or sliding window, with decode context
+//! parallelism), multi-head latent attention (prefill expands the latent, decode attends in the
+//! absorbed form), linear attention (gated delta rule with its convolution state) and the rotary
+//! embedding. Each adds its KV cache or per-sequence state to the memory model.
+
+use super::{Builder, TOK};
+use crate::cost::ops::{f, unit, Collective, Op, OpKind};
+use crate::hardware::Dtype;
+use crate::model::Attention;
+use crate::quant::{ActQuant, LinearQuant};
+
+impl Builder<'_> {
+    pub(super) fn attention(&mut self, count: f64, att: &Attention) {
+        match *att {
+            Attention::Gqa { heads, kv_heads, head_dim, qk_norm, bias, sliding_window, output_gate, rotary_fraction } => {
+                self.gqa(count, heads, kv_heads, head_dim, qk_norm, bias, sliding_window, output_gate, rotary_fraction)
+            }
+            Attention::Mla { heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim } => {
+                self.mla(count, heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
+            }
+            Attention::LinearAttention { key_heads, value_heads, key_head_dim, value_head_dim, conv_kernel } => {
+                self.linear_attention(count, key_heads, value_heads, key_head_dim, value_head_dim, conv_kernel)
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn gqa(
+        &mut self,
+        count: f64,
+        heads: u32,
+        kv_heads: u32,
+        hd: u32,
+        qk_norm: bool,
+        bias: bool,
+        window: Option<u32>,
+        gate_out: bool,
+        rot: f64,
+    ) {
+        let (h, tp) = (self.h, self.tp);
+        let hq = heads as f64 / tp;
+        // KV heads are replicated when TP exceeds them.
+        let hkv = (kv_heads as f64 / tp).max(1.0);
+        let hd = hd as f64;
+        let q = self.non_expert_q;
+        let kvb = self.opts.quant.kv.bytes();
+        let q_width = hq * hd * if gate_out { 2.0 } else { 1.0 };
+        let kv_width = 2.0 * hkv * hd;
+        let quant_in = if self.compile { q.act_quant() } else { ActQuant::None };
+        self.norm("input_norm", count, TOK, h, true, quant_in);
+        let tok = unit(TOK, 1.0);
+        self.qkv_proj(count, q, q_width, kv_width, bias);
+        if qk_norm {
+            self.qk_norm(count, (hq + hkv) * hd, hd);
+        }
+        self.rope(count, (hq + hkv) * hd * rot, hd * rot);
+        let kvq = if self.opts.quant.kv.bytes() < 2.0 { 1.0 } else { 0.0 };
+        let op = self.vector_op("reshape_and_cache", count, tok, kv_width, kvq, 2.0 + kvb, false, 1.0);
+        self.ops.push(op);
+        self.gqa_core(count, hq, hd, kv_width, kvb, window);
+        let dcp = self.par.dcp.max(1) as f64;
+        if dcp > 1.0 {
+            let g = self.dcp_group;
+            self.collective("dcp_q_all_gather", count, g, Collective::AllGather, unit(f::D_TOKENS, hq * hd * 2.0));
+            self.collective(
+                "dcp_out_all_to_all",
+                count,
+                g,
+                Collective::AllToAll,
+                unit(f::D_TOKENS, hq * (hd + 1.0) * 4.0 * (dcp - 1.0) / dcp),
+            );
+            self.kv_capacity_factor = dcp.min((tp / kv_heads as f64).max(1.0));
+        }
+        // Memory: a full layer caches every token; a sliding layer at most `window` per sequence.
+        let per_token = count * self.copies * kv_width * kvb;
+        match window {
+            Some(w) => self.state_per_seq += per_token * w as f64,
+            None => self.kv_per_token += per_token,
+        }
+        if gate_out {
+            let op = self.vector_op("attn_output_gate", count, tok, hq * hd, 4.0, 6.0, false, 1.0);
+            self.ops.push(op);
+        }
+        self.act_quant("o_input_quant", count, tok, hq * hd, q);
+        self.row_parallel("o_proj", "attn_all_reduce", count, tok, hq * hd, h, Some(q), bias);
+        self.track_width(hq * hd * 3.0 + kv_width);
+    }
+
+    /// The Q, K and V projections: one fused GEMM with `--compile`, else three, each after
+    /// its own input quantization.
+    fn qkv_proj(&mut self, count: f64, q: LinearQuant, q_width: f64, kv_width: f64, bias: bool) {
+        let h = self.h;
+        let tok = unit(TOK, 1.0);
+        if self.compile {
+            self.gemm("qkv_proj", count, TOK, h, q_width + kv_width, Some(q), bias);
+        } else {
+            for (name, qname, n) in [
+                ("q_proj", "q_input_quant", q_width),
+                ("k_proj", "k_input_quant", kv_width / 2.0),
+                ("v_proj", "v_input_quant", kv_width / 2.0),
+            ] {
+                self.act_quant(qname, count, tok, h, q);
+                self.gemm(name, count, TOK, h, n, Some(q), bias);
+            }
+        }
+    }
+
+    /// Per-head RMSNorm of Q and K over `elems` per token, with its two `hd`-wide weights.
+    fn qk_norm(&mut self, count: f64, elems: f64, hd: f64) {
+        let tok = unit(TOK, 1.0);
+        self.weights += count * self.copies * 2.0 * hd * 2.0;
+        let op = if self.compile {
+            self.vector_op("qk_norm", count, tok, elems, 5.0, 4.0, false, 2.0)
+        } else {
+            self.vector_op("qk_norm", count, tok, elems, 4.0, 36.0, true, 14.0)
+        };
+        self.ops.push(op);
+    }
+
+    /// Attention proper over `hq` local heads of width `hd`, full or sliding.
+    /// Costs 4·pairs·heads·dim matrix FLOPs (QKᵀ and PV), 4·pairs·heads vector FLOPs
+    /// (softmax), Q/O traffic per token and KV read per context token. No causal halving,
+    /// as in the original.
+    fn gqa_core(&mut self, count: f64, hq: f64, hd: f64, kv_width: f64, kvb: f64, window: Option<u32>) {
+        let mma_r = self.mma_rate(Dtype::Bf16);
+        let deq = self.opts.quant.kv.dequant_flops_per_pair_head();
+        let dcp = self.par.dcp.max(1) as f64;
+        let mut mma = [0.0; f::N];
+        let mut gp = [0.0; f::N];
+        let mut mem = [0.0; f::N];
+        mma[f::P_PAIRS] = 4.0 * hq * hd / mma_r;
+        mma[f::D_PAIRS] = 4.0 * hq * hd / mma_r / dcp;
+        gp[f::P_PAIRS] = (4.0 + deq) * hq / self.vec_bf16;
+        gp[f::D_PAIRS] = (4.0 + deq) * hq / self.vec_bf16 / dcp;
+        mem[TOK] = hq * hd * 2.0 * 2.0 / self.hbm;
+        mem[f::P_CTX] = kv_width * kvb / self.hbm;
+        mem[f::D_CTX] = kv_width * kvb / self.hbm / dcp;
+        self.causal(&mut mma, &mut gp);
+        self.ops.push(Op {
+            name: if window.is_some() { "sliding_attention" } else { "attention" },
+            count,
+            gate: TOK,
+            fixed_s: self.fixed_mma,
+            window: window.map(|w| w as f64),
+            kind: OpKind::Roofline { mma, gp, mem },
+        });
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn mla(&mut self, count: f64, heads: u32, q_lora: Option<u32>, r: u32, nope: u32, rope: u32, v: u32) {
+        let (h, tp) = (self.h, self.tp);
+        let hq = heads as f64 / tp;
+        let (r, nope, rope, v) = (r as f64, nope as f64, rope as f64, v as f64);
+        let q = self.non_expert_q;
+        let qq = Some(q);
+        let kvb = self.opts.quant.kv.bytes();
+        let tok = unit(TOK, 1.0);
+        let quant_in = if self.compile { q.act_quant() } else { ActQuant::None };
+        self.norm("input_norm", count, TOK, h, true, quant_in);
+        // Down projections are replicated (not split by TP).
+        let qa = q_lora.map(|x| x as f64);
+        if self.compile {
+            self.gemm("fused_qkv_a_proj", count, TOK, h, qa.unwrap_or(0.0) + r + rope, qq, false);
+        } else {
+            if let Some(qa) = qa {
+                self.act_quant("q_a_input_quant", count, tok, h, q);
+                self.gemm("q_a_proj", count, TOK, h, qa, qq, false);
+            }
+            self.act_quant("kv_a_input_quant", count, tok, h, q);
+            self.gemm("kv_a_proj_with_mqa", count, TOK, h, r + rope, qq, false);
+        }
+        if let Some(qa) = qa {
+            let qn = if self.compile { q.act_quant() } else { ActQuant::None };
+            self.norm("q_a_layernorm", count, TOK, qa, false, qn);
+            if !self.compile {
+                self.act_quant("q_b_input_quant", count, tok, qa, q);
+            }
+            self.gemm("q_b_proj", count, TOK, qa, hq * (nope + rope), qq, false);
+        } else {
+            self.gemm("q_proj", count, TOK, h, hq * (nope + rope), qq, false);
+        }
+        self.norm("kv_a_layernorm", count, TOK, r, false, ActQuant::None);
+        self.rope(count, (hq + 1.0) * rope, rope);
+        let kvq = if kvb < 2.0 { 1.0 } else { 0.0 };
+        let op = self.vector_op("concat_and_cache_mla", count, tok, r + rope, kvq, 2.0 + kvb, false, 1.0);
+        self.ops.push(op);
+        let mma_r = self.mma_rate(Dtype::Bf16);
+        let deq = self.opts.quant.kv.dequant_flops_per_pair_head();
+        // Prefill: expand the latent of every context token with kv_b_proj, then attend.
+        self.gemm("kv_b_proj_expand", count, f::P_CTX, r, hq * (nope + v), qq, false);
+        let mut mma = [0.0; f::N];
+        let mut gp = [0.0; f::N];
+        let mut mem = [0.0; f::N];
+        mma[f::P_PAIRS] = (2.0 * hq * (nope + rope) + 2.0 * hq * v) / mma_r;
+        gp[f::P_PAIRS] = 4.0 * hq / self.vec_bf16;
+        mem[f::P_TOKENS] = (hq * (nope + rope) + hq * v) * 2.0 / self.hbm;
+        mem[f::P_CTX] = ((hq * (nope + v) + rope) * 2.0 + (r + rope) * kvb) / self.hbm;
+        self.causal(&mut mma, &mut gp);
+        self.ops.push(Op {
+            name: "mla_prefill_attention",
+            count,
+            gate: f::P_TOKENS,
+            fixed_s: self.fixed_mma,
+            window: None,
+            kind: OpKind::Roofline { mma, gp, mem },
+        });
+        // Decode: absorbed form, attending directly over the latent cache.
+        let dcp = self.par.dcp.max(1) as f64;
+        let mut mma = [0.0; f::N];
+        let mut gp = [0.0; f::N];
+        let mut mem = [0.0; f::N];
+        mma[f::D_TOKENS] = (2.0 * hq * nope * r + 2.0 * hq * r * v) / mma_r;
+        mma[f::D_PAIRS] = (2.0 * hq * (r + rope) + 2.0 * hq * r) / mma_r / dcp;
+        gp[f::D_PAIRS] = (4.0 + deq) * hq / self.vec_bf16 / dcp;
+        mem[f::ONE] = r * hq * (nope + v) * 2.0 / self.hbm;
+        mem[f::D_TOKENS] = (hq * (nope + rope) + hq * v) * 2.0 / self.hbm;
+        mem[f::D_CTX] = (r + rope) * kvb / self.hbm / dcp;
+        self.ops.push(Op {
+            name: "mla_decode_attention",
+            count,
+            gate: f::D_TOKENS,
+            fixed_s: self.fixed_mma,
+            window: None,
+            kind: OpKind::Roofline { mma, gp, mem },
+        });
+        if dcp > 1.0 {
+            let g = self.dcp_group;
+            self.collective("dcp_q_all_gather", count, g, Collective::AllGather, unit(f::D_TOKENS, hq * (r + rope) * 2.0));
+            self.collective(
+                "dcp_out_all_to_all",
+                count,
+                g,
+                Collective::AllToAll,
+                unit(f::D_TOKENS, hq * (r + 1.0) * 4.0 * (dcp - 1.0) / dcp),
+            );
+            self.kv_capacity_factor = dcp;
+        }
+        // The latent cache is shared by all heads: not divided by TP.
+        self.kv_per_token += count * self.copies * (r + rope) * kvb;
+        self.act_quant("o_input_quant", count, tok, hq * v, q);
+        self.row_parallel("o_proj", "attn_all_reduce", count, tok, hq * v, h, qq, false);
+        self.track_width(hq * (nope + rope + v) * 2.0);
+    }
+
+    fn linear_attention(&mut self, count: f64, kh: u32, vh: u32, dk: u32, dv: u32, kernel: u32) {
+        let (h, tp) = (self.h, self.tp);
+        let (kh, vh, dk, dv, kernel) = (kh as f64 / tp, vh as f64 / tp, dk as f64, dv as f64, kernel as f64);
+        let q = self.non_expert_q;
+        let tok = unit(TOK, 1.0);
+        let quant_in = if self.compile { q.act_quant() } else { ActQuant::None };
+        self.norm("input_norm", count, TOK, h, true, quant_in);
+        if !self.compile {
+            self.act_quant("qkvz_input_quant", count, tok, h, q);
+        }
+        let qkvz = 2.0 * kh * dk + 2.0 * vh * dv;
+        self.gemm("in_proj_qkvz", count, TOK, h, qkvz, Some(q), false);
+        self.gemm("in_proj_ba", count, TOK, h, 2.0 * vh, None, false);
+        let ch = 2.0 * kh * dk + vh * dv;
+        self.weights += count * self.copies * kernel * ch * 2.0;
+        let mut conv = self.vector_op("causal_conv1d", count, tok, ch, 2.0 * kernel, 4.0, false, 1.0);
+        if let OpKind::Roofline { mem, .. } = &mut conv.kind {
+            mem[f::SEQS] += (kernel - 1.0) * ch * 2.0 * 2.0 / self.hbm;
+        }
+        self.ops.push(conv);
+        // Gated delta rule: chunked matmuls in prefill, a recurrent update in decode; the
+        // fp32 state (vh × dk × dv per sequence) is read and written once per step.
+        let state = vh * dk * dv * 4.0;
+        let mma_r = self.mma_rate(Dtype::Bf16);
+        let mut mma = [0.0; f::N];
+        let mut mem = [0.0; f::N];
+        mma[f::P_TOKENS] = 8.0 * vh * dk * dv / mma_r;
+        mem[f::P_TOKENS] = (ch + vh * dv) * 2.0 / self.hbm;
+        mem[f::P_SEQS] = 2.0 * state / self.hbm;
+        self.ops.push(Op {
+            name: "gated_delta_rule_prefill",
+            count,
+            gate: f::P_TOKENS,
+            fixed_s: self.fixed_mma,
+            window: None,
+            kind: OpKind::Roofline { mma, gp: [0.0; f::N], mem },
+        });
+        let mut gp = [0.0; f::N];
+        let mut mem = [0.0; f::N];
+        gp[f::D_TOKENS] = 6.0 * vh * dk * dv / self.vec_fp32;
+        mem[f::D_TOKENS] = (ch + vh * dv) * 2.0 / self.hbm;
+        mem[f::D_SEQS] = 2.0 * state / self.hbm;
+        self.ops.push(Op {
+            name: "gated_delta_rule_decode",
+            count,
+            gate: f::D_TOKENS,
+            fixed_s: self.fixed_gp,
+            window: None,
+            kind: OpKind::Roofline { mma: [0.0; f::N], gp, mem },
+        });
+        self.state_per_seq += count * self.copies * (state + (kernel - 1.0) * ch * 2.0);
+        let op = self.vector_op("gated_rms_norm", count, tok, vh * dv, 6.0, 6.0, false, 1.0);
+        self.ops.push(op);
+        self.act_quant("out_input_quant", count, tok, vh * dv, q);
+        self.row_parallel("out_proj", "attn_all_reduce", count, tok, vh * dv, h, Some(q), false);
+        self.track_width(qkvz + ch);
+    }
+
+    fn rope(&mut self, count: f64, elems: f64, rot_dim: f64) {
+        let per_tensor_kernels = if self.compile { 0.5 } else { 5.0 };
+        let bytes = if self.compile { 4.0 } else { 28.0 };
+        let tok = unit(TOK, 1.0);
+        let mut op = self.vector_op("rotary_embedding", count, tok, elems, 3.0, bytes, false, 2.0 * per_tensor_kernels);
+        // cos/sin tables read per token.
+        if let OpKind::Roofline { mem, .. } = &mut op.kind {
+            mem[TOK] += rot_dim * 4.0 / self.hbm;
+        }
+        self.ops.push(op);
+    }
+}
