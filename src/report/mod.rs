@@ -7,7 +7,6 @@ pub mod chart;
 pub mod csv;
 pub mod json;
 pub mod launch;
-mod layout;
 pub mod svg;
 pub mod svg_frontier;
 pub mod table;

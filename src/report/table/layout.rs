@@ -1,10 +1,57 @@
-//! Fitting the text report to a width (`--width`, or the terminal's): a table is kept as it
-//! is when it fits, has its header words wrapped when every column can still hold its longest
-//! value whole, and otherwise becomes one record per block (a cell wrapped into slivers is
-//! unreadable); every other line wraps at word boundaries. Without a width nothing changes, so
-//! a report written to a pipe or a file keeps its layout byte for byte.
+//! The text report's layout machinery, whatever a table shows: how a table is drawn (the
+//! original's PrettyTable look), how its cells write figures, the banners and rules between
+//! sections, and fitting the report to a width (`--width`, or the terminal's). A table is kept
+//! as it is when it fits, has its header words wrapped when every column can still hold its
+//! longest value whole, and otherwise becomes one record per block (a cell wrapped into slivers
+//! is unreadable); every other line wraps at word boundaries. Without a width nothing changes,
+//! so a report written to a pipe or a file keeps its layout byte for byte.
 
 use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table, Width};
+
+/// PrettyTable's look: `+---+` borders, a `-` line under the header, no lines between rows.
+const PRETTY: &str = "||--+-++|    ++++++";
+
+/// A table with PrettyTable's look and `header` as its header row.
+pub fn new_table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(PRETTY);
+    t.set_header(header.iter().map(|h| h.to_string()));
+    t
+}
+
+/// Python's `str(float)` for limits: 50.0, 12.5, inf, None.
+pub fn py_float(v: Option<f64>) -> String {
+    match v {
+        None => "None".into(),
+        Some(x) if x.is_infinite() => "inf".into(),
+        Some(x) if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.1}"),
+        Some(x) => format!("{x}"),
+    }
+}
+
+/// A figure with two decimals, `inf`, or `-` when there is none (or it is not a number).
+pub fn f2(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.2}"),
+        Some(x) if x.is_infinite() => "inf".into(),
+        _ => "-".into(),
+    }
+}
+
+/// A figure with three decimals (the raw dump's and the memory columns' precision).
+pub(super) fn f3(v: f64) -> String {
+    format!("{v:.3}")
+}
+
+/// The line of stars that opens and closes a block.
+pub(super) fn banner(width: usize) -> String {
+    "*".repeat(width)
+}
+
+/// The indented dashed line between the sections of a block.
+pub(super) fn rule(width: usize) -> String {
+    format!("    {}", "-".repeat(width - 4))
+}
 
 /// Display columns of a line (the report's characters are all one column wide).
 fn columns(line: &str) -> usize {

@@ -1,0 +1,253 @@
+//! From the plan and a row of the report to an engine-neutral [`Deployment`]: the instances
+//! (role, count, layout, per-replica limits, MTP) of the chosen row of the aggregated,
+//! prefill/decode or P/D-ratio table, and the plan's side (device, weights as the checkpoint
+//! holds them, KV dtype, chunked prefill, prefix caching, memory share, block size). What no
+//! engine can launch as planned (a checkpoint whose weights differ from the priced ones, block
+//! speculative decoding without a draft model) is refused here.
+
+use crate::cost::ParallelConfig;
+use crate::outcome::{DeviceResult, Phase, Row};
+use crate::plan::{EmitOptions, Mode, Plan};
+use crate::quant::{KvQuant, LinearQuant};
+
+/// What an instance does in the deployment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Mixed,
+    Prefill,
+    Decode,
+}
+
+impl Role {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Role::Mixed => "aggregated",
+            Role::Prefill => "prefill",
+            Role::Decode => "decode",
+        }
+    }
+}
+
+/// One kind of engine instance, and how many of them run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Instance {
+    pub role: Role,
+    pub count: u32,
+    pub layout: ParallelConfig,
+    /// Running sequences per DP replica.
+    pub max_num_seqs: u64,
+    /// Token budget of one step per DP replica (the chunked-prefill size).
+    pub max_batched_tokens: u64,
+    /// MTP draft tokens per decode step (0: none).
+    pub mtp: u32,
+}
+
+/// How the weights are served.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Weights {
+    /// BF16, as the checkpoint stores them.
+    Bf16,
+    /// FP8 quantized by the engine when it loads a BF16 checkpoint.
+    Fp8Online,
+    /// As the checkpoint stores them (its `quantization_config`), described in words.
+    Checkpoint(String),
+}
+
+/// Everything the commands need, engine-neutral.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Deployment {
+    /// The model as the user gave it.
+    pub model: String,
+    pub device: String,
+    pub nvidia: bool,
+    pub ascend: bool,
+    pub moe: bool,
+    pub weights: Weights,
+    pub kv: KvQuant,
+    pub chunked_prefill: bool,
+    pub prefix_caching: bool,
+    /// Share of device memory the engine may use.
+    pub memory_fraction: f64,
+    pub block_size: u32,
+    /// Longest prompt (sizes the KV-transfer buffer of TensorRT-LLM).
+    pub max_input: u64,
+    /// One mixed instance kind, or prefill then decode.
+    pub instances: Vec<Instance>,
+    /// The row the commands come from, for the header.
+    pub source: String,
+}
+
+impl Deployment {
+    pub(super) fn is_pd(&self) -> bool {
+        self.instances.iter().any(|i| i.role != Role::Mixed)
+    }
+}
+
+/// Published checkpoints that are not BF16: (experts, other linears). The commands serve what
+/// the checkpoint holds, so the plan must have priced the same.
+fn native_weights(model: &str) -> Option<(LinearQuant, LinearQuant)> {
+    let m = model.to_ascii_lowercase();
+    if m.starts_with("deepseek-ai/deepseek-v3") || m.starts_with("deepseek-ai/deepseek-r1") || m.starts_with("moonshotai/kimi-k2") {
+        Some((LinearQuant::Fp8, LinearQuant::Fp8))
+    } else if m.starts_with("openai/gpt-oss") {
+        Some((LinearQuant::Mxfp4, LinearQuant::Disabled))
+    } else {
+        None
+    }
+}
+
+fn flags_for(w: (LinearQuant, LinearQuant)) -> String {
+    if w.0 == w.1 {
+        format!("--quantize-linear-action {}", w.0)
+    } else {
+        format!("--quantize-linear-action {} --quantize-non-expert-linear-action {}", w.0, w.1)
+    }
+}
+
+fn weights(plan: &Plan, model: &str) -> Result<Weights, String> {
+    let planned = (plan.quant.for_experts(), plan.quant.for_non_experts());
+    let describe =
+        |w: (LinearQuant, LinearQuant)| if w.0 == w.1 { w.0.to_string() } else { format!("{} experts, {} other linears", w.0, w.1) };
+    if let Some(native) = native_weights(&plan.model.id) {
+        if native != planned {
+            return Err(format!(
+                "the {} checkpoint holds {} weights but the plan priced {}: rerun with {} so that the commands serve what was planned",
+                plan.model.id,
+                describe(native),
+                describe(planned),
+                flags_for(native)
+            ));
+        }
+        return Ok(Weights::Checkpoint(describe(native)));
+    }
+    match planned {
+        (LinearQuant::Disabled, LinearQuant::Disabled) => Ok(Weights::Bf16),
+        (LinearQuant::Fp8, LinearQuant::Fp8) => Ok(Weights::Fp8Online),
+        w if matches!(plan.model_source, crate::model::ModelSource::File(_)) => Ok(Weights::Checkpoint(describe(w))),
+        w => Err(format!(
+            "{model} is a BF16 checkpoint, and serving {} weights needs a checkpoint quantized that way (give its directory as the model); \
+             or plan BF16 or online-FP8 weights with --quantize-linear-action DISABLED or FP8",
+            describe(w)
+        )),
+    }
+}
+
+fn instance(role: Role, count: u32, r: &Row) -> Instance {
+    Instance {
+        role,
+        count,
+        layout: r.layout,
+        max_num_seqs: r.max_num_seqs.unwrap_or(r.batch_size as u64).max(1),
+        max_batched_tokens: r.max_batched_tokens,
+        mtp: r.mtp,
+    }
+}
+
+pub(super) fn nth<'a, T>(rows: &'a [T], n: usize, what: &str) -> Result<&'a T, String> {
+    rows.get(n - 1).ok_or_else(|| match rows.len() {
+        0 => format!("no {what} configuration meets the limits, so there is nothing to launch"),
+        k => format!("--emit-row {n}: the {what} table has {k} row{} (1 to {k})", if k == 1 { "" } else { "s" }),
+    })
+}
+
+fn phase(dev: &DeviceResult, p: Phase) -> &[Row] {
+    dev.phases.iter().find(|r| r.phase == p).map_or(&[], |r| &r.best)
+}
+
+/// Instance counts of a P/D ratio: the reported split for the recommended row, else the
+/// smallest whole numbers near the row's P:D ratio.
+fn pd_counts(pd: &crate::outcome::PdRatioResult, n: usize) -> (u32, u32) {
+    if n == 1 {
+        if let Some(c) = &pd.chosen {
+            return (c.prefill_instances, c.decode_instances);
+        }
+        if let Some(s) = &pd.split {
+            return (s.prefill_instances, s.decode_instances);
+        }
+    }
+    let ratio = pd.rows[n - 1].pd_ratio;
+    if !(ratio.is_finite() && ratio > 0.0) {
+        return (1, 1);
+    }
+    if ratio >= 1.0 {
+        (ratio.round().max(1.0) as u32, 1)
+    } else {
+        (1, (1.0 / ratio).round().max(1.0) as u32)
+    }
+}
+
+/// The instances of the chosen row and a description of where they come from.
+pub(super) fn instances(plan: &Plan, dev: &DeviceResult, n: usize) -> Result<(Vec<Instance>, String), String> {
+    match &plan.mode {
+        Mode::Aggregation => {
+            let r = nth(phase(dev, Phase::Aggregated), n, "aggregated")?;
+            Ok((
+                vec![instance(Role::Mixed, 1, r)],
+                format!("row {n} of the aggregated table: {}, {:.2} tokens/s at concurrency {}", r.parallel, r.throughput, r.concurrency),
+            ))
+        }
+        Mode::Disaggregation { .. } => {
+            let p = nth(phase(dev, Phase::Prefill), n, "prefill")?;
+            let d = nth(phase(dev, Phase::Decode), n, "decode")?;
+            let src = format!(
+                "row {n} of the prefill and decode tables: prefill {} ({:.2} req/s), decode {} ({:.2} req/s); one instance each \
+                 (--enable-optimize-prefill-decode-ratio plans how many)",
+                p.parallel,
+                p.qps.unwrap_or(0.0),
+                d.parallel,
+                d.qps.unwrap_or(0.0)
+            );
+            Ok((vec![instance(Role::Prefill, 1, p), instance(Role::Decode, 1, d)], src))
+        }
+        Mode::PdRatio { .. } => {
+            let pd = dev.pd_ratio.as_ref().ok_or("the run has no P/D result")?;
+            let r = nth(&pd.rows, n, "P/D")?;
+            let (pc, dc) = pd_counts(pd, n);
+            let src = format!(
+                "row {n} of the P/D table: {pc} prefill x {}, {dc} decode x {}, {:.2} req/s balanced",
+                r.p_parallel, r.d_parallel, r.balanced_qps
+            );
+            let stub = |layout: ParallelConfig, batch: u32, budget: u64, mtp: u32| Instance {
+                role: Role::Mixed,
+                count: 0,
+                layout,
+                max_num_seqs: batch.max(1) as u64,
+                max_batched_tokens: budget,
+                mtp,
+            };
+            let p = Instance { role: Role::Prefill, count: pc, ..stub(r.p_layout, r.p_batch_size, r.p_budget, 0) };
+            let d = Instance { role: Role::Decode, count: dc, ..stub(r.d_layout, r.d_batch_size, r.d_budget, r.d_mtp) };
+            Ok((vec![p, d], src))
+        }
+    }
+}
+
+/// The plan's side of a deployment on `device` (no instances yet), or why there is none.
+pub(super) fn base(plan: &Plan, device: &str, emit: &EmitOptions) -> Result<Deployment, String> {
+    let profile = plan.devices.iter().find(|d| d.name == device).ok_or("the device of the result is not in the plan")?;
+    let flag = format!("--emit {}", emit.engine);
+    let weights = weights(plan, &emit.model).map_err(|w| format!("{flag}: {w}"))?;
+    if plan.serving.speculative.is_some() {
+        return Err(format!(
+            "{flag}: block speculative decoding (--speculative-method) loads a separate draft model, which the plan does not name; \
+             the commands cannot be written without it"
+        ));
+    }
+    Ok(Deployment {
+        model: emit.model.clone(),
+        device: device.to_string(),
+        nvidia: profile.vendor.eq_ignore_ascii_case("nvidia"),
+        ascend: profile.vendor.eq_ignore_ascii_case("ascend"),
+        moe: plan.model.is_moe(),
+        weights,
+        kv: plan.quant.kv,
+        chunked_prefill: plan.sim.chunked_prefill,
+        prefix_caching: plan.workload.prefix_cache_hit_rate > 0.0 || plan.sim.shared_prefix.is_some(),
+        // Rounded down: the engine never gets more memory than the plan priced.
+        memory_fraction: ((1.0 - plan.serving.reserved_gib(profile) / profile.memory_gib()) * 100.0).floor() / 100.0,
+        block_size: plan.serving.kv_block_size,
+        max_input: plan.workload.input.max_effective(0.0),
+        instances: Vec::new(),
+        source: String::new(),
+    })
+}
