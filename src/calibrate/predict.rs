@@ -9,6 +9,7 @@
 //! engine.
 
 use super::fit::{Sensitivity, COMPONENTS};
+use super::mapping::Resolver;
 use super::measured::MeasuredRun;
 use crate::cost::ops::OpKind;
 use crate::cost::{BatchShape, Breakdown, StepCostModel, StepTime};
@@ -66,9 +67,10 @@ pub struct Predictor {
 }
 
 impl Predictor {
-    pub fn new(base: Plan) -> Self {
-        let res = super::mapping::Resolver::default();
-        let models = crate::model::catalog::all().into_iter().map(|m| (m.id.clone(), m)).collect();
+    /// Predictions under `base` for the catalog models and device profiles of `res` (the
+    /// resolver that read the runs, so both are loaded once).
+    pub fn new(base: Plan, res: &Resolver) -> Self {
+        let models = res.models().iter().map(|m| (m.id.clone(), m.clone())).collect();
         let devices = res.registry.profiles().map(|(p, _)| (p.name.clone(), p.clone())).collect();
         Predictor { base, models, devices }
     }
