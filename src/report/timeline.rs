@@ -13,7 +13,6 @@ use super::{Artifact, Destination, ExportError};
 use crate::outcome::{Report, Row};
 use crate::plan::Plan;
 use crate::search::engine::best_row_ctx;
-use crate::search::engine::sim::{sim_config, step_cost, MAX_STEPS};
 use crate::sim::{simulate_detailed, RequestState, Role, StepRecord};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -52,8 +51,8 @@ pub fn record(plan: &Plan, report: &Report) -> Result<Vec<Recording>, ExportErro
     let mut out = Vec::new();
     for d in &report.devices {
         let Some((_, best, ctx)) = best_row_ctx(plan, d) else { continue };
-        let (mut cfg, factory) = sim_config(&ctx, best.batch_size, best.max_batched_tokens);
-        cfg.run.max_steps = MAX_STEPS;
+        let setup = ctx.sim_setup();
+        let (cfg, factory) = setup.config(best.batch_size, best.max_batched_tokens);
         let mut steps = Vec::new();
         let mut steps_total = 0u64;
         let mut keep = |s: StepRecord| {
@@ -62,7 +61,7 @@ pub fn record(plan: &Plan, report: &Report) -> Result<Vec<Recording>, ExportErro
                 steps.push(s);
             }
         };
-        let (_, requests) = simulate_detailed(&cfg, &step_cost(&ctx), factory, &mut keep)
+        let (_, requests) = simulate_detailed(&cfg, &setup.cost, factory, &mut keep)
             .map_err(|e| ExportError::Simulation { device: d.device.clone(), message: e.to_string() })?;
         out.push(Recording {
             device: d.device.clone(),

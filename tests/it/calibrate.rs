@@ -285,17 +285,17 @@ fn tensorrt_llm_context_servers_run_without_the_overlap_scheduler() {
     // TensorRT-LLM overlaps scheduling, but not on the context (prefill) servers of a
     // disaggregated plan, which `--emit trtllm` writes with `disable_overlap_scheduler: true`;
     // vLLM's prefill instances keep async scheduling.
-    // Fails if `instance_config` ignores the role (`overlap_scheduling: ctx.overlap_scheduling`).
+    // Fails if `SimSetup`'s instance ignores the role (`overlap_scheduling: ctx.overlap_scheduling`).
     use throughput_optimizer::cost::ParallelConfig;
     use throughput_optimizer::outcome::Phase;
     use throughput_optimizer::search::candidates::Candidate;
-    use throughput_optimizer::search::engine::{sim::instance_config, CandidateCtx};
+    use throughput_optimizer::search::engine::CandidateCtx;
     let overlap = |engine: &str, phase: Phase| {
         let argv = ["throughput-optimizer", "Qwen/Qwen3-32B", "--device", "H100_SXM", "--num-devices", "2", "--input-length", "1024"];
         let plan = super::util::plan_of(&[&argv[..], &["--output-length", "128", "--serving-engine", engine]].concat());
         let cand = Candidate { parallel: ParallelConfig::dense(2, 2), mtp: 0 };
         let ctx = CandidateCtx::new(&plan, &plan.devices[0], cand, phase);
-        instance_config(&ctx, 8192, 64).overlap_scheduling
+        ctx.sim_setup().instance(8192, 64).overlap_scheduling
     };
     assert!(overlap("trtllm", Phase::Aggregated) && overlap("trtllm", Phase::Decode));
     assert!(!overlap("trtllm", Phase::Prefill));

@@ -1,11 +1,14 @@
 //! The seam between the search and the engines: [`Engine`] evaluates one batch size of one
 //! candidate under one token budget; [`CandidateCtx`] is everything it needs (the plan, the
 //! device, the candidate's cost and memory models). The adapters here turn the plan into each
-//! engine's own configuration: [`sim::SimEngine`] builds a `sim::SimConfig` and simulates it,
-//! [`analytic::AnalyticEngine`] prices the closed-form formulas, [`CompareEngine`] runs both.
-//! The engines themselves (`crate::sim`, `crate::analytic`) never see the plan.
+//! engine's own configuration: [`sim::SimEngine`] simulates the candidate's
+//! [`sim::SimSetup`] (built once per candidate) at each probe's batch size and budget,
+//! [`analytic::AnalyticEngine`] prices the closed-form formulas, [`CompareEngine`] runs both;
+//! [`row`] fills what both engines' rows share. The engines themselves (`crate::sim`,
+//! `crate::analytic`) never see the plan.
 
 pub mod analytic;
+pub mod row;
 pub mod sim;
 
 pub use analytic::AnalyticEngine;
@@ -37,6 +40,8 @@ pub struct CandidateCtx<'a> {
     /// Decoder-layer passes per sequence per step ([`CostOptions::layer_passes`]): what the
     /// engine's per-sequence, per-layer overhead is multiplied by in `cost.per_seq_s`.
     pub layer_passes: u32,
+    /// The candidate's simulation, configured on first use ([`CandidateCtx::sim_setup`]).
+    sim: std::sync::OnceLock<sim::SimSetup>,
 }
 
 impl<'a> CandidateCtx<'a> {
@@ -69,11 +74,18 @@ impl<'a> CandidateCtx<'a> {
             admissions_per_step: eff.admissions_per_step,
             overlap_scheduling: eff.overlap_scheduling,
             layer_passes,
+            sim: std::sync::OnceLock::new(),
         }
     }
 
     pub fn reserved_bytes(&self) -> f64 {
         crate::cost::memory::bytes_from_gib(self.plan.serving.reserved_gib(self.device))
+    }
+
+    /// The candidate's simulation configuration ([`sim::SimSetup::new`]), built on the first
+    /// call and shared by every probe of the candidate after it.
+    pub fn sim_setup(&self) -> &sim::SimSetup {
+        self.sim.get_or_init(|| sim::SimSetup::new(self))
     }
 }
 
