@@ -9,6 +9,7 @@ pub mod frontier;
 pub mod merge;
 pub mod pd;
 pub mod ranking;
+pub mod record;
 pub mod sweep;
 
 #[cfg(test)]
@@ -17,6 +18,7 @@ mod properties;
 pub use candidates::Candidate;
 pub use engine::{cost_options, AnalyticEngine, CandidateCtx, CompareEngine, Engine, SimEngine};
 pub use ranking::{best_per_layout, ranking, Ranking};
+pub use record::record;
 
 use crate::hardware::DeviceProfile;
 use crate::outcome::{

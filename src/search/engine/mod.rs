@@ -19,7 +19,7 @@ use super::Candidate;
 use crate::cost::graph::build_both;
 use crate::cost::{CostOptions, MemoryModel, RooflineCost};
 use crate::hardware::DeviceProfile;
-use crate::outcome::{AnalyticFigures, DeviceResult, Phase, PhaseResult, Row};
+use crate::outcome::{AnalyticFigures, Phase};
 use crate::plan::Plan;
 
 /// Everything an engine needs to evaluate one candidate in one phase.
@@ -87,20 +87,6 @@ impl<'a> CandidateCtx<'a> {
     pub fn sim_setup(&self) -> &sim::SimSetup {
         self.sim.get_or_init(|| sim::SimSetup::new(self))
     }
-}
-
-/// The best row of a device's first phase that has one (aggregated, or prefill under
-/// disaggregation), its phase, and the candidate context the search priced it with: what the
-/// per-configuration outputs (timeline, operator trace) look at again.
-pub fn best_row_ctx<'a>(plan: &'a Plan, d: &'a DeviceResult) -> Option<(&'a PhaseResult, &'a Row, CandidateCtx<'a>)> {
-    let device = plan.devices.iter().find(|p| p.name == d.device)?;
-    let phase = d.phases.iter().find(|p| !p.best.is_empty())?;
-    let best = &phase.best[0];
-    let cand = super::candidates::enumerate(plan, best.num_devices, phase.phase)
-        .0
-        .into_iter()
-        .find(|c| c.parallel == best.layout && c.mtp == best.mtp)?;
-    Some((phase, best, CandidateCtx::new(plan, device, cand, phase.phase)))
 }
 
 /// The cost-model options a candidate implies.

@@ -1,5 +1,7 @@
 //! The simulator as a search [`Engine`]: a candidate at a batch size becomes a simulation of
-//! its serving instances; the row carries the simulated latencies and throughput.
+//! its serving instances; the row carries the simulated latencies and throughput. What the
+//! plan decides of a candidate's simulations is configured once ([`SimSetup`], `setup`); a
+//! probe fills in its batch size and budget, simulates, and reads the result into its row.
 //!
 //! Closed-loop and burst runs simulate one representative DP replica with the batch size as
 //! its concurrency: replicas share nothing, so the others are statistically identical copies
