@@ -1,6 +1,6 @@
 //! Which candidate wins: enumerate layouts per device and phase, search each candidate's batch
 //! size in parallel (rayon, `--jobs`), rank feasible rows, match P/D instances, and assemble
-//! the [`Report`].
+//! the [`Report`]; then [`record()`] what the trace outputs show of the best rows.
 
 pub mod batch;
 pub mod candidates;
