@@ -64,8 +64,9 @@ fn merge(argv: &[std::ffi::OsString]) -> ExitCode {
         Err(e) => return clap_exit(e),
     };
     exit_with(cli::merge::run(&args).and_then(|(plan, merged)| {
+        let recordings = throughput_optimizer::search::record(&plan, &merged);
         for exporter in report::exporters(&plan) {
-            for artifact in exporter.export(&plan, &merged)? {
+            for artifact in exporter.export(&plan, &merged, &recordings)? {
                 report::write(&artifact)?;
             }
         }
@@ -148,8 +149,10 @@ fn run(raw: RawArgs) -> Result<(), PlanError> {
             if let Some(why) = throughput_optimizer::search::work_budget_spent(&report) {
                 return Err(PlanError::WorkBudget(why));
             }
+            // The per-configuration outputs' simulations and pricing (only those the plan asks for).
+            let recordings = throughput_optimizer::search::record(&plan, &report);
             for exporter in report::exporters(&plan) {
-                for artifact in exporter.export(&plan, &report)? {
+                for artifact in exporter.export(&plan, &report, &recordings)? {
                     report::write(&artifact)?;
                 }
             }

@@ -1,10 +1,12 @@
 //! The result model of a run, as data: every probed [`Row`], why a probe is infeasible
 //! ([`StopReason`]), the ranked best rows per phase, P/D matches and their simulated
-//! verification, chunk-budget studies, the echoed inputs — one [`Report`] value.
+//! verification, chunk-budget studies, the echoed inputs — one [`Report`] value; beside it,
+//! what the search recorded of each best configuration for the trace outputs ([`recording`]).
 //!
-//! `search` builds it; `report` only renders it; snapshot tests compare it. It sits above the
-//! engines (a row carries the simulator's latency statistics) and below `search`.
+//! `search` builds them; `report` only renders them; snapshot tests compare the report. It
+//! sits above the engines (a row carries the simulator's latency statistics), below `search`.
 
+pub mod recording;
 use crate::cost::memory::MemoryUse;
 use crate::cost::{Breakdown, ParallelConfig};
 use schemars::JsonSchema;

@@ -318,6 +318,13 @@ pub struct SimOptions {
     pub engine_version: Option<crate::hardware::calibration::EngineVersion>,
 }
 
+impl SimOptions {
+    /// `--measure whole-run`: the statistics cover every request over the whole run.
+    pub fn measures_whole_run(&self) -> bool {
+        self.measure == crate::sim::Measure::WholeRun
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutputOptions {
     pub format: OutputFormat,

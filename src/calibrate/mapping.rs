@@ -58,6 +58,11 @@ impl Default for Resolver {
 }
 
 impl Resolver {
+    /// The catalog models names resolve to.
+    pub fn models(&self) -> &[ModelArch] {
+        &self.models
+    }
+
     /// The catalog model a Hugging Face id names: the exact id (case-insensitive), or the same
     /// network under another organisation or with an `-Instruct` / precision suffix
     /// (`nvidia/Llama-3.1-8B-Instruct-FP8` is `meta-llama/Meta-Llama-3.1-8B`).

@@ -303,9 +303,9 @@ pub fn read_vllm_json(text: &str, file: &str, res: &Resolver) -> Result<Measured
 }
 
 /// Every run of the given files, in order: `.json` files (or any file starting with `{`) are
-/// read as vLLM results, the others as CSV. Nothing is returned unless every file is valid.
-pub fn read_files(paths: &[impl AsRef<Path>]) -> Result<Vec<MeasuredRun>, CalibrateError> {
-    let res = Resolver::default();
+/// read as vLLM results, the others as CSV, their names resolved by `res`. Nothing is returned
+/// unless every file is valid.
+pub fn read_files(paths: &[impl AsRef<Path>], res: &Resolver) -> Result<Vec<MeasuredRun>, CalibrateError> {
     let mut runs = Vec::new();
     for p in paths {
         let p = p.as_ref();
@@ -314,9 +314,9 @@ pub fn read_files(paths: &[impl AsRef<Path>]) -> Result<Vec<MeasuredRun>, Calibr
             .map_err(|e| CalibrateError::Read { file: file.clone(), message: format!("cannot read the file: {e}") })?;
         let json = p.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) || text.trim_start().starts_with('{');
         if json {
-            runs.push(read_vllm_json(&text, &file, &res)?);
+            runs.push(read_vllm_json(&text, &file, res)?);
         } else {
-            runs.extend(read_csv(&text, &file, &res)?);
+            runs.extend(read_csv(&text, &file, res)?);
         }
     }
     if runs.is_empty() {

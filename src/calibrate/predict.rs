@@ -9,6 +9,7 @@
 //! engine.
 
 use super::fit::{Sensitivity, COMPONENTS};
+use super::mapping::Resolver;
 use super::measured::MeasuredRun;
 use crate::cost::ops::OpKind;
 use crate::cost::{BatchShape, Breakdown, StepCostModel, StepTime};
@@ -16,7 +17,6 @@ use crate::hardware::DeviceProfile;
 use crate::model::{ModelArch, ModelSource};
 use crate::outcome::Phase;
 use crate::plan::{Mode, Plan};
-use crate::search::engine::sim::{sim_config, step_cost};
 use crate::search::{budgets, Candidate, CandidateCtx};
 use crate::sim::{simulate, simulate_detailed, RequestState, SimError, StepRecord};
 use crate::workload::arrival::ArrivalProcess;
@@ -66,9 +66,10 @@ pub struct Predictor {
 }
 
 impl Predictor {
-    pub fn new(base: Plan) -> Self {
-        let res = super::mapping::Resolver::default();
-        let models = crate::model::catalog::all().into_iter().map(|m| (m.id.clone(), m)).collect();
+    /// Predictions under `base` for the catalog models and device profiles of `res` (the
+    /// resolver that read the runs, so both are loaded once).
+    pub fn new(base: Plan, res: &Resolver) -> Self {
+        let models = res.models().iter().map(|m| (m.id.clone(), m.clone())).collect();
         let devices = res.registry.profiles().map(|(p, _)| (p.name.clone(), p.clone())).collect();
         Predictor { base, models, devices }
     }
@@ -165,9 +166,10 @@ impl Predictor {
 }
 
 fn simulate_means(ctx: &CandidateCtx, batch: u32, budget: u64) -> Result<Means, SimError> {
-    let (mut cfg, factory) = sim_config(ctx, batch, budget);
+    let setup = ctx.sim_setup();
+    let (mut cfg, factory) = setup.config(batch, budget);
     cfg.run.max_steps = MAX_STEPS;
-    let rep = simulate(&cfg, &step_cost(ctx), factory)?;
+    let rep = simulate(&cfg, &setup.cost, factory)?;
     Ok(Means { ttft: rep.latency.ttft.mean, tpot: rep.latency.tpot_inter_token.mean })
 }
 
@@ -218,10 +220,10 @@ impl StepCostModel for Recorder<'_> {
 /// admitted by tokens and blocks, never by the clock), so a change of a component's price
 /// moves the means by these weights; the fit re-simulates to follow what it does not capture.
 fn simulate_sensitivity(ctx: &CandidateCtx, batch: u32, budget: u64) -> Result<Sensitivity, SimError> {
-    let (mut cfg, factory) = sim_config(ctx, batch, budget);
+    let setup = ctx.sim_setup();
+    let (mut cfg, factory) = setup.config(batch, budget);
     cfg.run.max_steps = MAX_STEPS;
-    let cost = step_cost(ctx);
-    let rec = Recorder { inner: &cost, layers: ctx.layer_passes as f64, steps: Mutex::new(Vec::new()) };
+    let rec = Recorder { inner: &setup.cost, layers: ctx.layer_passes as f64, steps: Mutex::new(Vec::new()) };
     let mut ends: Vec<u64> = Vec::new();
     let (rep, reqs) = simulate_detailed(&cfg, &rec, factory, &mut |r: StepRecord| ends.push(r.end))?;
     let comps = rec.steps.into_inner().expect("no panic holds the lock");

@@ -3,7 +3,7 @@
 
 use super::args::RawArgs;
 use super::plan::{build_checked, Command, PlanError};
-use crate::calibrate::{evaluate, read_files, render_text, Predictor};
+use crate::calibrate::{evaluate, read_files, render_text, Predictor, Resolver};
 use clap::Parser;
 use std::path::PathBuf;
 
@@ -73,8 +73,10 @@ pub fn run(args: &CalibrateArgs) -> Result<String, PlanError> {
         Some("json") => true,
         Some(o) => return Err(PlanError::invalid("--output", o, "not one of table, json")),
     };
-    let runs = read_files(&args.measured)?;
-    let predictor = Predictor::new(base_plan(&args.calibration)?);
+    // One catalog and device registry for reading the runs and predicting them.
+    let resolver = Resolver::default();
+    let runs = read_files(&args.measured, &resolver)?;
+    let predictor = Predictor::new(base_plan(&args.calibration)?, &resolver);
     if args.fit {
         return fit_and_report(args, &predictor, &runs, json);
     }

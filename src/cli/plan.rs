@@ -42,14 +42,17 @@ pub fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
     v::validate_device_grids(&devices, &mode, num_devices)?;
     let quant = v::validate_quant(&raw, &mut warnings)?;
     let compile = v::validate_compile(&raw, &mut warnings)?;
-    let workload = v::validate_workload(&raw, &model, &mut warnings)?;
+    // An `--arrival trace` file is read once: its lengths size the workload, its arrivals
+    // drive the simulator.
+    let trace = v::load_arrival_trace(&raw)?;
+    let workload = v::validate_workload(&raw, &model, trace.as_ref(), &mut warnings)?;
     let slo = v::validate_slo(&raw);
     let (mtp, rates) = v::validate_mtp(&raw, &model)?;
     let speculative = v::validate_speculative(&raw, &mtp, &mut warnings)?;
     let mut search = v::validate_search(&raw, &model, &mode, num_devices, mtp, &mut warnings)?;
     let engine = v::validate_engine(&raw)?;
     let serving = v::validate_serving(&raw, &devices, &mode, engine, (rates, speculative), &mut warnings)?;
-    let sim = v::validate_sim(&raw, engine, &workload.input, &mut warnings)?;
+    let sim = v::validate_sim(&raw, engine, &workload.input, trace, &mut warnings)?;
     let engines = v::validate_calibration(&raw)?;
     v::warn_unused_engine_version(&sim, &engines, &mut warnings);
     v::validate_performance_model(&raw)?;

@@ -76,6 +76,7 @@ impl StepMemo {
     }
 
     /// The memo's key for features `x`: the bits of the features the memoised operators read.
+    #[inline]
     fn key(&self, x: &Features) -> [u64; f::N] {
         let mut key = [0u64; f::N];
         for (i, k) in key.iter_mut().enumerate() {
@@ -87,7 +88,9 @@ impl StepMemo {
     }
 
     /// Σ seconds of the operators `fast` (built from `ops`) on features `x` whose non-zero
-    /// mask is `xmask`, in operator order: the float of `fast`'s plain sum.
+    /// mask is `xmask`, in operator order: the float of `fast`'s plain sum. Inlined into
+    /// `RooflineCost::step_seconds` (the simulator's hot path) whichever codegen unit holds it.
+    #[inline]
     pub fn seconds(&self, fast: &[FastOp], ops: &[Op], x: &Features, xmask: u16) -> f64 {
         if self.memoised.is_empty() {
             return fast.iter().map(|op| op.seconds(ops, x, xmask)).sum::<f64>();

@@ -1,7 +1,9 @@
 //! Rendering only: the [`Report`] value that `search` built becomes text, JSON, CSV, terminal
-//! and SVG charts, or a Chrome trace. Each output format is an [`Exporter`]; [`exporters`] picks
-//! the ones the plan asks for, and [`write()`] puts each [`Artifact`] where it belongs. Nothing
-//! here decides a result: ranking and feasibility come from `search`, the data from `outcome`.
+//! and SVG charts or launch commands, and the [`Recordings`] it made of the best configurations
+//! become Chrome traces and a per-request CSV. Each output format is an [`Exporter`];
+//! [`exporters`] picks the ones the plan asks for, and [`write()`] puts each [`Artifact`] where
+//! it belongs. Nothing here decides a result, simulates or prices: ranking and feasibility come
+//! from `search`, the data from `outcome`.
 
 pub mod chart;
 pub mod csv;
@@ -13,6 +15,7 @@ pub mod table;
 pub mod timeline;
 pub mod trace;
 
+use crate::outcome::recording::Recordings;
 use crate::outcome::Report;
 use crate::plan::{OutputFormat, Plan};
 use std::io::Write as _;
@@ -28,7 +31,7 @@ pub enum ExportError {
     /// The chart library failed to draw (its errors carry no structure worth keeping).
     #[error("{0}")]
     Chart(String),
-    /// The re-simulation of the best configuration for a timeline failed.
+    /// The simulation of the best configuration recorded for a timeline failed.
     #[error("--chrome-trace-file/--requests-file: simulating the best configuration on {device} failed: {message}")]
     Simulation { device: String, message: String },
     #[error("{flag} {}: cannot write: {source}", path.display())]
@@ -61,9 +64,10 @@ pub struct Artifact {
     pub contents: String,
 }
 
-/// One output format: renders the report (and the plan it answers) into artifacts.
+/// One output format: renders the report (and the plan it answers, and what the search
+/// recorded of its best configurations) into artifacts.
 pub trait Exporter {
-    fn export(&self, plan: &Plan, report: &Report) -> Result<Vec<Artifact>, ExportError>;
+    fn export(&self, plan: &Plan, report: &Report, recordings: &Recordings) -> Result<Vec<Artifact>, ExportError>;
 }
 
 /// The main report (`--output table|json|csv`) to stdout or `--output-file`.
@@ -72,19 +76,19 @@ pub struct MainReport;
 /// `--plot-file`: every chart as one SVG.
 pub struct SvgCharts(pub PathBuf);
 
-/// `--chrome-trace-file` and `--requests-file`: the best configuration re-simulated with
-/// recording on (one simulation serves both).
+/// `--chrome-trace-file` and `--requests-file`: the recorded simulation of the best
+/// configuration (one simulation serves both).
 pub struct Timeline {
     pub chrome: Option<PathBuf>,
     pub requests: Option<PathBuf>,
 }
 
-/// `--operator-trace-file`: the per-operator breakdown of one prefill forward and one decode
-/// step of the best configuration, per device.
+/// `--operator-trace-file`: the recorded per-operator breakdown of one prefill forward and one
+/// decode step of the best configuration, per device.
 pub struct OperatorTrace(pub PathBuf);
 
 impl Exporter for MainReport {
-    fn export(&self, plan: &Plan, report: &Report) -> Result<Vec<Artifact>, ExportError> {
+    fn export(&self, plan: &Plan, report: &Report, _: &Recordings) -> Result<Vec<Artifact>, ExportError> {
         let destination = match &plan.output.file {
             Some(path) => Destination::File { flag: "--output-file", path: path.clone() },
             None => Destination::Stdout,
@@ -94,21 +98,21 @@ impl Exporter for MainReport {
 }
 
 impl Exporter for SvgCharts {
-    fn export(&self, _plan: &Plan, report: &Report) -> Result<Vec<Artifact>, ExportError> {
+    fn export(&self, _plan: &Plan, report: &Report, _: &Recordings) -> Result<Vec<Artifact>, ExportError> {
         let contents = svg::render(report).map_err(ExportError::Chart)?;
         Ok(vec![Artifact { destination: Destination::File { flag: "--plot-file", path: self.0.clone() }, contents }])
     }
 }
 
 impl Exporter for Timeline {
-    fn export(&self, plan: &Plan, report: &Report) -> Result<Vec<Artifact>, ExportError> {
-        timeline::render(plan, report, self.chrome.as_deref(), self.requests.as_deref())
+    fn export(&self, plan: &Plan, _: &Report, recordings: &Recordings) -> Result<Vec<Artifact>, ExportError> {
+        timeline::render(plan, &recordings.timelines, self.chrome.as_deref(), self.requests.as_deref())
     }
 }
 
 impl Exporter for OperatorTrace {
-    fn export(&self, plan: &Plan, report: &Report) -> Result<Vec<Artifact>, ExportError> {
-        trace::render(plan, report, &self.0)
+    fn export(&self, plan: &Plan, report: &Report, recordings: &Recordings) -> Result<Vec<Artifact>, ExportError> {
+        trace::render(plan, report, &recordings.operator_traces, &self.0)
     }
 }
 
@@ -117,7 +121,7 @@ impl Exporter for OperatorTrace {
 pub struct LaunchCommands(pub crate::plan::EmitOptions);
 
 impl Exporter for LaunchCommands {
-    fn export(&self, plan: &Plan, report: &Report) -> Result<Vec<Artifact>, ExportError> {
+    fn export(&self, plan: &Plan, report: &Report, _: &Recordings) -> Result<Vec<Artifact>, ExportError> {
         let files =
             launch::render(plan, report, &self.0).map_err(|message| ExportError::Launch { engine: self.0.engine.to_string(), message })?;
         Ok(match &self.0.dir {

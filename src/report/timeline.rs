@@ -1,40 +1,19 @@
-//! `--chrome-trace-file` and `--requests-file`: the best configuration simulated once more,
-//! this time recording what happened — every engine step of every instance and every request's
-//! life — and rendered as a Chrome trace-event timeline (Perfetto, chrome://tracing) and a CSV
-//! of one row per request.
+//! `--chrome-trace-file` and `--requests-file`: the simulated timeline of each device's best
+//! configuration, as `search::record` recorded it — every engine step of every instance (the
+//! first ones, bounded) and every request's life — rendered as a Chrome trace-event timeline
+//! (Perfetto, chrome://tracing) and a CSV of one row per request.
 //!
-//! The re-simulation is the search's own probe of that row (same configuration, seed and
-//! stream), so its figures are the report's. It runs only when one of the two files is asked
-//! for; nothing is recorded otherwise. The timeline is bounded: at most
-//! [`MAX_TIMELINE_STEPS`] steps and [`MAX_TIMELINE_REQUESTS`] requests are drawn (the first
-//! ones), which the trace's metadata and a notice on standard error say when the cap is hit.
+//! The timeline draws at most [`MAX_TIMELINE_STEPS`] steps and [`MAX_TIMELINE_REQUESTS`]
+//! requests (the first ones), which the trace's metadata and a notice on standard error say when
+//! the cap is hit.
 
 use super::{Artifact, Destination, ExportError};
-use crate::outcome::{Report, Row};
+use crate::outcome::recording::{
+    InstanceRole, RecordingFailure, RequestLife, StepSpan, Timeline, MAX_TIMELINE_REQUESTS, MAX_TIMELINE_STEPS,
+};
 use crate::plan::Plan;
-use crate::search::engine::best_row_ctx;
-use crate::search::engine::sim::{sim_config, step_cost, MAX_STEPS};
-use crate::sim::{simulate_detailed, RequestState, Role, StepRecord};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-
-/// Most engine steps drawn in a timeline (a step is three events, about 300 bytes).
-pub const MAX_TIMELINE_STEPS: usize = 100_000;
-/// Most requests drawn in a timeline (a request is eight events, about 900 bytes).
-pub const MAX_TIMELINE_REQUESTS: usize = 20_000;
-
-/// One simulated run of a best row, recorded.
-pub struct Recording {
-    pub device: String,
-    pub row: Row,
-    pub role: Role,
-    pub instances: u32,
-    pub kv_blocks: u64,
-    /// The first [`MAX_TIMELINE_STEPS`] steps.
-    pub steps: Vec<StepRecord>,
-    pub steps_total: u64,
-    pub requests: Vec<RequestState>,
-}
 
 /// The file for `device` (several devices: the device name is appended to the file stem).
 pub fn path_for(base: &Path, device: &str, several: bool) -> PathBuf {
@@ -44,38 +23,6 @@ pub fn path_for(base: &Path, device: &str, several: bool) -> PathBuf {
     let stem = base.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "trace".into());
     let ext = base.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
     base.with_file_name(format!("{stem}_{device}{ext}"))
-}
-
-/// Simulate each device's best row (of its first phase with one: aggregated, or prefill under
-/// disaggregation) with recording on.
-pub fn record(plan: &Plan, report: &Report) -> Result<Vec<Recording>, ExportError> {
-    let mut out = Vec::new();
-    for d in &report.devices {
-        let Some((_, best, ctx)) = best_row_ctx(plan, d) else { continue };
-        let (mut cfg, factory) = sim_config(&ctx, best.batch_size, best.max_batched_tokens);
-        cfg.run.max_steps = MAX_STEPS;
-        let mut steps = Vec::new();
-        let mut steps_total = 0u64;
-        let mut keep = |s: StepRecord| {
-            steps_total += 1;
-            if steps.len() < MAX_TIMELINE_STEPS {
-                steps.push(s);
-            }
-        };
-        let (_, requests) = simulate_detailed(&cfg, &step_cost(&ctx), factory, &mut keep)
-            .map_err(|e| ExportError::Simulation { device: d.device.clone(), message: e.to_string() })?;
-        out.push(Recording {
-            device: d.device.clone(),
-            row: best.clone(),
-            role: cfg.role,
-            instances: cfg.instances,
-            kv_blocks: cfg.instance.kv_blocks,
-            steps,
-            steps_total,
-            requests,
-        });
-    }
-    Ok(out)
 }
 
 fn us(ns: u64) -> f64 {
@@ -89,7 +36,7 @@ fn ms(t: Option<u64>) -> String {
 /// `--requests-file`: one row per simulated request, in issue order. Times are the engine's
 /// (the serving front end's per-request overhead the report adds to TTFT is not in them); a
 /// request still running when the simulation stopped has no first token or finish.
-pub fn requests_csv(rec: &Recording) -> Result<String, ExportError> {
+pub fn requests_csv(rec: &Timeline) -> Result<String, ExportError> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "request",
@@ -105,18 +52,18 @@ pub fn requests_csv(rec: &Recording) -> Result<String, ExportError> {
         "preemptions",
     ])?;
     for (i, r) in rec.requests.iter().enumerate() {
-        let scheduled = r.scheduled.or(r.decode_admitted);
+        let scheduled = r.scheduled_ns;
         w.write_record([
             i.to_string(),
             r.instance.to_string(),
-            ms(Some(r.arrival)),
-            ms(scheduled.map(|s| s - r.arrival)),
+            ms(Some(r.arrival_ns)),
+            ms(scheduled.map(|s| s - r.arrival_ns)),
             ms(scheduled),
-            ms(r.first_token),
-            ms(r.finish),
-            r.input.to_string(),
-            r.cached.to_string(),
-            r.output.to_string(),
+            ms(r.first_token_ns),
+            ms(r.finish_ns),
+            r.input_tokens.to_string(),
+            r.cached_tokens.to_string(),
+            r.output_tokens.to_string(),
             r.preemptions.to_string(),
         ])?;
     }
@@ -125,7 +72,7 @@ pub fn requests_csv(rec: &Recording) -> Result<String, ExportError> {
 }
 
 /// A step's name by what it ran.
-fn step_name(s: &StepRecord) -> &'static str {
+fn step_name(s: &StepSpan) -> &'static str {
     match (s.prefill_tokens > 0, s.decode_seqs > 0) {
         (true, true) => "prefill + decode",
         (true, false) => "prefill",
@@ -134,7 +81,7 @@ fn step_name(s: &StepRecord) -> &'static str {
 }
 
 /// Track-naming metadata: a process per instance, its steps on thread 1.
-fn metadata(rec: &Recording, role: &str, events: &mut Vec<Value>) {
+fn metadata(rec: &Timeline, role: &str, events: &mut Vec<Value>) {
     for i in 0..rec.instances {
         let pid = i + 1;
         events.push(json!({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
@@ -146,14 +93,14 @@ fn metadata(rec: &Recording, role: &str, events: &mut Vec<Value>) {
 
 /// A request's life as nested async spans on its instance: queued, prefill (first scheduled to
 /// first token), decode (to finish).
-fn request_events(id: usize, r: &RequestState, events: &mut Vec<Value>) {
-    let (Some(first), Some(fin)) = (r.first_token, r.finish) else { return };
-    let scheduled = r.scheduled.or(r.decode_admitted).unwrap_or(first);
+fn request_events(id: usize, r: &RequestLife, events: &mut Vec<Value>) {
+    let (Some(first), Some(fin)) = (r.first_token_ns, r.finish_ns) else { return };
+    let scheduled = r.scheduled_ns.unwrap_or(first);
     let pid = r.instance + 1;
     let name = format!("request {id}");
-    let args = json!({"input_tokens": r.input, "cached_tokens": r.cached, "output_tokens": r.output, "preemptions": r.preemptions});
-    events.push(json!({"ph": "b", "cat": "request", "name": name, "id": id, "pid": pid, "tid": 1, "ts": us(r.arrival), "args": args}));
-    for (part, a, b) in [("queued", r.arrival, scheduled), ("prefill", scheduled, first), ("decode", first, fin)] {
+    let args = json!({"input_tokens": r.input_tokens, "cached_tokens": r.cached_tokens, "output_tokens": r.output_tokens, "preemptions": r.preemptions});
+    events.push(json!({"ph": "b", "cat": "request", "name": name, "id": id, "pid": pid, "tid": 1, "ts": us(r.arrival_ns), "args": args}));
+    for (part, a, b) in [("queued", r.arrival_ns, scheduled), ("prefill", scheduled, first), ("decode", first, fin)] {
         if b > a {
             events.push(json!({"ph": "b", "cat": "request", "name": part, "id": id, "pid": pid, "tid": 1, "ts": us(a)}));
             events.push(json!({"ph": "e", "cat": "request", "name": part, "id": id, "pid": pid, "tid": 1, "ts": us(b)}));
@@ -163,27 +110,27 @@ fn request_events(id: usize, r: &RequestState, events: &mut Vec<Value>) {
 }
 
 /// The timeline document of one recording, and a notice when a cap cut it.
-pub fn chrome_trace(plan: &Plan, rec: &Recording) -> (Value, Option<String>) {
+pub fn chrome_trace(plan: &Plan, rec: &Timeline) -> (Value, Option<String>) {
     let role = match rec.role {
-        Role::Mixed => "prefill + decode",
-        Role::Prefill => "prefill",
-        Role::Decode => "decode",
+        InstanceRole::Mixed => "prefill + decode",
+        InstanceRole::Prefill => "prefill",
+        InstanceRole::Decode => "decode",
     };
     let mut events = Vec::new();
     metadata(rec, role, &mut events);
     for s in &rec.steps {
         let pid = s.instance + 1;
         events.push(
-            json!({"ph": "X", "cat": "step", "name": step_name(s), "pid": pid, "tid": 1, "ts": us(s.start), "dur": us(s.end - s.start),
+            json!({"ph": "X", "cat": "step", "name": step_name(s), "pid": pid, "tid": 1, "ts": us(s.start_ns), "dur": us(s.end_ns - s.start_ns),
             "args": {"prefill_tokens": s.prefill_tokens, "prefill_chunks": s.prefill_seqs, "decode_seqs": s.decode_seqs,
                      "decode_tokens": s.decode_tokens, "kv_blocks_used": s.kv_used}}),
         );
-        events.push(json!({"ph": "C", "name": "KV blocks used", "pid": pid, "tid": 1, "ts": us(s.start), "args": {"used": s.kv_used}}));
+        events.push(json!({"ph": "C", "name": "KV blocks used", "pid": pid, "tid": 1, "ts": us(s.start_ns), "args": {"used": s.kv_used}}));
     }
     // Requests drawn: those arriving before the last drawn step ended, the first ones.
-    let horizon = rec.steps.last().map_or(0, |s| s.end);
-    let eligible = rec.requests.iter().filter(|r| r.arrival <= horizon).count();
-    for (id, r) in rec.requests.iter().enumerate().filter(|(_, r)| r.arrival <= horizon).take(MAX_TIMELINE_REQUESTS) {
+    let horizon = rec.steps.last().map_or(0, |s| s.end_ns);
+    let eligible = rec.requests.iter().filter(|r| r.arrival_ns <= horizon).count();
+    for (id, r) in rec.requests.iter().enumerate().filter(|(_, r)| r.arrival_ns <= horizon).take(MAX_TIMELINE_REQUESTS) {
         request_events(id, r, &mut events);
     }
     let steps_cut = rec.steps_total > rec.steps.len() as u64;
@@ -216,12 +163,18 @@ pub fn chrome_trace(plan: &Plan, rec: &Recording) -> (Value, Option<String>) {
     (doc, notice)
 }
 
-/// The artifacts of `--chrome-trace-file` and `--requests-file`, from one recording per device.
-pub fn render(plan: &Plan, report: &Report, chrome: Option<&Path>, requests: Option<&Path>) -> Result<Vec<Artifact>, ExportError> {
-    let recordings = record(plan, report)?;
+/// The artifacts of `--chrome-trace-file` and `--requests-file`, from one recorded timeline per
+/// device (a simulation that failed while recording is the error).
+pub fn render(
+    plan: &Plan,
+    timelines: &Result<Vec<Timeline>, RecordingFailure>,
+    chrome: Option<&Path>,
+    requests: Option<&Path>,
+) -> Result<Vec<Artifact>, ExportError> {
+    let recordings = timelines.as_ref().map_err(|f| ExportError::Simulation { device: f.device.clone(), message: f.message.clone() })?;
     let several = recordings.len() > 1;
     let mut out = Vec::new();
-    for rec in &recordings {
+    for rec in recordings {
         if let Some(base) = chrome {
             let (doc, notice) = chrome_trace(plan, rec);
             let path = path_for(base, &rec.device, several);

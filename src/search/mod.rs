@@ -1,6 +1,6 @@
 //! Which candidate wins: enumerate layouts per device and phase, search each candidate's batch
 //! size in parallel (rayon, `--jobs`), rank feasible rows, match P/D instances, and assemble
-//! the [`Report`].
+//! the [`Report`]; then [`record()`] what the trace outputs show of the best rows.
 
 pub mod batch;
 pub mod candidates;
@@ -9,6 +9,7 @@ pub mod frontier;
 pub mod merge;
 pub mod pd;
 pub mod ranking;
+pub mod record;
 pub mod sweep;
 
 #[cfg(test)]
@@ -17,6 +18,7 @@ mod properties;
 pub use candidates::Candidate;
 pub use engine::{cost_options, AnalyticEngine, CandidateCtx, CompareEngine, Engine, SimEngine};
 pub use ranking::{best_per_layout, ranking, Ranking};
+pub use record::record;
 
 use crate::hardware::DeviceProfile;
 use crate::outcome::{

@@ -3,7 +3,7 @@
 
 use super::util::{cmd, run_json, run_ok, usage_error};
 use predicates::prelude::*;
-use throughput_optimizer::calibrate::{read_files, Predictor};
+use throughput_optimizer::calibrate::{read_files, Predictor, Resolver};
 use throughput_optimizer::cli::calibrate::base_plan;
 
 const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/calibration/measured_sample.csv");
@@ -32,7 +32,7 @@ fn calibrate_json_has_one_group_per_engine_gpu_model() {
     // errors. Fails if `runs` is missing, reordered or carries another run's prediction.
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 8);
-    let file = read_files(&[SAMPLE]).unwrap();
+    let file = read_files(&[SAMPLE], &Resolver::default()).unwrap();
     for (r, m) in runs.iter().zip(&file) {
         assert_eq!(r["id"].as_str().unwrap(), m.id);
         assert_eq!(r["measured"]["ttft_ms"].as_f64().unwrap(), m.ttft_ms);
@@ -70,8 +70,9 @@ fn a_prediction_is_the_main_commands_benchmark_run_deterministically() {
     // Fails if a run's plan differs from the main command's for the same layout (e.g. the
     // first wave left out, another scheduler, eager kernels), or if predictions depend on the
     // order or thread they run in.
-    let runs = read_files(&[SAMPLE]).unwrap();
-    let predictor = Predictor::new(base_plan(&[]).unwrap());
+    let res = Resolver::default();
+    let runs = read_files(&[SAMPLE], &res).unwrap();
+    let predictor = Predictor::new(base_plan(&[]).unwrap(), &res);
     let run = runs[0].clone();
     assert_eq!(run.num_prompts, 10 * run.concurrency);
     let p = predictor.predict(&run).unwrap();
@@ -118,7 +119,8 @@ fn the_sensitivity_pass_simulates_what_a_prediction_simulates_and_its_slopes_pre
     // scaled by the wrong unit).
     use throughput_optimizer::calibrate::fit::Params;
     use throughput_optimizer::hardware::calibration::{DeviceCalibration, EngineProfiles, Overheads};
-    let runs = read_files(&[SAMPLE]).unwrap();
+    let res = Resolver::default();
+    let runs = read_files(&[SAMPLE], &res).unwrap();
     let run = runs.iter().find(|r| r.engine == "vllm" && r.target.device == "H100_SXM").unwrap().clone();
     let calibration = |step_us: f64, seq_layer_us: f64| {
         let mut engines = EngineProfiles::default();
@@ -140,7 +142,7 @@ fn the_sensitivity_pass_simulates_what_a_prediction_simulates_and_its_slopes_pre
         engines.replace(vllm);
         engines
     };
-    let base = Predictor::new(base_plan(&[]).unwrap());
+    let base = Predictor::new(base_plan(&[]).unwrap(), &res);
     let at = base.with_engines(calibration(500.0, 0.3));
     let s = at.sensitivity(&run).unwrap();
     let p = at.predict(&run).unwrap();
@@ -283,17 +285,17 @@ fn tensorrt_llm_context_servers_run_without_the_overlap_scheduler() {
     // TensorRT-LLM overlaps scheduling, but not on the context (prefill) servers of a
     // disaggregated plan, which `--emit trtllm` writes with `disable_overlap_scheduler: true`;
     // vLLM's prefill instances keep async scheduling.
-    // Fails if `instance_config` ignores the role (`overlap_scheduling: ctx.overlap_scheduling`).
+    // Fails if `SimSetup`'s instance ignores the role (`overlap_scheduling: ctx.overlap_scheduling`).
     use throughput_optimizer::cost::ParallelConfig;
     use throughput_optimizer::outcome::Phase;
     use throughput_optimizer::search::candidates::Candidate;
-    use throughput_optimizer::search::engine::{sim::instance_config, CandidateCtx};
+    use throughput_optimizer::search::engine::CandidateCtx;
     let overlap = |engine: &str, phase: Phase| {
         let argv = ["throughput-optimizer", "Qwen/Qwen3-32B", "--device", "H100_SXM", "--num-devices", "2", "--input-length", "1024"];
         let plan = super::util::plan_of(&[&argv[..], &["--output-length", "128", "--serving-engine", engine]].concat());
         let cand = Candidate { parallel: ParallelConfig::dense(2, 2), mtp: 0 };
         let ctx = CandidateCtx::new(&plan, &plan.devices[0], cand, phase);
-        instance_config(&ctx, 8192, 64).overlap_scheduling
+        ctx.sim_setup().instance(8192, 64).overlap_scheduling
     };
     assert!(overlap("trtllm", Phase::Aggregated) && overlap("trtllm", Phase::Decode));
     assert!(!overlap("trtllm", Phase::Prefill));

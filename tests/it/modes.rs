@@ -938,7 +938,7 @@ fn serving_cost_applies_to_simulated_disaggregated_forwards() {
     // Issue: `--serving-cost 10` was ignored by the simulator (decode TPOT 29.88 ms against the
     // formulas' 39.88 ms at the same batch). Now every simulated forward of a disaggregated
     // instance pays it, so both engines agree at the batch they both probe.
-    // Mutation: drop the `host_s +=` in `search::engine::sim::step_cost` and the simulated TPOT
+    // Mutation: drop the `host_s +=` in `search::engine::sim::SimSetup::new` and the simulated TPOT
     // falls 10 ms below the formulas'.
     let a: Vec<&str> =
         "Qwen/Qwen3-8B --num-devices 1 --disagg --input-length 2048 --output-length 256 --tpot-limits 30 --serving-cost 10 --engine compare"
@@ -978,7 +978,7 @@ fn gpu_memory_utilization_sizes_the_reserve_per_device() {
 fn pd_ratio_num_requests_sizes_only_the_verification() {
     // In P/D ratio planning --num-requests sizes the verification runs; the phase searches
     // stay steady-state closed loops, so their rows are the same with or without it.
-    // Mutation: drop the `Mode::PdRatio` arm of `closed_requests` in `sim_config` and every
+    // Mutation: drop the `Mode::PdRatio` arm of `closed_requests` in `SimSetup::new` and every
     // phase probe becomes a 40-request benchmark run with other figures.
     let scenario = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/pd-ratio-qwen-no-budget.yaml");
     let base = ["--scenario", scenario.to_str().unwrap()];

@@ -97,7 +97,7 @@ fn best_on(devices: u32, extra: &str) -> f64 {
 /// a higher prefix-cache hit rate raise the best throughput here (src/search/properties.rs
 /// checks "never lower" over random small workloads with the fixed cost model). Here: 198 →
 /// 771 tok/s; 771, 1,543, 3,085 on 1, 2, 4 devices; 771, 929, 1,173 at hit rates 0, 0.3, 0.6.
-/// Mutation: set `prefix_hit_rate: 0.0` in `search::engine::sim::instance_config` (the flag
+/// Mutation: set `prefix_hit_rate: 0.0` in `search::engine::sim::setup::instance_template` (the flag
 /// is then ignored by the simulator and the three hit rates tie).
 #[test]
 fn looser_limits_more_devices_and_prefix_hits_raise_the_best() {
@@ -116,20 +116,19 @@ fn looser_limits_more_devices_and_prefix_hits_raise_the_best() {
 /// Checked on the probes' own simulations: a benchmark-run closed loop of variable lengths
 /// (spread lengths, client jitter) at batch 4 and 16, and a Poisson open loop whose running cap
 /// differs. Mutation: derive the request stream's seed from the batch in
-/// `search::engine::sim::sim_config` (`factory` with `plan.seed + batch`): lengths and
+/// `search::engine::sim::SimSetup::config` (`factory` with `plan.seed + batch`): lengths and
 /// arrivals then differ by batch.
 #[test]
 fn every_probe_of_a_candidate_draws_the_same_requests() {
     use throughput_optimizer::outcome::Phase;
-    use throughput_optimizer::search::engine::sim::{sim_config, step_cost};
     use throughput_optimizer::search::{candidates, CandidateCtx};
     let requests = |extra: &str, batches: [u32; 2]| {
         let (plan, _) = run(&format!("--input-length 500 --output-length 100 --batch-range 1 1 {extra}"));
         let cand = candidates::enumerate(&plan, 1, Phase::Aggregated).0[0];
         let ctx = CandidateCtx::new(&plan, &plan.devices[0], cand, Phase::Aggregated);
         batches.map(|b| {
-            let (cfg, factory) = sim_config(&ctx, b, 4096);
-            let (_, reqs) = throughput_optimizer::sim::simulate_detailed(&cfg, &step_cost(&ctx), factory, &mut |_| {}).unwrap();
+            let (cfg, factory) = ctx.sim_setup().config(b, 4096);
+            let (_, reqs) = throughput_optimizer::sim::simulate_detailed(&cfg, &ctx.sim_setup().cost, factory, &mut |_| {}).unwrap();
             reqs
         })
     };

@@ -173,3 +173,31 @@ fn unknown_trace_formats_name_the_file_and_the_accepted_ones() {
     let p = f.to_str().unwrap();
     usage_error(&with(SMALL, &["--arrival", "trace", p]), &[p, "`Timestamp`, `Request tokens`", "Azure", "Mooncake"]);
 }
+
+/// The search records only what the outputs ask for, and the report renders the recording: a
+/// failed simulation recorded for the timeline is the timeline's error, with its message.
+/// Mutation: record the timeline whatever the plan asks for in `search::record` (the first
+/// assertion fails), or drop the failure in `report::timeline::render` (the last one does).
+#[test]
+fn the_search_records_only_what_the_outputs_ask_for() {
+    use throughput_optimizer::outcome::recording::{RecordingFailure, Recordings};
+    use throughput_optimizer::report::{Exporter, Timeline};
+    let argv = with(&["throughput-optimizer"], &with(SMALL, &["--input-length", "1000", "--output-length", "100"]));
+    let plan = crate::util::plan_of(&argv);
+    let report = throughput_optimizer::search::run(&plan);
+    let none = throughput_optimizer::search::record(&plan, &report);
+    assert_eq!(none, Recordings::default(), "nothing asked, nothing recorded");
+    let mut asked = plan.clone();
+    asked.output.requests_file = Some("r.csv".into());
+    asked.output.operator_trace = Some("o.json".into());
+    let rec = throughput_optimizer::search::record(&asked, &report);
+    let timelines = rec.timelines.as_ref().unwrap();
+    let best = &report.devices[0].phases[0].best[0];
+    assert_eq!((timelines.len(), &timelines[0].row), (1, best));
+    assert_eq!(timelines[0].steps_total, best.sim.as_ref().unwrap().steps, "the recorded run is the search's probe");
+    assert_eq!(rec.operator_traces.len(), 1);
+    assert!(rec.operator_traces[0].passes.iter().all(|p| !p.operators.is_empty()));
+    let failed = Recordings { timelines: Err(RecordingFailure { device: "D".into(), message: "boom".into() }), ..rec };
+    let e = Timeline { chrome: None, requests: Some("r.csv".into()) }.export(&asked, &report, &failed).unwrap_err();
+    assert_eq!(e.to_string(), "--chrome-trace-file/--requests-file: simulating the best configuration on D failed: boom");
+}

@@ -10,7 +10,6 @@ use crate::sim::Percentile;
 use crate::workload::arrival::{ArrivalProcess, SharedPrefix, Trace, MAX_REQUESTS};
 use crate::workload::trace::TraceFormat;
 use crate::workload::Lengths;
-use std::path::Path;
 
 /// `--engine` (the simulator when not given).
 pub(crate) fn validate_engine(raw: &RawArgs) -> Result<EngineKind, Error> {
@@ -46,7 +45,14 @@ fn sim_flags(raw: &RawArgs) -> Vec<&'static str> {
 }
 
 /// Simulator options; flags that only the simulator reads are refused with the analytic engine.
-pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, warnings: &mut Warnings) -> Result<SimOptions, Error> {
+/// `trace` is the `--arrival trace` file as the workload's validation loaded it.
+pub(crate) fn validate_sim(
+    raw: &RawArgs,
+    engine: EngineKind,
+    input: &Lengths,
+    trace: Option<Trace>,
+    warnings: &mut Warnings,
+) -> Result<SimOptions, Error> {
     let given = sim_flags(raw);
     if engine == EngineKind::Analytic && !given.is_empty() {
         return Err(Error::conflict(
@@ -55,7 +61,7 @@ pub(crate) fn validate_sim(raw: &RawArgs, engine: EngineKind, input: &Lengths, w
             format!("{} only apply to the simulator; drop them or use --engine sim (or compare)", given.join(", ")),
         ));
     }
-    let arrival = arrival(raw, warnings)?;
+    let arrival = arrival(raw, trace, warnings)?;
     if raw.request_rate.is_some()
         && !matches!(arrival, ArrivalProcess::Poisson { .. } | ArrivalProcess::Constant { .. } | ArrivalProcess::Gamma { .. })
     {
@@ -199,8 +205,9 @@ fn check_budget_work(budgets: &[u32], input: &Lengths) -> Result<(), Error> {
     Ok(())
 }
 
-/// `--arrival` with `--request-rate` and `--burstiness`.
-fn arrival(raw: &RawArgs, warnings: &mut Warnings) -> Result<ArrivalProcess, Error> {
+/// `--arrival` with `--request-rate` and `--burstiness`; `loaded` is the trace of `--arrival
+/// trace FILE`, already read.
+fn arrival(raw: &RawArgs, loaded: Option<Trace>, warnings: &mut Warnings) -> Result<ArrivalProcess, Error> {
     let rate = |name: &str| -> Result<f64, Error> {
         match raw.request_rate {
             None => {
@@ -238,13 +245,13 @@ fn arrival(raw: &RawArgs, warnings: &mut Warnings) -> Result<ArrivalProcess, Err
             ArrivalProcess::Gamma { rate: rate("gamma")?, burstiness: b }
         }
         "trace" => {
-            let Some(f) = v.get(1) else {
+            // `loaded` is there exactly when the FILE is.
+            let (Some(f), Some(mut trace)) = (v.get(1), loaded) else {
                 return Err(Error::missing(
                     "--arrival",
                     "--arrival trace needs a FILE (the tool's CSV or JSON Lines, an Azure LLM inference trace CSV, or Mooncake JSON Lines)",
                 ));
             };
-            let mut trace = Trace::load(Path::new(f))?;
             if !trace.ignored_columns.is_empty() {
                 warnings.push(format!(
                     "--arrival trace {f}: {} {} are not read (the tool reads {})",

@@ -28,7 +28,14 @@ fn parse_length(flag: &str, raw: &str) -> Result<Option<u64>, Error> {
 }
 
 /// Lengths, prefix-cache hit rate and images.
-pub(crate) fn validate_workload(raw: &RawArgs, model: &ModelArch, warnings: &mut Warnings) -> Result<Workload, Error> {
+/// `trace` is the `--arrival trace` file, loaded once by [`load_arrival_trace`] (the simulator's
+/// options take it over afterwards).
+pub(crate) fn validate_workload(
+    raw: &RawArgs,
+    model: &ModelArch,
+    trace: Option<&Trace>,
+    warnings: &mut Warnings,
+) -> Result<Workload, Error> {
     let hit = raw.prefix_cache_hit_rate.unwrap_or(0.0);
     if !(0.0..1.0).contains(&hit) {
         return Err(Error::rejected(
@@ -37,7 +44,7 @@ pub(crate) fn validate_workload(raw: &RawArgs, model: &ModelArch, warnings: &mut
             format!("--prefix-cache-hit-rate {hit} is not in the valid range [0, 1)"),
         ));
     }
-    let trace_means = trace_means(raw, warnings)?;
+    let trace_means = trace_means(raw, trace, warnings);
     let input = input_lengths(raw, trace_means)?;
     let output_bins_mean = match &input {
         Lengths::Distribution(d) => d.output_mean(),
@@ -61,16 +68,19 @@ pub(crate) fn validate_workload(raw: &RawArgs, model: &ModelArch, warnings: &mut
     Ok(Workload { input, output, prefix_cache_hit_rate: hit, images, range_ratio, input_label, output_label })
 }
 
+/// `--arrival trace FILE`: the trace, read once for the whole validation (its lengths size the
+/// workload, its arrivals drive the simulator); `None` for any other arrival process.
+pub(crate) fn load_arrival_trace(raw: &RawArgs) -> Result<Option<Trace>, Error> {
+    match raw.arrival.as_deref() {
+        Some([kind, file]) if kind.eq_ignore_ascii_case("trace") => Ok(Some(Trace::load(Path::new(file))?)),
+        _ => Ok(None),
+    }
+}
+
 /// With `--arrival trace FILE`, the trace's mean (input, output) lengths: a trace gives every
 /// request's lengths, its means size the budgets and the formulas.
-fn trace_means(raw: &RawArgs, warnings: &mut Warnings) -> Result<Option<(u64, u64)>, Error> {
-    let trace_means = match raw.arrival.as_deref() {
-        Some([kind, file]) if kind.eq_ignore_ascii_case("trace") => {
-            let t = Trace::load(Path::new(file))?;
-            Some(t.mean_lengths())
-        }
-        _ => None,
-    };
+fn trace_means(raw: &RawArgs, trace: Option<&Trace>, warnings: &mut Warnings) -> Option<(u64, u64)> {
+    let trace_means = trace.map(Trace::mean_lengths);
     if let Some((mi, mo)) = trace_means {
         for (given, flag, mean) in [
             (raw.input_length.is_some() || raw.length_distribution.is_some(), "--input-length/--length-distribution", mi),
@@ -82,7 +92,7 @@ fn trace_means(raw: &RawArgs, warnings: &mut Warnings) -> Result<Option<(u64, u6
             }
         }
     }
-    Ok(trace_means)
+    trace_means
 }
 
 fn input_lengths(raw: &RawArgs, trace_means: Option<(u64, u64)>) -> Result<Lengths, Error> {

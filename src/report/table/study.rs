@@ -47,7 +47,7 @@ pub(super) fn sim_block(plan: &Plan, r: &Row) -> String {
             {
                 " (benchmark run: every request sent, the first wave included, over the whole run)"
             }
-            (a, _) if a.is_open() && plan.sim.measure == crate::sim::Measure::WholeRun => {
+            (a, _) if a.is_open() && plan.sim.measures_whole_run() => {
                 " (whole run: every request, rates from the first arrival to the last finish)"
             }
             (crate::workload::arrival::ArrivalProcess::Closed, true) => " (steady state: 95 % intervals of the batch means within ±1 % (rate), ±2 % (bounded latencies))",

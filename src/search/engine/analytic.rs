@@ -2,17 +2,18 @@
 //! roofline model, shaped as the original shapes them (global concurrency spread over DP
 //! replicas, decode at the mid-generation context `O/2 + input + query`).
 
+use super::row::{base_row, composition_rows, stats};
 use crate::analytic::{
     agg_chunked, agg_single_chunk, agg_varlen, chunk_plan, disagg_decode, disagg_prefill, disagg_prefill_varlen, mtp_tokens_per_step,
     AggOutcome, Forward, ForwardOracle, PhaseOutcome,
 };
 use crate::cost::{BatchShape, PhaseLoad, StepCostModel};
 use crate::outcome::Phase;
-use crate::outcome::{CompositionRow, Row, StopReason};
+use crate::outcome::{Row, StopReason};
 use crate::plan::{SpeculativeMethod, TpotDefinition};
 use crate::search::batch::{Probe, ProbeStats};
 use crate::search::{CandidateCtx, Engine};
-use crate::workload::{Composition, Lengths};
+use crate::workload::Lengths;
 
 /// Stateless: everything comes from the candidate context.
 #[derive(Debug, Clone, Copy, Default)]
@@ -148,45 +149,6 @@ impl ForwardOracle for RooflineOracle<'_> {
 
     fn fold(&self, ms: f64) -> f64 {
         ms / self.shapes.tokens_per_step
-    }
-}
-
-pub fn composition_rows(c: &Composition) -> Vec<CompositionRow> {
-    c.rows
-        .iter()
-        .map(|(r, n)| CompositionRow {
-            num_input_tokens: r.num_input_tokens,
-            query_len: r.query_len,
-            request_ratio: r.request_ratio,
-            samples: *n,
-        })
-        .collect()
-}
-
-/// A row with the candidate's identity filled in; metrics are set by the caller.
-pub fn base_row(ctx: &CandidateCtx, batch: u32, budget: u64, effective: u64) -> Row {
-    let p = &ctx.cand.parallel;
-    let mut r = Row::probe_stub(batch);
-    r.device = ctx.device.name.clone();
-    r.phase = ctx.phase;
-    r.parallel = ctx.label.clone();
-    r.layout = *p;
-    r.mtp = ctx.cand.mtp;
-    r.concurrency = batch as u64 * p.dp as u64;
-    r.num_devices = p.num_devices;
-    r.max_batched_tokens = budget;
-    r.effective_input_length = effective;
-    r
-}
-
-/// Stats for the extrapolating batch search.
-pub fn stats(ctx: &CandidateCtx, row: &Row, lat: [(f64, f64); 2]) -> ProbeStats {
-    ProbeStats {
-        total_gib: ctx.device.memory_gib(),
-        weight_gib: row.memory.weight_gib,
-        reserved_gib: ctx.plan.serving.reserved_gib(ctx.device),
-        avail_gib: row.memory.avail_gib,
-        latencies: lat,
     }
 }
 

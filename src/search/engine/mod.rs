@@ -1,11 +1,14 @@
 //! The seam between the search and the engines: [`Engine`] evaluates one batch size of one
 //! candidate under one token budget; [`CandidateCtx`] is everything it needs (the plan, the
 //! device, the candidate's cost and memory models). The adapters here turn the plan into each
-//! engine's own configuration: [`sim::SimEngine`] builds a `sim::SimConfig` and simulates it,
-//! [`analytic::AnalyticEngine`] prices the closed-form formulas, [`CompareEngine`] runs both.
-//! The engines themselves (`crate::sim`, `crate::analytic`) never see the plan.
+//! engine's own configuration: [`sim::SimEngine`] simulates the candidate's
+//! [`sim::SimSetup`] (built once per candidate) at each probe's batch size and budget,
+//! [`analytic::AnalyticEngine`] prices the closed-form formulas, [`CompareEngine`] runs both;
+//! [`row`] fills what both engines' rows share. The engines themselves (`crate::sim`,
+//! `crate::analytic`) never see the plan.
 
 pub mod analytic;
+pub mod row;
 pub mod sim;
 
 pub use analytic::AnalyticEngine;
@@ -16,7 +19,7 @@ use super::Candidate;
 use crate::cost::graph::build_both;
 use crate::cost::{CostOptions, MemoryModel, RooflineCost};
 use crate::hardware::DeviceProfile;
-use crate::outcome::{AnalyticFigures, DeviceResult, Phase, PhaseResult, Row};
+use crate::outcome::{AnalyticFigures, Phase};
 use crate::plan::Plan;
 
 /// Everything an engine needs to evaluate one candidate in one phase.
@@ -37,6 +40,8 @@ pub struct CandidateCtx<'a> {
     /// Decoder-layer passes per sequence per step ([`CostOptions::layer_passes`]): what the
     /// engine's per-sequence, per-layer overhead is multiplied by in `cost.per_seq_s`.
     pub layer_passes: u32,
+    /// The candidate's simulation, configured on first use ([`CandidateCtx::sim_setup`]).
+    sim: std::sync::OnceLock<sim::SimSetup>,
 }
 
 impl<'a> CandidateCtx<'a> {
@@ -69,26 +74,19 @@ impl<'a> CandidateCtx<'a> {
             admissions_per_step: eff.admissions_per_step,
             overlap_scheduling: eff.overlap_scheduling,
             layer_passes,
+            sim: std::sync::OnceLock::new(),
         }
     }
 
     pub fn reserved_bytes(&self) -> f64 {
         crate::cost::memory::bytes_from_gib(self.plan.serving.reserved_gib(self.device))
     }
-}
 
-/// The best row of a device's first phase that has one (aggregated, or prefill under
-/// disaggregation), its phase, and the candidate context the search priced it with: what the
-/// per-configuration outputs (timeline, operator trace) look at again.
-pub fn best_row_ctx<'a>(plan: &'a Plan, d: &'a DeviceResult) -> Option<(&'a PhaseResult, &'a Row, CandidateCtx<'a>)> {
-    let device = plan.devices.iter().find(|p| p.name == d.device)?;
-    let phase = d.phases.iter().find(|p| !p.best.is_empty())?;
-    let best = &phase.best[0];
-    let cand = super::candidates::enumerate(plan, best.num_devices, phase.phase)
-        .0
-        .into_iter()
-        .find(|c| c.parallel == best.layout && c.mtp == best.mtp)?;
-    Some((phase, best, CandidateCtx::new(plan, device, cand, phase.phase)))
+    /// The candidate's simulation configuration ([`sim::SimSetup::new`]), built on the first
+    /// call and shared by every probe of the candidate after it.
+    pub fn sim_setup(&self) -> &sim::SimSetup {
+        self.sim.get_or_init(|| sim::SimSetup::new(self))
+    }
 }
 
 /// The cost-model options a candidate implies.

@@ -7,7 +7,7 @@ use crate::hardware::DeviceProfile;
 use crate::outcome::Phase;
 use crate::outcome::{PdRow, PdSimulated, PdSplitEval, PdVerification};
 use crate::plan::{Plan, TpotDefinition};
-use crate::search::engine::sim::{factory, input_bins, instance_config, step_cost, MAX_STEPS};
+use crate::search::engine::sim::{input_bins, request_factory, MAX_STEPS};
 use crate::search::{Candidate, CandidateCtx};
 use crate::sim::{simulate_report, Group, KvTransfer, Role, RunParams, SimError, System};
 use crate::workload::arrival::ArrivalProcess;
@@ -52,21 +52,21 @@ pub fn simulate_split(
 ) -> Result<PdSimulated, SimError> {
     let pc = ctx(plan, device, Candidate { parallel: row.p_layout, mtp: 0 }, Phase::Prefill);
     let dc = ctx(plan, device, Candidate { parallel: row.d_layout, mtp: row.d_mtp }, Phase::Decode);
-    let (p_cost, d_cost) = (step_cost(&pc), step_cost(&dc));
+    let (p_setup, d_setup) = (pc.sim_setup(), dc.sim_setup());
     let (ttft_limit, tpot_limit) = (plan.slo.ttft_limit(), plan.slo.tpot_limit());
     let sys = System {
         groups: vec![
             Group {
                 role: Role::Prefill,
                 count: p * row.p_layout.dp,
-                cfg: instance_config(&pc, row.p_budget, row.p_batch_size as u64),
-                cost: &p_cost,
+                cfg: p_setup.instance(row.p_budget, row.p_batch_size as u64),
+                cost: &p_setup.cost,
             },
             Group {
                 role: Role::Decode,
                 count: d * row.d_layout.dp,
-                cfg: instance_config(&dc, row.d_budget, row.d_batch_size as u64),
-                cost: &d_cost,
+                cfg: d_setup.instance(row.d_budget, row.d_batch_size as u64),
+                cost: &d_setup.cost,
             },
         ],
         transfer: Some(KvTransfer { bytes_per_token: pc.mem.kv_bytes_per_token, link: device.kv_transfer.clone() }),
@@ -86,7 +86,7 @@ pub fn simulate_split(
             frontend_ns: (pc.request_overhead_s * 1e9).round() as u64,
         },
     };
-    let rep = simulate_report(&sys, factory(&pc, ArrivalProcess::Poisson { rate }))?;
+    let rep = simulate_report(&sys, request_factory(plan, ArrivalProcess::Poisson { rate }))?;
     let pct = plan.sim.slo_percentile;
     let tpot = match plan.serving.tpot_definition {
         TpotDefinition::InterToken => rep.latency.tpot_inter_token,

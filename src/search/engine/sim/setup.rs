@@ -1,0 +1,288 @@
+//! One candidate's simulation, configured once. [`SimSetup::new`] is the one place the plan,
+//! the device and the candidate become the simulator's configuration: the instance (scheduler,
+//! decode mode, images, overlap), its role and count, the run (measurement, request count,
+//! limits, seed, bins), the request stream, the step cost and what sizes the KV pool. A probe
+//! then fills in only what its batch size and token budget decide ([`SimSetup::config`]): the
+//! running cap and the KV blocks that follow from them.
+
+use super::{DEFAULT_OPEN_REQUESTS, MAX_STEPS};
+use crate::cost::memory::{gib, MemoryUse};
+use crate::cost::{BatchShape, MemoryModel, PhaseLoad, RooflineCost};
+use crate::outcome::Phase;
+use crate::plan::{Mode, Plan, ServingEngine, SpeculativeMethod};
+use crate::search::engine::CandidateCtx;
+use crate::sim::scheduler::SchedulerKind;
+use crate::sim::{DecodeMode, InstanceConfig, Role, RunParams, SimConfig, SimError};
+use crate::workload::arrival::{ArrivalProcess, RequestFactory};
+use crate::workload::Lengths;
+
+/// Everything one candidate's simulations share (see the module comment).
+#[derive(Debug, Clone)]
+pub struct SimSetup {
+    /// The instance as the candidate configures it; `budget`, `max_num_seqs` and `kv_blocks`
+    /// are each probe's ([`SimSetup::instance`]).
+    instance: InstanceConfig,
+    instances: u32,
+    role: Role,
+    /// The run as the plan configures it; `concurrency` is each probe's batch size.
+    run: RunParams,
+    /// The request stream every probe draws from (common random numbers: the same requests
+    /// whatever the batch size).
+    factory: RequestFactory,
+    /// `--max-num-seqs` or the serving engine's default; `None`: the probe's batch size.
+    max_num_seqs: Option<u64>,
+    /// Open-loop arrivals (every replica simulated, no closed-loop KV demand check).
+    open: bool,
+    /// The candidate's memory model and the bytes kept back: they size the KV pool.
+    mem: MemoryModel,
+    reserved_bytes: f64,
+    /// A closed loop's steady-state KV demand per request (`None` for open loops).
+    demand: Option<KvDemand>,
+    /// The step cost the simulator runs on: the candidate's roofline model plus `--serving-cost`
+    /// on every forward of a disaggregated instance (the formulas add it per forward too).
+    pub cost: RooflineCost,
+    /// The phase's latency limits, ms (prefill ignores TPOT, decode TTFT).
+    pub ttft_limit_ms: f64,
+    pub tpot_limit_ms: f64,
+    /// The serving engine whose scheduler runs.
+    pub serving_engine: ServingEngine,
+    /// Identical replicas a simulated figure stands for (closed loops simulate one of DP).
+    pub replicas: f64,
+    /// Prefill tokens per request after the prefix cache (the row's effective input length).
+    pub effective_input: u64,
+    /// The memory picture of a probe that did not run: weights and the reserve only.
+    pub idle_memory: MemoryUse,
+}
+
+/// KV blocks one running request of a closed loop holds at steady state: its private blocks,
+/// and the shared prefix's full blocks held once per prefix group in use.
+#[derive(Debug, Clone, Copy)]
+struct KvDemand {
+    private_blocks: u64,
+    shared_blocks: u64,
+    groups: u64,
+}
+
+impl SimSetup {
+    /// The simulation of `ctx`'s candidate in its phase, as far as the plan decides it.
+    pub fn new(ctx: &CandidateCtx) -> Self {
+        let plan = ctx.plan;
+        let so = &plan.sim;
+        let open = so.arrival.is_open();
+        let serving_engine = plan.serving_engine(ctx.device);
+        let instance = instance_template(ctx, serving_engine);
+        let factory = request_factory(plan, so.arrival.clone());
+        let (ttft_limit_ms, tpot_limit_ms) = crate::search::phase_limits(plan, ctx.phase);
+        let run = RunParams {
+            measure: so.measure,
+            concurrency: 0,
+            // A trace runs whole unless --num-requests cuts it (the CLI warns then).
+            num_requests: so.num_requests.or(factory.trace_len()).unwrap_or(DEFAULT_OPEN_REQUESTS),
+            // A closed loop with --num-requests runs as a benchmark client does; the search
+            // simulates one replica, which receives its share of the requests.
+            // In P/D ratio planning --num-requests sizes the verification runs; the phase
+            // searches stay steady-state closed loops.
+            closed_requests: match (&so.arrival, so.num_requests, &plan.mode) {
+                (_, _, Mode::PdRatio { .. }) => None,
+                (ArrivalProcess::Closed, Some(n), _) => Some(n.div_ceil(ctx.cand.parallel.dp as u64).max(1)),
+                _ => None,
+            },
+            max_concurrency: so.max_concurrency,
+            min_measured: so.slo_percentile.min_sample(),
+            ttft_limit_ms,
+            tpot_limit_ms,
+            seed: plan.seed,
+            max_steps: MAX_STEPS,
+            bins: input_bins(plan),
+            frontend_ns: (ctx.request_overhead_s * 1e9).round() as u64,
+        };
+        let mut cost = ctx.cost.clone();
+        if ctx.phase != Phase::Aggregated {
+            cost.host_s += plan.serving.serving_cost_ms * 1e-3;
+        }
+        let reserved_bytes = ctx.reserved_bytes();
+        let mem = ctx.mem.clone();
+        SimSetup {
+            demand: (!open).then(|| KvDemand::new(ctx, &instance)),
+            instances: if open { ctx.cand.parallel.dp } else { 1 },
+            role: match ctx.phase {
+                Phase::Aggregated => Role::Mixed,
+                Phase::Prefill => Role::Prefill,
+                Phase::Decode => Role::Decode,
+            },
+            instance,
+            run,
+            factory,
+            max_num_seqs: plan.engine_limits(ctx.device).max_num_seqs,
+            open,
+            idle_memory: MemoryUse {
+                weight_gib: gib(mem.weight_bytes),
+                kv_cache_gib: 0.0,
+                activation_gib: 0.0,
+                avail_gib: gib(mem.device_bytes - mem.weight_bytes - reserved_bytes),
+            },
+            mem,
+            reserved_bytes,
+            cost,
+            ttft_limit_ms,
+            tpot_limit_ms,
+            serving_engine,
+            replicas: if open { 1.0 } else { ctx.cand.parallel.dp as f64 },
+            effective_input: plan.workload.input.effective(plan.workload.prefix_cache_hit_rate),
+        }
+    }
+
+    /// The simulation of one probe: `batch` requests per replica under a `budget`-token step,
+    /// and its request stream.
+    pub fn config(&self, batch: u32, budget: u64) -> (SimConfig, RequestFactory) {
+        let max_num_seqs = self.max_num_seqs.unwrap_or(batch as u64);
+        let mut instance = self.instance(budget, max_num_seqs);
+        let seqs = self.kv_sized_seqs(max_num_seqs, batch as u64);
+        if seqs != max_num_seqs {
+            instance.kv_blocks = self.kv_blocks(budget, seqs);
+        }
+        let run = RunParams { concurrency: batch as u64, ..self.run.clone() };
+        (SimConfig { instance, instances: self.instances, role: self.role, run }, self.factory.clone())
+    }
+
+    /// One instance of the candidate under a `budget`-token step with `max_num_seqs` running,
+    /// its KV pool sized for that many sequences.
+    pub fn instance(&self, budget: u64, max_num_seqs: u64) -> InstanceConfig {
+        InstanceConfig { budget, max_num_seqs, kv_blocks: self.kv_blocks(budget, max_num_seqs), ..self.instance.clone() }
+    }
+
+    /// KV blocks one instance holds once weights, the reserve and the largest step's
+    /// activations are set aside.
+    fn kv_blocks(&self, budget: u64, max_seqs: u64) -> u64 {
+        let peak_tokens = (budget as f64 * (1.0 + self.instance.slack)).floor() as u64;
+        let peak = BatchShape { prefill: PhaseLoad::uniform(1, peak_tokens, peak_tokens), sampled: max_seqs, ..Default::default() };
+        let bytes = self.mem.kv_budget_bytes(&peak, self.reserved_bytes);
+        self.mem.kv_capacity_blocks(bytes, self.instance.block_size, max_seqs)
+    }
+
+    /// Running sequences an instance's memory is sized for (activations and per-sequence state
+    /// beside the KV pool), in one place for the pool and the reported memory: decode-first, as
+    /// the original tool does, reserves for `max_num_seqs`; vLLM, SGLang and TensorRT-LLM
+    /// reserve nothing up front, so a closed loop holds at most its concurrency.
+    fn kv_sized_seqs(&self, max_num_seqs: u64, concurrency: u64) -> u64 {
+        if self.open || self.instance.scheduler == SchedulerKind::DecodeFirst {
+            max_num_seqs
+        } else {
+            max_num_seqs.min(concurrency)
+        }
+    }
+
+    /// The memory picture of a simulated probe: its peak KV use and the largest step's
+    /// activations.
+    pub fn memory_use(&self, cfg: &SimConfig, kv_peak_utilization: f64) -> MemoryUse {
+        let ic = &cfg.instance;
+        let kv_bytes = kv_peak_utilization * ic.kv_blocks as f64 * ic.block_size as f64 * self.mem.kv_bytes_per_token;
+        let peak_tokens = (ic.budget as f64 * (1.0 + ic.slack)) as u64;
+        let seqs = self.kv_sized_seqs(ic.max_num_seqs, cfg.run.concurrency);
+        let peak = BatchShape { prefill: PhaseLoad::uniform(1, peak_tokens, ic.budget), sampled: seqs, ..Default::default() };
+        self.mem.usage(&peak, kv_bytes, self.reserved_bytes)
+    }
+
+    /// A closed-loop batch whose steady-state KV demand exceeds the pool would only thrash
+    /// (preempt and recompute without end): it is out of memory, as the analytic engine's
+    /// decode check at the mid-generation context says. Open loops are left to admission
+    /// control.
+    pub fn kv_oversubscribed(&self, cfg: &SimConfig) -> Option<SimError> {
+        let d = self.demand?;
+        let ic = &cfg.instance;
+        let running = cfg.run.concurrency.min(ic.running_cap());
+        let needed = running * d.private_blocks + running.min(d.groups) * d.shared_blocks;
+        (needed > ic.kv_blocks).then_some(SimError::KvOversubscribed { needed, capacity: ic.kv_blocks, batch: cfg.run.concurrency })
+    }
+}
+
+impl KvDemand {
+    /// A request's context at mid-generation (its prompt alone on a prefill instance). A
+    /// shared prefix (`--prefix-groups/--prefix-length`) is held once per group, as the pool
+    /// holds it: its full blocks count once for each group in use, not once per request
+    /// (decode-only instances receive whole contexts and share nothing).
+    fn new(ctx: &CandidateCtx, ic: &InstanceConfig) -> Self {
+        let w = &ctx.plan.workload;
+        let input = w.input.mean_raw() + ic.image_tokens;
+        let output = match &w.output {
+            Lengths::Fixed(o) => *o,
+            Lengths::Distribution(d) => d.effective_length(0.0),
+        };
+        let per_request = match ctx.phase {
+            Phase::Prefill => input,
+            _ => input + output / 2 + ic.decode.query_tokens(),
+        };
+        let (shared_blocks, groups) = match ctx.plan.sim.shared_prefix {
+            Some(p) if p.groups > 0 && ctx.phase != Phase::Decode => (p.length.min(input) / ic.block_size, p.groups as u64),
+            _ => (0, 0),
+        };
+        let private_blocks = (per_request - shared_blocks * ic.block_size).div_ceil(ic.block_size);
+        KvDemand { private_blocks, shared_blocks, groups }
+    }
+}
+
+/// The instance a candidate configures, before a probe sets its budget, running cap and KV
+/// blocks.
+fn instance_template(ctx: &CandidateCtx, engine: ServingEngine) -> InstanceConfig {
+    let plan = ctx.plan;
+    let (images_per_request, patches, tokens) = match (&plan.workload.images, &plan.model.vision) {
+        (Some(im), Some(v)) => {
+            let (p, t) = v.image_tokens(im.height, im.width);
+            (im.per_request as u64, p, t * im.per_request as u64)
+        }
+        _ => (0, 0, 0),
+    };
+    let scheduler = engine.scheduler();
+    // TensorRT-LLM's context servers (the prefill instances of a disaggregated plan) do not
+    // support the overlap scheduler, so they run without it (and `--emit trtllm` writes
+    // `disable_overlap_scheduler: true` for them).
+    let trtllm_context_server = ctx.phase == Phase::Prefill && engine == ServingEngine::Trtllm;
+    InstanceConfig {
+        scheduler,
+        budget: 0,
+        // The share by which the scheduler lets chunks overflow the budget (none but
+        // decode-first's).
+        slack: if scheduler.uses_slack() { plan.serving.token_budget_slack } else { 0.0 },
+        max_num_seqs: 0,
+        chunked_prefill: plan.sim.chunked_prefill,
+        block_size: plan.serving.kv_block_size as u64,
+        kv_blocks: 0,
+        decode: if ctx.phase == Phase::Prefill { DecodeMode::Plain } else { decode_mode(ctx) },
+        prefix_hit_rate: plan.workload.prefix_cache_hit_rate,
+        images_per_request,
+        image_patches_per_image: patches,
+        image_patches: patches * images_per_request,
+        image_tokens: tokens,
+        admissions_per_step: ctx.admissions_per_step.map(u64::from),
+        overlap_scheduling: ctx.overlap_scheduling && !trtllm_context_server,
+    }
+}
+
+/// The decode mode a candidate implies.
+fn decode_mode(ctx: &CandidateCtx) -> DecodeMode {
+    let plan = ctx.plan;
+    match &plan.serving.speculative {
+        Some(s) => {
+            let drafts = match s.method {
+                SpeculativeMethod::Dflash => s.block as u64 - 1,
+                SpeculativeMethod::Dspark => s.block as u64,
+            };
+            DecodeMode::Block { block: s.block as u64, drafts, mean_accepted: s.acceptance.min(drafts as f64) }
+        }
+        None => DecodeMode::mtp(ctx.cand.mtp, &plan.serving.mtp_acceptance_rates),
+    }
+}
+
+/// The plan's request stream under `arrival` (the plan's own, or a P/D verification's rate).
+pub fn request_factory(plan: &Plan, arrival: ArrivalProcess) -> RequestFactory {
+    RequestFactory::new(plan.workload.input.clone(), plan.workload.output.clone(), plan.sim.shared_prefix, arrival, plan.seed)
+        .with_range_ratio(plan.workload.range_ratio)
+}
+
+/// Bins of a variable-length input, for per-bin latencies.
+pub fn input_bins(plan: &Plan) -> Vec<(u64, u64)> {
+    match &plan.workload.input {
+        Lengths::Distribution(d) => d.bins.iter().map(|b| (b.min_tokens, b.max_tokens)).collect(),
+        _ => Vec::new(),
+    }
+}
