@@ -6,9 +6,14 @@
 //! `search` builds them; `report` only renders them; snapshot tests compare the report. It
 //! sits above the engines (a row carries the simulator's latency statistics), below `search`.
 
+mod frontier;
+mod pd;
 pub mod recording;
+
 use crate::cost::memory::MemoryUse;
 use crate::cost::{Breakdown, ParallelConfig};
+pub use frontier::*;
+pub use pd::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -281,146 +286,6 @@ impl Row {
     }
 }
 
-/// One P/D pairing of a prefill row and a decode row.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PdRow {
-    pub pd_ratio: f64,
-    pub balanced_qps: f64,
-    pub p_qps: f64,
-    pub d_qps: f64,
-    pub ttft_ms: f64,
-    pub tpot_ms: f64,
-    pub p_parallel: String,
-    pub d_parallel: String,
-    pub p_devices: u32,
-    pub d_devices: u32,
-    pub p_batch_size: u32,
-    pub d_batch_size: u32,
-    pub p_concurrency: u64,
-    pub d_concurrency: u64,
-    pub p_layout: ParallelConfig,
-    pub d_layout: ParallelConfig,
-    pub d_mtp: u32,
-    /// Token budgets the phase searches used.
-    pub p_budget: u64,
-    pub d_budget: u64,
-    /// Time to move one request's KV from a prefill to a decode device, ms.
-    pub p_transfer_ms: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PdRatioResult {
-    pub rows: Vec<PdRow>,
-    /// The formula's split of the device budget (P ≈ D × ratio, the original tool's rule).
-    pub split: Option<InstanceSplit>,
-    pub total_devices: Option<u32>,
-    /// The best row's plan simulated as one P/D system (simulator engines only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verification: Option<PdVerification>,
-    /// The split "Overall Best" reports: the formula's, or the best simulated split when it
-    /// serves more requests within the SLO; and why.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chosen: Option<ChosenSplit>,
-}
-
-/// Where the split "Overall Best" reports comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum SplitSource {
-    /// The formula's split (P ≈ D × ratio within the device budget).
-    Formula,
-    /// The maximal split that served the most requests within the SLO by simulation.
-    Simulation,
-}
-
-impl SplitSource {
-    pub fn name(self) -> &'static str {
-        match self {
-            SplitSource::Formula => "formula",
-            SplitSource::Simulation => "simulation",
-        }
-    }
-}
-
-/// The P/D split "Overall Best" reports, and why it is that one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ChosenSplit {
-    pub prefill_instances: u32,
-    pub decode_instances: u32,
-    pub prefill_devices: u32,
-    pub decode_devices: u32,
-    pub source: SplitSource,
-    /// Requests per second within the SLO by simulation (none when not simulated).
-    pub good_qps: Option<f64>,
-    /// The formula split's simulated requests per second within the SLO, when simulated.
-    pub formula_good_qps: Option<f64>,
-    pub reason: String,
-}
-
-/// What the simulated P/D system delivered.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PdSimulated {
-    pub ttft: crate::sim::Stat,
-    /// TPOT under the plan's definition: the decode cadence after the first token (TTFT holds the
-    /// KV transfer and any decode-side wait).
-    pub tpot: crate::sim::Stat,
-    pub output_throughput: f64,
-    pub request_rate: f64,
-    pub goodput: f64,
-    pub kv_transfer_ms: f64,
-    pub slo_met: bool,
-    /// Whether the run reached a steady state to measure (else it was too short: the rates
-    /// cover the whole run, drain included).
-    pub steady: bool,
-}
-
-/// One instance split simulated at its balanced rate.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PdSplitEval {
-    pub prefill_instances: u32,
-    pub decode_instances: u32,
-    pub arrival_rate: f64,
-    pub delivered_qps: f64,
-    /// Requests per second that met both limits.
-    pub good_qps: f64,
-    pub slo_met: bool,
-    /// See [`PdSimulated::steady`].
-    pub steady: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "sim_error_message", skip_deserializing)]
-    #[schemars(with = "Option<String>")]
-    pub error: Option<crate::sim::SimError>,
-}
-
-/// The planned split simulated, with the planned figures beside it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PdVerification {
-    pub prefill_instances: u32,
-    pub decode_instances: u32,
-    /// Poisson arrival rate simulated: the split's balanced rate.
-    pub arrival_rate: f64,
-    pub planned_ttft_ms: f64,
-    pub planned_tpot_ms: f64,
-    pub planned_qps: f64,
-    /// Share of the prefill and of the decode side's planned capacity the arrival rate uses;
-    /// the balanced rate puts the binding side at 1.0, where queues have no steady state.
-    pub prefill_utilization: f64,
-    pub decode_utilization: f64,
-    /// Requests each verification run simulates.
-    pub requests: u64,
-    /// The simulated system, or why it could not run (`simulation_error`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub simulated: Option<PdSimulated>,
-    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "sim_error_message", skip_deserializing)]
-    #[schemars(with = "Option<String>")]
-    pub simulation_error: Option<crate::sim::SimError>,
-    /// The highest arrival rate at which the split still meets the SLO (the balanced rate
-    /// itself when it does; none when even a small fraction of it fails).
-    pub sustainable_rate: Option<f64>,
-    /// Maximal splits within the device budget, best first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub splits: Vec<PdSplitEval>,
-}
-
 /// One budget of a chunk-budget study.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SweepPoint {
@@ -526,120 +391,6 @@ pub struct ServingSummary {
     /// The engine's execution profile and calibration on this device, in words.
     #[serde(default)]
     pub calibration: String,
-}
-
-/// How a deployment serves requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum DeploymentKind {
-    /// Every instance runs prefill and decode (mixed batching).
-    Aggregated,
-    /// Prefill instances hand the KV cache to decode instances (P/D).
-    Disaggregated,
-}
-
-impl DeploymentKind {
-    /// The kind as the text report and the charts say it.
-    pub fn label(self) -> &'static str {
-        match self {
-            DeploymentKind::Aggregated => "aggregated",
-            DeploymentKind::Disaggregated => "P/D",
-        }
-    }
-
-    pub fn code(self) -> &'static str {
-        match self {
-            DeploymentKind::Aggregated => "aggregated",
-            DeploymentKind::Disaggregated => "disaggregated",
-        }
-    }
-}
-
-/// A P/D deployment on the device budget: instance layouts, counts and batch sizes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PdDeployment {
-    pub prefill_parallel: String,
-    pub decode_parallel: String,
-    pub prefill_instances: u32,
-    pub decode_instances: u32,
-    pub prefill_devices_per_instance: u32,
-    pub decode_devices_per_instance: u32,
-    /// Requests per prefill / decode DP replica.
-    pub prefill_batch_size: u32,
-    pub decode_batch_size: u32,
-    /// Requests per second the split sustains by the P/D formulas: min(P × prefill QPS,
-    /// D × decode QPS).
-    pub request_rate: f64,
-    /// Share of the prefill and of the decode side's capacity that rate uses (1 = 100 %).
-    pub prefill_utilization: f64,
-    pub decode_utilization: f64,
-}
-
-/// One probed configuration as a point of the throughput-per-device against
-/// throughput-per-user plane.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct FrontierPoint {
-    pub kind: DeploymentKind,
-    /// Aggregated: the layout and batch size; disaggregated: both sides and the split.
-    pub label: String,
-    /// Devices the deployment uses.
-    pub devices: u32,
-    /// Output tokens/s of the whole deployment.
-    pub tokens_per_s: f64,
-    /// Output tokens/s per device used.
-    pub tokens_per_s_per_device: f64,
-    /// Output tokens/s each request sees while decoding: 1000 / TPOT.
-    pub tokens_per_s_per_user: f64,
-    /// TTFT (P/D: the prefill's plus the KV transfer) and TPOT, ms.
-    pub ttft_ms: f64,
-    pub tpot_ms: f64,
-    /// Within the TTFT and TPOT limits (and in memory).
-    pub meets_slo: bool,
-    /// No other point has both more tokens/s per device and more tokens/s per user.
-    pub on_frontier: bool,
-    /// Aggregated points: the probe's index in the aggregated phase's `rows`.
-    pub row: Option<usize>,
-    /// Aggregated points: the layout label and the batch size per replica.
-    pub parallel: Option<String>,
-    pub batch_size: Option<u32>,
-    /// Disaggregated points: the deployment.
-    pub pd: Option<PdDeployment>,
-}
-
-/// Every probed configuration of a device as a point, the Pareto frontier among them and the
-/// deployment chosen: the most tokens/s per device within the SLO.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Frontier {
-    /// Aggregated points first (probe order), then disaggregated ones.
-    pub points: Vec<FrontierPoint>,
-    /// Index in `points` of the chosen deployment, if any meets the SLO.
-    pub chosen: Option<usize>,
-    /// The TPOT limit as tokens/s per user (1000 / limit), if there is one.
-    pub slo_tokens_per_s_per_user: Option<f64>,
-}
-
-/// A deployment of the aggregated-versus-disaggregated comparison, with the figure it is
-/// judged by.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct ComparedDeployment {
-    pub point: FrontierPoint,
-    /// Output tokens/s per device by simulation: the aggregated search's own figure; for P/D,
-    /// the simulated system's delivered rate when it holds the SLO at the planned rate, else
-    /// its sustainable rate, times the mean output length. None with the analytic engine.
-    pub simulated_tokens_per_s_per_device: Option<f64>,
-}
-
-/// The best aggregated and the best P/D deployment for the same model, devices and SLO, and
-/// which serves more per device.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct AggVsDisagg {
-    pub aggregated: Option<ComparedDeployment>,
-    pub disaggregated: Option<ComparedDeployment>,
-    /// The P/D plan simulated as one system (simulator engines).
-    pub verification: Option<PdVerification>,
-    pub winner: Option<DeploymentKind>,
-    /// Why, in words, with the figures.
-    pub reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -785,7 +536,7 @@ impl Report {
 /// A simulation failure is kept typed in memory (its kind decides the stop reason) and written
 /// as its message in JSON, so that schema version 1 keeps its string fields. Reading a report
 /// back keeps the message ([`sim_error_read`]).
-fn sim_error_message<S: serde::Serializer>(e: &Option<crate::sim::SimError>, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn sim_error_message<S: serde::Serializer>(e: &Option<crate::sim::SimError>, s: S) -> Result<S::Ok, S::Error> {
     match e {
         Some(e) => s.serialize_str(&e.to_string()),
         None => s.serialize_none(),

@@ -42,11 +42,13 @@ impl PartialEq for Keyed {
 }
 impl Eq for Keyed {}
 impl PartialOrd for Keyed {
+    #[inline]
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 impl Ord for Keyed {
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
         self.key.cmp(&other.key)
     }
@@ -84,6 +86,7 @@ impl EventQueue {
         self.heap.push(Reverse(Keyed { key: (at, seq), event }));
     }
 
+    #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, Event)> {
         self.heap.pop().map(|Reverse(k)| (k.key.0, k.event))
     }

@@ -1,8 +1,9 @@
 //! The crate's layering, checked on its source: modules only look down
 //! (units/util → yaml → model, hardware → quant → cost → workload → sim, analytic → plan →
-//! outcome → search → calibrate → report → error → cli → interactive), and no source file reaches itself
-//! through `crate::` or `super::` paths. A module's `mod.rs` naming its own submodules (its
-//! `pub use child::X` facade) is not counted as an import.
+//! outcome → search → calibrate → report → error → cli → interactive), no source file reaches itself
+//! through `crate::` or `super::` paths (a module's `mod.rs` naming its own submodules, its
+//! `pub use child::X` facade, is not counted as an import), and no source file grows past 800
+//! lines.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -223,4 +224,28 @@ fn no_file_reaches_itself() {
             }
         }
     }
+}
+
+/// Most lines a source file under src/ may hold, its inline tests included (files whose names
+/// end in `tests.rs` hold only tests and are not counted).
+const MAX_FILE_LINES: usize = 800;
+
+#[test]
+fn no_source_file_is_over_800_lines() {
+    // Mutation: append 800 blank lines to any file under src/ (or raise a split file back to
+    // its pre-split size) and this test names it.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut paths = Vec::new();
+    sources(&src, &mut paths);
+    let mut long: Vec<String> = paths
+        .iter()
+        .filter(|p| !p.to_string_lossy().ends_with("tests.rs"))
+        .filter_map(|p| {
+            let n = std::fs::read_to_string(p).unwrap().lines().count();
+            (n > MAX_FILE_LINES).then(|| format!("{} ({n} lines)", p.strip_prefix(&src).unwrap().display()))
+        })
+        .collect();
+    long.sort();
+    assert!(paths.len() > 40, "the source walk found too few files");
+    assert!(long.is_empty(), "files over {MAX_FILE_LINES} lines (split them by responsibility):\n{}", long.join("\n"));
 }

@@ -21,44 +21,53 @@ pub struct Admission {
 }
 
 impl Admission {
+    #[inline]
     pub fn request(&self) -> u32 {
         self.req
     }
 
     /// Prompt tokens left to compute.
+    #[inline]
     pub fn left(&self) -> u64 {
         self.prompt - self.start
     }
 }
 
 impl StepBuilder<'_> {
+    #[inline]
     pub fn role(&self) -> Role {
         self.inst.role
     }
 
+    #[inline]
     pub fn now(&self) -> Nanos {
         self.now
     }
 
     /// Running sequences (decoding or prefilling).
+    #[inline]
     pub fn running(&self) -> u64 {
         self.inst.running.len() as u64
     }
 
+    #[inline]
     pub fn waiting(&self) -> u64 {
         self.inst.waiting.len() as u64
     }
 
+    #[inline]
     pub fn decoding(&self) -> u64 {
         self.inst.dec_count
     }
 
     /// Nothing scheduled yet.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.inst.step_is_empty()
     }
 
     /// Tokens in the step so far: decode queries and prefill chunks.
+    #[inline]
     pub fn tokens(&self) -> u64 {
         self.inst.step_decodes * self.cfg.decode.query_tokens() + self.inst.step_chunk_tokens
     }
@@ -85,11 +94,13 @@ impl StepBuilder<'_> {
     }
 
     /// KV cache tokens free now or after evicting unreferenced cached prefixes.
+    #[inline]
     pub fn kv_available_tokens(&self) -> u64 {
         self.inst.kv.available() * self.inst.kv.block_size
     }
 
     /// KV blocks free now or after evicting unreferenced cached prefixes.
+    #[inline]
     pub fn kv_available_blocks(&self) -> u64 {
         self.inst.kv.available()
     }
@@ -151,16 +162,19 @@ impl StepBuilder<'_> {
     /// Sequences with prompt left to compute, in admission order (admissions in this step
     /// join the end). Index them with [`StepBuilder::prefill_left`] and
     /// [`StepBuilder::try_chunk`].
+    #[inline]
     pub fn partial_prefills(&self) -> usize {
         self.inst.prefilling.len()
     }
 
     /// Prompt tokens left to compute for the `i`-th prefilling sequence.
+    #[inline]
     pub fn prefill_left(&self, i: usize) -> u64 {
         self.inst.seqs[self.inst.prefilling[i] as usize].prompt_left
     }
 
     /// The request of the `i`-th prefilling sequence.
+    #[inline]
     pub fn prefill_request(&self, i: usize) -> u32 {
         self.inst.seqs[self.inst.prefilling[i] as usize].req
     }
