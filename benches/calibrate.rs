@@ -1,4 +1,4 @@
-//! `calibrate` on the measured training sample (1,036 runs): read, predict every run with the
+//! `calibrate` on the measured training sample (981 runs): read, predict every run with the
 //! simulator (rayon over runs), tabulate. Target: 1,000 runs ≤ 60 s on 2 cores
 //! (docs/validation.md records the baseline).
 
@@ -12,7 +12,7 @@ fn main() {
     divan::main();
 }
 
-/// Reading and mapping the 1,036 runs (no simulation).
+/// Reading and mapping the 981 runs (no simulation).
 #[divan::bench(sample_count = 5)]
 fn read_training_file() -> usize {
     read_files(&[TRAIN], &Resolver::default()).unwrap().len()
@@ -37,7 +37,7 @@ fn evaluate_sample() -> usize {
 }
 
 /// The fit of every engine × device calibration on the training file (four simulation passes
-/// of the 1,036 runs and the optimiser between them). Target: ≤ 60 s on 2 cores.
+/// of the 981 runs and the optimiser between them). Target: ≤ 60 s on 2 cores.
 #[divan::bench(sample_count = 1, sample_size = 1)]
 fn fit_training_file() -> usize {
     let res = Resolver::default();
