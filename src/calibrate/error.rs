@@ -17,6 +17,9 @@ pub enum CalibrateError {
     /// The files hold no run at all.
     #[error("{files}: no measured runs")]
     Empty { files: String },
+    /// Every run read was dropped by the hygiene checks (`report` lists them).
+    #[error("all {read} measured runs were dropped\n{report}")]
+    AllDropped { read: usize, report: String },
 }
 
 impl CalibrateError {

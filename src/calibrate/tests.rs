@@ -176,3 +176,130 @@ fn a_run_whose_tpot_falls_as_concurrency_rises_is_left_out_of_the_fit() {
     assert_eq!(out.iter().map(|(i, _)| *i).collect::<Vec<_>>(), vec![4], "{out:?}");
     assert!(out[0].1.contains("at 512 requests") && out[0].1.contains("9.00 ms at 64"), "{}", out[0].1);
 }
+
+/// gpt-oss-120b rows of the training file's shape (engine, version, model, GPU, precision and
+/// lengths fixed): `run(id, concurrency, tp, attention_dp, moe_tp, moe_ep, ttft, tpot)`.
+fn oss(id: &str, c: u32, layout: [u32; 4], ttft: &str, tpot: &str) -> String {
+    let [tp, dp, mtp, ep] = layout;
+    format!("{id},trtllm,1.2.0rc2,openai/gpt-oss-120b,b200_sxm,fp4,1024,1024,{c},{tp},{dp},{mtp},{ep},{ttft},{tpot}")
+}
+
+fn read_rows(rows: &[String]) -> Vec<MeasuredRun> {
+    read(&csv(&rows.iter().map(String::as_str).collect::<Vec<_>>())).unwrap()
+}
+
+#[test]
+fn an_id_names_its_tp_and_ep_in_every_form_of_the_training_file() {
+    // Fails if the `0` of `tp2_0` (the source's 2.0) is not skipped (EP would be lost), if
+    // `epnone` is not EP 1, or if the first `tp` token counts instead of the last.
+    use hygiene::{id_layout, IdLayout};
+    assert_eq!(
+        id_layout("2026_04_06_gpt_oss_120b_h200_sxm_trtllm_fp4_agg_8192x1024_c16_tp4_ep4_926"),
+        Some(IdLayout { tp: 4, ep: Some(4) })
+    );
+    assert_eq!(
+        id_layout("2026_03_25_gpt_oss_120b_b200_sxm_trtllm_fp4_agg_1024x1024_c256_tp2_0_ep2_0_1009"),
+        Some(IdLayout { tp: 2, ep: Some(2) })
+    );
+    assert_eq!(
+        id_layout("qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_trtllm_agg_4000x1000_c_tp2_epnone_1"),
+        Some(IdLayout { tp: 2, ep: Some(1) })
+    );
+    assert_eq!(id_layout("tp8_model_tp2_x"), Some(IdLayout { tp: 2, ep: None }));
+    assert_eq!(id_layout("row 3"), None);
+    assert_eq!(id_layout("a_tpx_ep2"), None);
+}
+
+#[test]
+fn an_moe_layout_must_cover_its_gpus_and_a_dense_one_is_not_asked() {
+    // gpt-oss on 4 GPUs with experts over moe_tp 2 × moe_ep 1 (2 GPUs): the mapping reads MoE
+    // DP 2, which these benchmarks never run. Attention DP 4 × TP 1 with EP 4 covers 4 GPUs.
+    // Fails if the GPUs leave out attention DP (the DP row is dropped) or if dense models are
+    // checked (Qwen's MoE columns mean nothing).
+    let rows = [
+        oss("bad", 8, [4, 1, 2, 1], "100", "10"),
+        oss("dp", 8, [1, 4, 1, 4], "100", "10"),
+        "dense,vllm,,Qwen/Qwen3-32B,h100_sxm,,1024,128,8,2,,2,2,150,18".to_string(),
+    ];
+    let runs = read_rows(&rows);
+    assert_eq!(runs[0].target.parallel.moe_dp, 2, "the mapping accepts it");
+    let why = hygiene::layout_contradiction(&runs[0], true).unwrap();
+    assert_eq!(why, "moe_tp 2 × moe_ep 1 = 2 is not its 4 GPUs (tp 4 × attention_dp 1)");
+    assert_eq!(hygiene::layout_contradiction(&runs[1], true), None);
+    assert_eq!(hygiene::layout_contradiction(&runs[2], false), None);
+    let out = hygiene::screen(runs, &Resolver::default());
+    assert_eq!(out.kept.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["dp", "dense"]);
+    assert_eq!((out.dropped[0].id.as_str(), out.dropped[0].reason), ("bad", hygiene::DropReason::Layout));
+}
+
+#[test]
+fn a_layout_that_disagrees_with_its_id_is_dropped() {
+    // The source's H200 row `…_tp4_ep4_926` listed as tp 16, moe_tp 4, moe_ep 4 (consistent in
+    // itself, wrong against its id); an attention-DP row names its GPUs (DP 4) in `tp4`; an
+    // `epnone` gpt-oss row with moe_ep 2; a dense `epnone` row with moe_ep 0. Fails if the id's
+    // TP is compared with the `tp` column instead of the GPUs (the DP row is dropped), if
+    // `epnone` is not read as EP 1 (the third row is kept), or if dense rows' EP is compared.
+    let rows = [
+        oss("x_c16_tp4_ep4_926", 16, [16, 1, 4, 4], "100", "10"),
+        oss("x_c32_tp4_ep1_296", 32, [1, 4, 4, 1], "100", "10"),
+        oss("x_c320_tp4_epnone_4", 320, [4, 1, 2, 2], "100", "10"),
+        "q_c_tp2_epnone_1,trtllm,,Qwen/Qwen3-32B,h100_sxm,fp8,4000,1000,64,2,,1,0,651,19".to_string(),
+        "q_c_tp2_ep4_1,trtllm,,Qwen/Qwen3-32B,h100_sxm,fp8,4000,1000,64,2,,1,0,651,19.5".to_string(),
+    ];
+    let out = hygiene::screen(read_rows(&rows), &Resolver::default());
+    assert_eq!(out.kept.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["x_c32_tp4_ep1_296", "q_c_tp2_epnone_1", "q_c_tp2_ep4_1"]);
+    let why: Vec<(&str, &str)> = out.dropped.iter().map(|d| (d.id.as_str(), d.why.as_str())).collect();
+    assert_eq!(
+        why,
+        [
+            ("x_c16_tp4_ep4_926", "its id names tp 4 but the row runs 16 GPUs (tp 16 × attention_dp 1)"),
+            ("x_c320_tp4_epnone_4", "its id names ep 1 but the row has moe_ep 2"),
+        ]
+    );
+    assert!(out.dropped.iter().all(|d| d.reason == hygiene::DropReason::IdLayout));
+}
+
+#[test]
+fn a_measurement_exported_twice_keeps_one_run_and_one_under_two_layouts_keeps_none() {
+    // The training file's repeated exports differ in the last digit of TPOT (…267 and …269).
+    // Fails if measurements are compared exactly (the repeat is kept), if the point leaves out
+    // the concurrency (the run at 128 requests is taken for a repeat), or if the conflicting
+    // pair keeps one of its runs.
+    let rows = [
+        oss("a_tp2_0_ep2_0_1009", 256, [1, 2, 1, 2], "280.28394545071933", "11.052209836596267"),
+        oss("b_tp2_ep2_1741", 256, [1, 2, 1, 2], "280.28394545071933", "11.052209836596269"),
+        oss("c_tp2_ep2_7", 128, [1, 2, 1, 2], "280.28394545071933", "11.052209836596267"),
+        oss("d_tp4_ep4_1", 64, [1, 4, 1, 4], "194.05", "6.42"),
+        oss("e", 64, [4, 1, 4, 1], "194.05", "6.42"),
+    ];
+    let runs = read_rows(&rows);
+    let repeated = hygiene::repeated_measurements(&runs);
+    let reasons: Vec<(usize, hygiene::DropReason)> = repeated.iter().map(|(i, r, _)| (*i, *r)).collect();
+    use hygiene::DropReason::{ConflictingLayouts, Duplicate};
+    assert_eq!(reasons, [(1, Duplicate), (3, ConflictingLayouts), (4, ConflictingLayouts)]);
+    assert_eq!(repeated[0].2, "the same measurement as a_tp2_0_ep2_0_1009");
+    assert!(
+        repeated[1].2.contains("d_tp4_ep4_1 (4 GPUs, tp 1, ep 4, moe_tp 1, fp4); e (4 GPUs, tp 4, ep 1, moe_tp 4, fp4)"),
+        "{}",
+        repeated[1].2
+    );
+}
+
+#[test]
+fn of_one_measurement_under_two_layouts_the_run_whose_id_agrees_is_kept() {
+    // The source's pair `…_tp4_0_ep4_0_1007` (DP 4, EP 4: right) and `…_tp4_ep4_1904` (DP 16,
+    // moe_tp 4: TP × EP GPUs). The id check runs first, so the pair is no longer a conflict.
+    // Fails if the repeated-measurement check runs before the id check (both are dropped).
+    let rows = [
+        oss("x_c64_tp4_0_ep4_0_1007", 64, [1, 4, 1, 4], "194.0538869210286", "6.423807455536409"),
+        oss("x_c64_tp4_ep4_1904", 64, [1, 16, 4, 4], "194.0538869210286", "6.423807455536409"),
+    ];
+    let out = hygiene::screen(read_rows(&rows), &Resolver::default());
+    assert_eq!(out.kept.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["x_c64_tp4_0_ep4_0_1007"]);
+    assert_eq!(out.dropped.iter().map(|d| d.reason).collect::<Vec<_>>(), [hygiene::DropReason::IdLayout]);
+    let text = hygiene::render_dropped(&out.dropped, 2, 0);
+    assert_eq!(
+        text,
+        "Dropped 1 of 2 measured runs: 1 whose layout disagrees with the TP/EP their id names.\n  … and 1 more (see --output json)\n"
+    );
+}

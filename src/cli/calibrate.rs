@@ -3,14 +3,17 @@
 
 use super::args::RawArgs;
 use super::plan::{build_checked, Command, PlanError};
-use crate::calibrate::{evaluate, read_files, render_text, Predictor, Resolver};
+use crate::calibrate::calibrator::{self, CrossValidation, HoldOut};
+use crate::calibrate::hygiene::{self, DroppedRun};
+use crate::calibrate::{evaluate, read_files, render_text, CalibrateError, MeasuredRun, Prediction, Predictor, Resolver};
 use clap::Parser;
 use std::path::PathBuf;
 
 const ABOUT: &str = "\
 Compare the simulator with measured serving benchmarks: predict every measured run (its model, \
 GPU, precision and layout at its concurrency) and print the error of TTFT and TPOT per engine × \
-GPU × model (median and p90 of |error|, signed median).";
+GPU × model (median and p90 of |error|, signed median). Runs whose layout contradicts itself or \
+its id, and measurements listed twice, are dropped first and reported on stderr.";
 
 #[derive(Debug, Clone, Parser)]
 #[command(name = "throughput-optimizer calibrate", bin_name = "throughput-optimizer calibrate", about = ABOUT)]
@@ -46,7 +49,24 @@ pub struct CalibrateArgs {
     /// result (leave-one-model-out cross-validation).
     #[arg(long, requires = "fit")]
     pub leave_one_model_out: bool,
+    /// With --fit: also fit once without each device and predict that device's runs with the
+    /// result (leave-one-device-out cross-validation). The held-out device has no fitted entry:
+    /// it is priced like any device the profiles were not fitted on, with its datasheet
+    /// efficiencies and its engine's default overheads (the mean of the fitted devices').
+    #[arg(long, requires = "fit")]
+    pub leave_one_device_out: bool,
 }
+
+/// What `calibrate` prints: the tables (stdout) and the report of the runs it dropped (stderr,
+/// empty when none).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CalibrateOutput {
+    pub text: String,
+    pub dropped: String,
+}
+
+/// Dropped runs listed one per line on stderr; the JSON output lists them all.
+const DROPPED_LISTED: usize = 20;
 
 /// The plan every prediction starts from: the tool's defaults for a simulated aggregated run
 /// (each measured run then sets its model, device, quantization, lengths and layout).
@@ -66,8 +86,9 @@ pub fn base_plan(calibration: &[String]) -> Result<crate::plan::Plan, PlanError>
     }
 }
 
-/// Read, predict, tabulate: the whole output, or the first error (nothing is printed then).
-pub fn run(args: &CalibrateArgs) -> Result<String, PlanError> {
+/// Read, screen, predict, tabulate: the whole output, or the first error (nothing is printed
+/// then).
+pub fn run(args: &CalibrateArgs) -> Result<CalibrateOutput, PlanError> {
     let json = match args.output.as_deref().map(str::to_lowercase).as_deref() {
         None | Some("table") => false,
         Some("json") => true,
@@ -75,32 +96,46 @@ pub fn run(args: &CalibrateArgs) -> Result<String, PlanError> {
     };
     // One catalog and device registry for reading the runs and predicting them.
     let resolver = Resolver::default();
-    let runs = read_files(&args.measured, &resolver)?;
+    let read = read_files(&args.measured, &resolver)?;
+    let read_count = read.len();
+    let screened = hygiene::screen(read, &resolver);
+    let dropped = hygiene::render_dropped(&screened.dropped, read_count, DROPPED_LISTED);
+    if screened.kept.is_empty() {
+        return Err(CalibrateError::AllDropped { read: read_count, report: dropped }.into());
+    }
+    let runs = screened.kept;
     let predictor = Predictor::new(base_plan(&args.calibration)?, &resolver);
-    if args.fit {
-        return fit_and_report(args, &predictor, &runs, json);
-    }
-    let preds = predictor.predict_all(&runs);
-    let table = evaluate(&runs, &preds);
-    if json {
-        // The table's fields, then every run beside its prediction (the residuals a user
-        // studies when a group's median hides a pattern by concurrency or length).
-        let mut v = serde_json::to_value(&table).map_err(|e| PlanError::Output(e.to_string()))?;
-        v["runs"] = serde_json::Value::Array(runs.iter().zip(&preds).map(|(r, p)| run_json(r, &[("predicted", p)])).collect());
-        serde_json::to_string_pretty(&v).map(|s| s + "\n").map_err(|e| PlanError::Output(e.to_string()))
+    let text = if args.fit {
+        fit_and_report(args, &predictor, &runs, &screened.dropped, json)?
     } else {
-        Ok(render_text(&table))
-    }
+        let preds = predictor.predict_all(&runs);
+        let table = evaluate(&runs, &preds);
+        if json {
+            // The table's fields, then every run beside its prediction (the residuals a user
+            // studies when a group's median hides a pattern by concurrency or length).
+            let mut v = serde_json::to_value(&table).map_err(|e| PlanError::Output(e.to_string()))?;
+            v["runs"] = serde_json::Value::Array(runs.iter().zip(&preds).map(|(r, p)| run_json(r, &[("predicted", p)])).collect());
+            v["dropped"] = serde_json::to_value(&screened.dropped).map_err(|e| PlanError::Output(e.to_string()))?;
+            pretty(&v)?
+        } else {
+            render_text(&table)
+        }
+    };
+    Ok(CalibrateOutput { text, dropped })
 }
 
-/// `--fit`: the fit, its tables, the files it writes and the cross-validation.
+fn pretty(v: &serde_json::Value) -> Result<String, PlanError> {
+    serde_json::to_string_pretty(v).map(|s| s + "\n").map_err(|e| PlanError::Output(e.to_string()))
+}
+
+/// `--fit`: the fit, its tables, the files it writes and the cross-validations.
 fn fit_and_report(
     args: &CalibrateArgs,
     predictor: &Predictor,
-    runs: &[crate::calibrate::MeasuredRun],
+    runs: &[MeasuredRun],
+    dropped: &[DroppedRun],
     json: bool,
 ) -> Result<String, PlanError> {
-    use crate::calibrate::calibrator;
     if let Some(dir) = &args.write {
         if !dir.is_dir() {
             return Err(PlanError::invalid("--write", dir.display(), "an existing directory"));
@@ -109,7 +144,11 @@ fn fit_and_report(
     let out = calibrator::fit(predictor, runs);
     let before = evaluate(runs, &out.before);
     let after = evaluate(runs, &out.after);
-    let lomo = if args.leave_one_model_out { Some(calibrator::leave_one_model_out(predictor, runs)) } else { None };
+    let held_out: Vec<HoldOut> = [(args.leave_one_model_out, HoldOut::Model), (args.leave_one_device_out, HoldOut::Device)]
+        .into_iter()
+        .filter_map(|(on, h)| on.then_some(h))
+        .collect();
+    let cvs: Vec<CrossValidation> = held_out.into_iter().map(|h| calibrator::cross_validate(predictor, runs, h)).collect();
     if let Some(dir) = &args.write {
         for name in out.params.keys().map(|(e, _)| e.clone()).collect::<std::collections::BTreeSet<_>>() {
             let profile = out.engines.get(&name);
@@ -119,15 +158,7 @@ fn fit_and_report(
         }
     }
     if json {
-        let v = serde_json::json!({
-            "before": before,
-            "after": after,
-            "params": out.params.iter().map(|((e, d), (p, n))| serde_json::json!({"engine": e, "device": d, "runs": n, "params": p})).collect::<Vec<_>>(),
-            "leave_one_model_out": lomo,
-            "left_out_of_fit": out.screened.iter().map(|(i, why)| serde_json::json!({"id": runs[*i].id, "why": why})).collect::<Vec<_>>(),
-            "runs": runs.iter().zip(out.before.iter().zip(&out.after)).map(|(r, (b, a))| run_json(r, &[("before", b), ("after", a)])).collect::<Vec<_>>(),
-        });
-        return serde_json::to_string_pretty(&v).map(|s| s + "\n").map_err(|e| PlanError::Output(e.to_string()));
+        return fit_json(runs, &out, &before, &after, &cvs, dropped);
     }
     let mut text = format!("## Before: datasheet efficiencies, engine default overheads\n\n{}\n", render_text(&before));
     text += &format!("## After the fit\n\n{}\n", render_text(&after));
@@ -142,15 +173,52 @@ fn fit_and_report(
         }
         text += "\n";
     }
-    if let Some(l) = &lomo {
-        text += &format!("## Leave one model out: each model's runs predicted by a fit without it\n\n{}\n", render_text(l));
+    for cv in &cvs {
+        let h = cv.held_out.name();
+        text += &format!("## Leave one {h} out: each {h}'s runs predicted by a fit without it\n\n{}\n", render_text(&cv.table));
     }
     Ok(text)
 }
 
+/// The JSON output of `--fit`: the tables, the parameters, the cross-validations (`null` when
+/// not asked for), the runs left out of the fit and those dropped, and every run beside its
+/// predictions.
+fn fit_json(
+    runs: &[MeasuredRun],
+    out: &calibrator::FitOutcome,
+    before: &crate::calibrate::ErrorTable,
+    after: &crate::calibrate::ErrorTable,
+    cvs: &[CrossValidation],
+    dropped: &[DroppedRun],
+) -> Result<String, PlanError> {
+    let key = |h: HoldOut| format!("leave_one_{}_out", h.name());
+    let mut v = serde_json::json!({
+        "before": before,
+        "after": after,
+        "params": out.params.iter().map(|((e, d), (p, n))| serde_json::json!({"engine": e, "device": d, "runs": n, "params": p})).collect::<Vec<_>>(),
+        "leave_one_model_out": null,
+        "leave_one_device_out": null,
+        "left_out_of_fit": out.screened.iter().map(|(i, why)| serde_json::json!({"id": runs[*i].id, "why": why})).collect::<Vec<_>>(),
+        "dropped": dropped,
+    });
+    for cv in cvs {
+        v[key(cv.held_out)] = serde_json::to_value(&cv.table).map_err(|e| PlanError::Output(e.to_string()))?;
+    }
+    // Each run's predictions: before and after the fit, and by each cross-validation's fit
+    // without its model or device.
+    let per_run = runs.iter().enumerate().map(|(i, r)| {
+        let mut preds = vec![("before".to_string(), &out.before[i]), ("after".to_string(), &out.after[i])];
+        preds.extend(cvs.iter().map(|cv| (key(cv.held_out), &cv.predictions[i])));
+        let named: Vec<(&str, &Result<Prediction, String>)> = preds.iter().map(|(n, p)| (n.as_str(), *p)).collect();
+        run_json(r, &named)
+    });
+    v["runs"] = serde_json::Value::Array(per_run.collect());
+    pretty(&v)
+}
+
 /// One measured run in JSON output: its identity, layout and measurement, and each named
 /// prediction (`null` where the simulator could not predict it).
-fn run_json(r: &crate::calibrate::MeasuredRun, preds: &[(&str, &Result<crate::calibrate::Prediction, String>)]) -> serde_json::Value {
+fn run_json(r: &MeasuredRun, preds: &[(&str, &Result<Prediction, String>)]) -> serde_json::Value {
     let mut v = serde_json::json!({
         "id": r.id, "engine": r.engine, "gpu": r.gpu, "model": r.model, "isl": r.isl, "osl": r.osl,
         "concurrency": r.concurrency, "tp": r.tp, "attention_dp": r.attention_dp, "moe_tp": r.moe_tp, "moe_ep": r.moe_ep,

@@ -1,5 +1,6 @@
 //! `throughput-optimizer calibrate`: the error table on measured runs, bad input as usage
-//! errors naming file, row and field, and the prediction's mix of steady state and first wave.
+//! errors naming file, row and field, the runs dropped as contradictory or repeated, the
+//! prediction's mix of steady state and first wave, the fit and its cross-validations.
 
 use super::util::{cmd, run_json, run_ok, usage_error};
 use predicates::prelude::*;
@@ -8,6 +9,8 @@ use throughput_optimizer::cli::calibrate::base_plan;
 
 const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/calibration/measured_sample.csv");
 const VLLM_JSON: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/calibration/vllm_bench_serve.json");
+/// Six vLLM runs of the training file: gpt-oss-120b on H100 and H200, Qwen3-32B on H100.
+const CROSS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/calibration/measured_cross_validation.csv");
 
 #[test]
 fn calibrate_prints_the_error_table_of_a_fixture() {
@@ -324,4 +327,102 @@ fn the_per_layer_overhead_counts_every_layer_pass_a_step_runs() {
     assert_eq!((plain.layer_passes, drafting.layer_passes), (61, 63));
     assert!((plain.cost.per_seq_s - 61.0 * per_layer).abs() < 1e-15, "{}", plain.cost.per_seq_s);
     assert!((drafting.cost.per_seq_s - 63.0 * per_layer).abs() < 1e-15, "{}", drafting.cost.per_seq_s);
+}
+
+#[test]
+fn contradictory_and_repeated_runs_are_dropped_and_reported_on_stderr_and_in_json() {
+    // The sample plus the source's wrong layout of a run (`…_tp4_ep4_…` on 16 GPUs) and a
+    // repeat of a sample run under another id. Fails if a dropped run is still tabulated (8
+    // runs, not 10), or if the count and the reasons are missing from stderr or the JSON.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("runs.csv");
+    let mut text = std::fs::read_to_string(SAMPLE).unwrap();
+    text += "x_c16_tp4_ep4_926,trtllm,1.2.0rc2,openai/gpt-oss-120b,h200_sxm,fp4,8192,1024,16,16,,4,4,500,20\n";
+    let repeat = text.lines().nth(1).unwrap().replacen("qwen_", "again_", 1);
+    text += &format!("{repeat}\n");
+    std::fs::write(&file, text).unwrap();
+    let shown = file.display().to_string();
+    let out = cmd().args(["calibrate", "--measured", &shown, "--output", "json"]).assert().success().get_output().clone();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("Dropped 2 of 10 measured runs: 1 whose layout disagrees with the TP/EP their id names; 1 repeating"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&format!("x_c16_tp4_ep4_926 ({shown} row 9): its id names tp 4 but the row runs 16 GPUs")), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["runs"].as_array().unwrap().len(), 8);
+    let dropped = v["dropped"].as_array().unwrap();
+    assert_eq!(
+        dropped.iter().map(|d| (d["row"].as_u64().unwrap(), d["reason"].as_str().unwrap())).collect::<Vec<_>>(),
+        [(9, "id_layout"), (10, "duplicate")]
+    );
+    // Nothing dropped: nothing said.
+    let clean = cmd().args(["calibrate", "--measured", SAMPLE]).assert().success().get_output().clone();
+    assert!(!String::from_utf8(clean.stderr).unwrap().contains("Dropped"));
+}
+
+/// A held-out run: its id and its (TTFT, TPOT) as the cross-validation predicts it, as a fit
+/// without its model or device predicts it, and as the fit on every run predicts it.
+type HeldOut = (String, [f64; 2], [f64; 2], [f64; 2]);
+
+/// The cross-validation fixture's runs whose CSV line contains `held_out`, predicted by
+/// `calibrate --fit --<flag>`, and the same runs predicted by a fit on the other runs only
+/// (`--fit --write`, read back with `--calibration`), with the full fit's prediction.
+fn held_out_predictions(flag: &str, held_out: &str) -> Vec<HeldOut> {
+    let pair = |p: &serde_json::Value| [p["ttft_ms"].as_f64().unwrap(), p["tpot_ms"].as_f64().unwrap()];
+    let cv: serde_json::Value =
+        serde_json::from_str(&run_ok(&["calibrate", "--measured", CROSS, "--fit", flag, "--output", "json"])).unwrap();
+    let key = flag.trim_start_matches("--").replace('-', "_");
+    assert!(cv[&key]["groups"].as_array().is_some_and(|g| !g.is_empty()), "{key} table missing: {}", cv[&key]);
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(CROSS).unwrap();
+    let (test, train): (Vec<&str>, Vec<&str>) = text.lines().skip(1).partition(|l| l.contains(held_out));
+    let header = text.lines().next().unwrap();
+    let write = |name: &str, rows: &[&str]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, std::iter::once(header).chain(rows.iter().copied()).collect::<Vec<_>>().join("\n")).unwrap();
+        path.display().to_string()
+    };
+    let (train, test) = (write("train.csv", &train), write("test.csv", &test));
+    let d = dir.path().display().to_string();
+    run_ok(&["calibrate", "--measured", &train, "--fit", "--write", &d]);
+    let vllm = format!("{d}/vllm.yaml");
+    let alone: serde_json::Value =
+        serde_json::from_str(&run_ok(&["calibrate", "--measured", &test, "--calibration", &vllm, "--output", "json"])).unwrap();
+    let runs = cv["runs"].as_array().unwrap();
+    alone["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            let r = runs.iter().find(|r| r["id"] == a["id"]).unwrap();
+            (a["id"].as_str().unwrap().to_string(), pair(&r[&key]), pair(&a["predicted"]), pair(&r["after"]))
+        })
+        .collect()
+}
+
+fn assert_predicted_without_them(found: &[HeldOut], expected: usize) {
+    assert_eq!(found.len(), expected, "{found:?}");
+    for (id, cv, without, _) in found {
+        for k in 0..2 {
+            assert!((cv[k] - without[k]).abs() <= 1e-9 * without[k], "{id}: cross-validated {cv:?}, fit without it {without:?}");
+        }
+    }
+    assert!(found.iter().any(|(_, cv, _, full)| cv != full), "the full fit predicts the held-out runs alike: {found:?}");
+}
+
+#[test]
+fn leave_one_model_out_predicts_each_model_by_a_fit_without_its_runs() {
+    // Qwen3-32B's runs as the cross-validation predicts them are what a fit on gpt-oss-120b's
+    // runs alone predicts, and not what the fit on all six predicts. Fails if a fold trains on
+    // the runs it predicts (or on none), or if a run gets another fold's prediction.
+    assert_predicted_without_them(&held_out_predictions("--leave-one-model-out", "Qwen/Qwen3-32B"), 2);
+}
+
+#[test]
+fn leave_one_device_out_predicts_each_device_by_a_fit_without_its_runs() {
+    // H200's runs as the cross-validation predicts them are what a fit on the H100 runs alone
+    // predicts (H200 then has no entry: the datasheet and vLLM's default overheads). Fails if
+    // the folds are made by model, or if a fold trains on the device it predicts.
+    assert_predicted_without_them(&held_out_predictions("--leave-one-device-out", ",h200_sxm,"), 2);
 }
