@@ -18,7 +18,7 @@ pub enum CalibrateError {
     #[error("{files}: no measured runs")]
     Empty { files: String },
     /// Every run read was dropped by the hygiene checks (`report` lists them).
-    #[error("all {read} measured runs were dropped\n{report}")]
+    #[error("none of the {read} measured runs is left to predict\n{report}")]
     AllDropped { read: usize, report: String },
 }
 

@@ -340,7 +340,7 @@ fn contradictory_and_repeated_runs_are_dropped_and_reported_on_stderr_and_in_jso
     text += "x_c16_tp4_ep4_926,trtllm,1.2.0rc2,openai/gpt-oss-120b,h200_sxm,fp4,8192,1024,16,16,,4,4,500,20\n";
     let repeat = text.lines().nth(1).unwrap().replacen("qwen_", "again_", 1);
     text += &format!("{repeat}\n");
-    std::fs::write(&file, text).unwrap();
+    std::fs::write(&file, &text).unwrap();
     let shown = file.display().to_string();
     let out = cmd().args(["calibrate", "--measured", &shown, "--output", "json"]).assert().success().get_output().clone();
     let stderr = String::from_utf8(out.stderr).unwrap();
@@ -355,6 +355,13 @@ fn contradictory_and_repeated_runs_are_dropped_and_reported_on_stderr_and_in_jso
     assert_eq!(
         dropped.iter().map(|d| (d["row"].as_u64().unwrap(), d["reason"].as_str().unwrap())).collect::<Vec<_>>(),
         [(9, "id_layout"), (10, "duplicate")]
+    );
+    // Every run dropped: a usage error with the same report, nothing on stdout.
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, text.lines().take(1).chain(text.lines().skip(9).take(1)).collect::<Vec<_>>().join("\n")).unwrap();
+    usage_error(
+        &["calibrate", "--measured", &bad.display().to_string()],
+        &["error: none of the 1 measured runs is left to predict\nDropped 1 of 1 measured runs: 1 whose layout disagrees"],
     );
     // Nothing dropped: nothing said.
     let clean = cmd().args(["calibrate", "--measured", SAMPLE]).assert().success().get_output().clone();
