@@ -7,6 +7,7 @@
 
 pub mod calibration;
 mod comm;
+pub mod kernels;
 mod registry;
 
 pub use comm::CommGroup;
