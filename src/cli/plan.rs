@@ -53,9 +53,9 @@ pub fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
     let engine = v::validate_engine(&raw)?;
     let serving = v::validate_serving(&raw, &devices, &mode, engine, (rates, speculative), &mut warnings)?;
     let sim = v::validate_sim(&raw, engine, &workload.input, trace, &mut warnings)?;
-    let engines = v::validate_calibration(&raw)?;
+    let mut engines = v::validate_calibration(&raw)?;
     v::warn_unused_engine_version(&sim, &engines, &mut warnings);
-    v::validate_performance_model(&raw)?;
+    v::validate_performance_model(&raw, &devices, &sim, &mut engines)?;
     let (output, jobs) = v::validate_output(&raw, devices.len(), quiet, &mut warnings)?;
     search.shard = v::validate_shard(&raw, &mode, &search, &output)?;
     let plan = Plan {

@@ -8,10 +8,12 @@
 //! KV bytes per token and activation estimates.
 
 pub mod graph;
+pub mod measured;
 mod memo;
 pub mod memory;
 pub mod ops;
 
+pub use crate::hardware::kernels::KernelRef;
 pub use memory::MemoryModel;
 pub use ops::{Breakdown, Features, OpTime};
 
@@ -86,6 +88,10 @@ pub struct CostOptions {
     /// reduce-scattered after the experts and gathered back (three collectives, not one).
     #[serde(default)]
     pub moe_all_reduce: bool,
+    /// Measured kernel tables of the device under the serving engine: GEMMs, attention, routed
+    /// experts and collectives are priced from them (`None`: the roofline alone).
+    #[serde(skip)]
+    pub kernels: Option<KernelRef>,
 }
 
 impl CostOptions {
@@ -102,6 +108,7 @@ impl CostOptions {
             with_vision: false,
             causal_attention: false,
             moe_all_reduce: false,
+            kernels: None,
         }
     }
 

@@ -167,6 +167,8 @@ pub struct Effective {
     pub calibrated: bool,
     /// Which profile and calibration apply, for the report.
     pub source: String,
+    /// Measured kernel tables of the device under this engine (`None`: the roofline alone).
+    pub kernels: Option<super::kernels::KernelRef>,
 }
 
 impl Effective {
@@ -411,6 +413,7 @@ impl EngineProfile {
             engine: self.engine.clone(),
             calibrated: entry.is_some(),
             source,
+            kernels: None,
         }
     }
 
@@ -426,11 +429,13 @@ impl EngineProfile {
 pub struct EngineProfiles {
     profiles: Vec<EngineProfile>,
     pub calibrated: bool,
+    /// Which measured kernel tables price the engines' kernels.
+    pub kernels: super::kernels::KernelChoice,
 }
 
 impl Default for EngineProfiles {
     fn default() -> Self {
-        EngineProfiles { profiles: EngineProfile::builtin(), calibrated: true }
+        EngineProfiles { profiles: EngineProfile::builtin(), calibrated: true, kernels: Default::default() }
     }
 }
 
@@ -450,7 +455,9 @@ impl EngineProfiles {
 
     /// What release `version` of `engine` amounts to on `device`.
     pub fn effective(&self, engine: &str, device: &DeviceProfile, version: Option<EngineVersion>) -> Effective {
-        self.get(engine).effective(device, self.calibrated, version)
+        let mut eff = self.get(engine).effective(device, self.calibrated, version);
+        eff.kernels = self.kernels.tables(device, engine);
+        eff
     }
 }
 

@@ -182,6 +182,11 @@ pub struct DeviceProfile {
     /// otherwise (grouped kernels over many small expert GEMMs rarely reach dense efficiency).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub grouped_gemm_efficiency: f64,
+    /// The system whose measured kernel tables price this device's GEMMs, attention, routed
+    /// experts and collectives under a serving engine, as NVIDIA AIConfigurator's database
+    /// names it (`h200_sxm`); empty = no tables, the roofline alone.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kernel_system: String,
 }
 
 fn one() -> f64 {

@@ -279,22 +279,44 @@ fn arrival(raw: &RawArgs, loaded: Option<Trace>, warnings: &mut Warnings) -> Res
     })
 }
 
-/// `--performance-model`: only the analytic (roofline) model is built in.
-pub(crate) fn validate_performance_model(raw: &RawArgs) -> Result<(), Error> {
-    match raw.performance_model.as_deref().map(str::to_lowercase).as_deref() {
-        None | Some("analytic") => Ok(()),
+/// `--performance-model`: the built-in kernel tables where they ship (the default), the
+/// roofline alone (`analytic`), or tables read from a database (`profiling`, which needs
+/// `--profiling-database-path DIR`), loaded here for each device under its serving engine.
+pub(crate) fn validate_performance_model(
+    raw: &RawArgs,
+    devices: &[crate::hardware::DeviceProfile],
+    sim: &crate::plan::SimOptions,
+    engines: &mut crate::hardware::calibration::EngineProfiles,
+) -> Result<(), Error> {
+    use crate::hardware::kernels::{DatabaseTables, KernelChoice};
+    use crate::quant::NamedEnum;
+    let model = raw.performance_model.as_deref().map(str::to_lowercase);
+    if raw.profiling_database_path.is_some() && model.as_deref() != Some("profiling") {
+        return Err(Error::requires(
+            "--profiling-database-path",
+            "--performance-model",
+            "--profiling-database-path is read only with --performance-model profiling",
+        ));
+    }
+    engines.kernels = match model.as_deref() {
+        None => KernelChoice::Builtin,
+        Some("analytic") => KernelChoice::Roofline,
         Some("profiling") => {
-            if raw.profiling_database_path.is_none() {
+            let Some(dir) = &raw.profiling_database_path else {
                 return Err(Error::requires(
                     "--performance-model",
                     "--profiling-database-path",
                     "--performance-model profiling requires --profiling-database-path DIR",
                 ));
-            }
-            Err(Error::rejected("--performance-model", "profiling", "--performance-model profiling: measured operator databases are not supported by this build; use --performance-model analytic"))
+            };
+            let engine_of = |d: &crate::hardware::DeviceProfile| sim.serving_engine.unwrap_or_else(|| crate::plan::ServingEngine::default_for(d)).name();
+            let wanted: Vec<(&crate::hardware::DeviceProfile, &str)> = devices.iter().map(|d| (d, engine_of(d))).collect();
+            let db = DatabaseTables::load(dir, &wanted).map_err(|e| Error::rejected("--profiling-database-path", &dir.display().to_string(), e.to_string()))?;
+            KernelChoice::Database(std::sync::Arc::new(db))
         }
-        Some(o) => Err(Error::invalid("--performance-model", o, "not one of analytic, profiling")),
-    }
+        Some(o) => return Err(Error::invalid("--performance-model", o, "not one of analytic, profiling")),
+    };
+    Ok(())
 }
 
 /// `--measure`: a closed loop is measured over the whole run exactly when it is a benchmark run

@@ -136,14 +136,17 @@ impl Builder<'_> {
         mem[f::P_CTX] = kv_width * kvb / self.hbm;
         mem[f::D_CTX] = kv_width * kvb / self.hbm / dcp;
         self.causal(&mut mma, &mut gp);
-        self.ops.push(Op {
+        let op = Op {
             name: if window.is_some() { "sliding_attention" } else { "attention" },
             count,
             gate: TOK,
             fixed_s: self.fixed_mma,
             window: window.map(|w| w as f64),
             kind: OpKind::Roofline { mma, gp, mem },
-        });
+        };
+        let hkv = kv_width / (2.0 * hd);
+        let op = self.measured_attention(op, hq, hkv, hd, window);
+        self.ops.push(op);
     }
 
     #[allow(clippy::too_many_arguments)]

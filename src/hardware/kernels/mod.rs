@@ -25,6 +25,7 @@
 //! expert layout is priced at the utilisation measured at the same rows per expert.
 
 pub mod aic;
+pub mod builtin;
 pub mod dense;
 pub mod grid;
 pub mod packed;
@@ -34,6 +35,7 @@ pub use grid::{Grid, GridError, Priced, Source};
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// Which operator a table measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -246,5 +248,78 @@ impl KernelTables {
 
     pub fn is_empty(&self) -> bool {
         self.tables.is_empty()
+    }
+}
+
+/// Shared kernel tables, compared by identity (the tables of one system and engine are loaded
+/// once per run and shared by every candidate).
+#[derive(Clone)]
+pub struct KernelRef(pub Arc<KernelTables>);
+
+impl PartialEq for KernelRef {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl fmt::Debug for KernelRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "KernelRef({})", self.0.provenance)
+    }
+}
+
+/// Which kernel tables a run prices with.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum KernelChoice {
+    /// The built-in tables where they ship (NVIDIA H100, H200, B200 under vLLM, SGLang and
+    /// TensorRT-LLM), the roofline elsewhere.
+    #[default]
+    Builtin,
+    /// `--performance-model analytic`: the roofline alone.
+    Roofline,
+    /// `--performance-model profiling --profiling-database-path DIR`: tables read from a
+    /// database, per device name and engine.
+    Database(Arc<DatabaseTables>),
+}
+
+/// Tables read from a database for the devices and engines of one run.
+#[derive(Debug)]
+pub struct DatabaseTables {
+    pub dir: std::path::PathBuf,
+    /// (device name, engine) → tables.
+    pub tables: BTreeMap<(String, String), Arc<KernelTables>>,
+}
+
+impl PartialEq for DatabaseTables {
+    fn eq(&self, other: &Self) -> bool {
+        self.dir == other.dir && self.tables.keys().eq(other.tables.keys())
+    }
+}
+
+impl KernelChoice {
+    /// The tables of `device` (its `kernel_system`) under `engine`'s kernels.
+    pub fn tables(&self, device: &super::DeviceProfile, engine: &str) -> Option<KernelRef> {
+        match self {
+            KernelChoice::Roofline => None,
+            KernelChoice::Builtin if device.kernel_system.is_empty() => None,
+            KernelChoice::Builtin => builtin::tables(&device.kernel_system, engine).map(KernelRef),
+            KernelChoice::Database(db) => db.tables.get(&(device.name.clone(), engine.to_string())).cloned().map(KernelRef),
+        }
+    }
+}
+
+impl DatabaseTables {
+    /// Read, for each (device, engine), the device's system (its `kernel_system`, else its
+    /// name in lower case) under the engine's kernels, else under `torch` (a profiler's own
+    /// tables).
+    pub fn load(dir: &std::path::Path, wanted: &[(&super::DeviceProfile, &str)]) -> Result<DatabaseTables, aic::AicError> {
+        let db = aic::AicDatabase::open(dir)?;
+        let mut tables = BTreeMap::new();
+        for (device, engine) in wanted {
+            let system = if device.kernel_system.is_empty() { device.name.to_lowercase() } else { device.kernel_system.clone() };
+            let t = db.load(&system, engine).or_else(|e| db.load(&system, "torch").map_err(|_| e))?;
+            tables.insert((device.name.clone(), engine.to_string()), Arc::new(t));
+        }
+        Ok(DatabaseTables { dir: dir.to_path_buf(), tables })
     }
 }

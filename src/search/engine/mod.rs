@@ -53,6 +53,7 @@ impl<'a> CandidateCtx<'a> {
         opts.compile.enabled |= eff.fused_graph;
         opts.causal_attention |= eff.causal_attention;
         opts.moe_all_reduce = eff.moe_all_reduce;
+        opts.kernels = eff.kernels.clone();
         // MXFP4 weights run at the rate of the engine's kernels on this device.
         let fp4 = eff.device.matrix_flops(crate::hardware::Dtype::Fp4).is_some();
         opts.quant.linear = opts.quant.linear.with_mxfp4_kernel(eff.mxfp4_kernel, fp4);
@@ -101,6 +102,7 @@ pub fn cost_options(plan: &Plan, cand: &Candidate) -> CostOptions {
         with_vision: plan.workload.images.is_some(),
         causal_attention: plan.serving.causal_attention,
         moe_all_reduce: false,
+        kernels: None,
     }
 }
 
