@@ -14,6 +14,9 @@ fn main() -> ExitCode {
     if argv.get(1).is_some_and(|a| a == "merge") {
         return merge(&argv[1..]);
     }
+    if argv.get(1).is_some_and(|a| a == "price") {
+        return price(&argv[1..]);
+    }
     match RawArgs::parse_argv(std::env::args_os()) {
         Ok(raw) => exit_with(run(raw)),
         Err(e) => clap_exit(e),
@@ -54,6 +57,17 @@ fn calibrate(argv: &[std::ffi::OsString]) -> ExitCode {
         let _ = writeln!(std::io::stderr(), "Calibration table computed in {:.2} seconds.", started.elapsed().as_secs_f64());
         Ok(())
     }))
+}
+
+/// `throughput-optimizer price MODEL …`: its own arguments; the priced step is printed only
+/// once everything succeeded.
+fn price(argv: &[std::ffi::OsString]) -> ExitCode {
+    use clap::Parser;
+    let args = match cli::price::PriceArgs::try_parse_from(argv) {
+        Ok(a) => a,
+        Err(e) => return clap_exit(e),
+    };
+    exit_with(cli::price::run(&args).and_then(|text| Ok(report::write_stdout(&text)?)))
 }
 
 /// `throughput-optimizer merge FILES…`: its own arguments; the merged report is written like a

@@ -282,6 +282,21 @@ pub struct QuantConfig {
 }
 
 impl QuantConfig {
+    /// The quantization a checkpoint ships in: its linears as stored (MXFP4 experts with the
+    /// rest bf16 for gpt-oss), the KV cache in the model's dtype.
+    pub fn checkpoint(model: &crate::model::ModelArch) -> QuantConfig {
+        use crate::model::WeightFormat;
+        let (linear, non_expert) = match model.weights {
+            WeightFormat::Bf16 => (LinearQuant::Disabled, None),
+            WeightFormat::Fp8Tensor => (LinearQuant::Fp8, None),
+            WeightFormat::Fp8Block => (LinearQuant::Fp8Block, None),
+            WeightFormat::Nvfp4 => (LinearQuant::Nvfp4, None),
+            WeightFormat::Mxfp4Experts if model.is_moe() => (LinearQuant::Mxfp4, Some(LinearQuant::Disabled)),
+            WeightFormat::Mxfp4Experts => (LinearQuant::Mxfp4, None),
+        };
+        QuantConfig { linear, non_expert, kv: KvQuant::Disabled, mxfp4_group_size: 32 }
+    }
+
     pub fn for_experts(&self) -> LinearQuant {
         self.linear
     }

@@ -10,6 +10,7 @@ pub mod args;
 pub mod calibrate;
 pub mod merge;
 pub mod plan;
+pub mod price;
 pub mod scenario;
 mod validate;
 

@@ -12,6 +12,7 @@ pub mod measured;
 mod memo;
 pub mod memory;
 pub mod ops;
+pub mod priced;
 
 pub use crate::hardware::kernels::KernelRef;
 pub use memory::MemoryModel;

@@ -309,9 +309,12 @@ pub(crate) fn validate_performance_model(
                     "--performance-model profiling requires --profiling-database-path DIR",
                 ));
             };
-            let engine_of = |d: &crate::hardware::DeviceProfile| sim.serving_engine.unwrap_or_else(|| crate::plan::ServingEngine::default_for(d)).name();
+            let engine_of = |d: &crate::hardware::DeviceProfile| {
+                sim.serving_engine.unwrap_or_else(|| crate::plan::ServingEngine::default_for(d)).name()
+            };
             let wanted: Vec<(&crate::hardware::DeviceProfile, &str)> = devices.iter().map(|d| (d, engine_of(d))).collect();
-            let db = DatabaseTables::load(dir, &wanted).map_err(|e| Error::rejected("--profiling-database-path", &dir.display().to_string(), e.to_string()))?;
+            let db = DatabaseTables::load(dir, &wanted)
+                .map_err(|e| Error::rejected("--profiling-database-path", &dir.display().to_string(), e.to_string()))?;
             KernelChoice::Database(std::sync::Arc::new(db))
         }
         Some(o) => return Err(Error::invalid("--performance-model", o, "not one of analytic, profiling")),

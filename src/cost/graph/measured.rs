@@ -128,7 +128,11 @@ impl Builder<'_> {
         };
         let hbm = self.datasheet_hbm();
         let kvb = self.opts.quant.kv.bytes();
-        let roof = AttentionRoof { per_pair: 4.0 * hq * hd / self.peak(Dtype::Bf16), per_ctx: 2.0 * hkv * hd * kvb / hbm, per_query: hq * hd * 4.0 / hbm };
+        let roof = AttentionRoof {
+            per_pair: 4.0 * hq * hd / self.peak(Dtype::Bf16),
+            per_ctx: 2.0 * hkv * hd * kvb / hbm,
+            per_query: hq * hd * 4.0 / hbm,
+        };
         let fixed = [hd, hkv, hq];
         let win = window.map(|w| w as f64);
         let prefill_roof = |x: &[f64]| {
@@ -163,7 +167,9 @@ impl Builder<'_> {
             LinearQuant::W4A16Mxfp4 | LinearQuant::Mxfp4 => (MoeDtype::W4a16Mxfp4, true),
             LinearQuant::W4A8Mxfp4Mxfp8 => (MoeDtype::W4a8Mxfp4Mxfp8, true),
             // Integer kernels: the FP8 (8-bit activations) or bf16 (weight-only) table, carried.
-            LinearQuant::W8A8Static | LinearQuant::W8A8Dynamic | LinearQuant::W4A8Static | LinearQuant::W4A8Dynamic => (MoeDtype::Fp8, false),
+            LinearQuant::W8A8Static | LinearQuant::W8A8Dynamic | LinearQuant::W4A8Static | LinearQuant::W4A8Dynamic => {
+                (MoeDtype::Fp8, false)
+            }
             LinearQuant::W8A16Static | LinearQuant::W8A16Dynamic => (MoeDtype::Bf16, false),
         };
         let bytes = match dt {
@@ -173,7 +179,11 @@ impl Builder<'_> {
             MoeDtype::W4a8Mxfp4Mxfp8 => (0.5 + 1.0 / 32.0, 1.0 + 1.0 / 32.0),
             MoeDtype::Nvfp4 => (0.5 + 1.0 / 16.0, 0.5 + 1.0 / 16.0),
         };
-        let skew = if experts >= 256.0 { ["power_law_1.01", "power_law_1.2", "balanced"] } else { ["power_law_1.2", "power_law_1.01", "balanced"] };
+        let skew = if experts >= 256.0 {
+            ["power_law_1.01", "power_law_1.2", "balanced"]
+        } else {
+            ["power_law_1.2", "power_law_1.01", "balanced"]
+        };
         skew.iter().find_map(|s| t.get(&TableId::moe(dt, s))).map(|g| (g, dt, bytes, exact))
     }
 

@@ -82,7 +82,8 @@ impl Builder<'_> {
         if tok[f::TOKENS] != 0.0 {
             self.track_width((k + n) * tok[f::TOKENS]);
         }
-        let op = Op { name, count, gate: Self::gate_of(&tok), fixed_s: self.fixed_mma, window: None, kind: OpKind::Roofline { mma, gp, mem } };
+        let op =
+            Op { name, count, gate: Self::gate_of(&tok), fixed_s: self.fixed_mma, window: None, kind: OpKind::Roofline { mma, gp, mem } };
         self.measured_gemm(op, &tok, k, n, q)
     }
 

@@ -38,7 +38,9 @@ pub enum AicError {
     Path { path: String, message: String },
     #[error("{path}: {message}")]
     File { path: String, message: String },
-    #[error("--profiling-database-path {path}: no kernel tables for system `{system}` under engine `{engine}` (systems present: {present})")]
+    #[error(
+        "--profiling-database-path {path}: no kernel tables for system `{system}` under engine `{engine}` (systems present: {present})"
+    )]
     Missing { path: String, system: String, engine: String, present: String },
 }
 
@@ -79,11 +81,8 @@ impl AicDatabase {
         let root = self.data.join(system);
         let version = self.current_version(system, engine);
         let mut acc = Accumulator::default();
-        let families: [(&str, &[&str]); 3] = [
-            ("gemm", &["gemm_perf"]),
-            ("attention", &["context_attention_perf", "generation_attention_perf"]),
-            ("moe", &["moe_perf"]),
-        ];
+        let families: [(&str, &[&str]); 3] =
+            [("gemm", &["gemm_perf"]), ("attention", &["context_attention_perf", "generation_attention_perf"]), ("moe", &["moe_perf"])];
         for (family, files) in families {
             for dir in versions_from(&root.join(family).join(engine), version.as_deref()) {
                 for file in files {
@@ -128,10 +127,11 @@ impl AicDatabase {
     fn current_version(&self, system: &str, engine: &str) -> Option<String> {
         let named = self.systems.as_ref().and_then(|s| query_version(&s.join("query_versions.yaml"), system, engine));
         named.or_else(|| {
-            let mut all: Vec<String> = [self.data.join(system).join("gemm").join(engine), self.data.join(system).join("attention").join(engine)]
-                .iter()
-                .flat_map(|d| subdirs(d))
-                .collect();
+            let mut all: Vec<String> =
+                [self.data.join(system).join("gemm").join(engine), self.data.join(system).join("attention").join(engine)]
+                    .iter()
+                    .flat_map(|d| subdirs(d))
+                    .collect();
             all.sort_by(|a, b| version_cmp(a, b));
             all.pop()
         })
@@ -452,7 +452,8 @@ fn ingest(file: &str, c: &Columns, acc: &mut Accumulator) -> Result<(), String> 
 fn gemm(c: &Columns, acc: &mut Accumulator) -> Result<(), String> {
     let (dt, m, n, k, lat) = (c.str("gemm_dtype")?, c.int("m")?, c.int("n")?, c.int("k")?, c.float("latency")?);
     for (variant, rows) in by_kernel_density(c, |i| super::GemmDtype::from_name(&dt[i]).map(|d| d.name().to_string())) {
-        let pts = rows.iter().map(|&i| Ok((vec![n[i] as f64, k[i] as f64, m[i] as f64], secs(lat[i], i)?))).collect::<Result<_, String>>()?;
+        let pts =
+            rows.iter().map(|&i| Ok((vec![n[i] as f64, k[i] as f64, m[i] as f64], secs(lat[i], i)?))).collect::<Result<_, String>>()?;
         acc.add(TableId::new(KernelOp::Gemm, variant), pts);
     }
     Ok(())

@@ -136,7 +136,8 @@ pub fn from_text(text: &str) -> Result<KernelTables, PackedError> {
         }
     }
     let field = |k: &str| header.get(k).map(|s| s.to_string()).ok_or(PackedError { line: 0, message: format!("no `{k}` header") });
-    let provenance = Provenance { system: field("system")?, engine: field("engine")?, version: field("version")?, origin: field("origin")? };
+    let provenance =
+        Provenance { system: field("system")?, engine: field("engine")?, version: field("version")?, origin: field("origin")? };
     let mut grids = BTreeMap::new();
     for (id, pts) in tables {
         let dims = id.op.dims();
@@ -159,7 +160,8 @@ fn parse_curve(line: &str, dims: usize) -> Result<Vec<(Vec<f64>, f64)>, String> 
     let num = |s: &str| s.parse::<f64>().map_err(|_| format!("`{s}` is not a number"));
     let head: Vec<f64> = head.split_whitespace().map(num).collect::<Result<_, _>>()?;
     let xs: Vec<f64> = xs.split_whitespace().map(num).collect::<Result<_, _>>()?;
-    let dq: Vec<i64> = qs.split_whitespace().map(|s| s.parse::<i64>().map_err(|_| format!("`{s}` is not an integer"))).collect::<Result<_, _>>()?;
+    let dq: Vec<i64> =
+        qs.split_whitespace().map(|s| s.parse::<i64>().map_err(|_| format!("`{s}` is not an integer"))).collect::<Result<_, _>>()?;
     if head.len() + 1 != dims || xs.len() != dq.len() || xs.is_empty() {
         return Err("the curve's coordinates do not match the table's axes".into());
     }
@@ -179,7 +181,8 @@ mod tests {
     use super::*;
 
     fn sample() -> KernelTables {
-        let g = Grid::from_points(3, [(vec![64.0, 32.0, 1.0], 2.5e-6), (vec![64.0, 32.0, 8.0], 3.125e-6), (vec![128.0, 32.0, 1.0], 4e-6)]).unwrap();
+        let g = Grid::from_points(3, [(vec![64.0, 32.0, 1.0], 2.5e-6), (vec![64.0, 32.0, 8.0], 3.125e-6), (vec![128.0, 32.0, 1.0], 4e-6)])
+            .unwrap();
         let c = Grid::from_points(2, [(vec![2.0, 1024.0], 8e-6), (vec![2.0, 2048.0], 9e-6)]).unwrap();
         let mut m = BTreeMap::new();
         m.insert(TableId::gemm(super::super::GemmDtype::Bf16), g);
