@@ -1,40 +1,29 @@
 #!/usr/bin/env python3
 """Measure PyTorch kernel latency tables on this GPU, in AIConfigurator's database layout.
 
-The tables follow the layout and schema of NVIDIA AIConfigurator's public silicon database
-(the `aiconfigurator-core` package, Apache-2.0), filed under the engine key `torch` because
-they time PyTorch's own kernels, not a serving engine's:
+Writes OUT/<system>/<op_family>/torch/<torch_version>/<table>.parquet (.csv without pyarrow),
+a collection_meta.yaml beside each table and OUT/<system>/README.txt, following the layout and
+schema of NVIDIA AIConfigurator's public silicon database (`aiconfigurator-core`, Apache-2.0).
+The engine key is `torch`: the tables time PyTorch's own kernels, not a serving engine's.
+docs/profiling.md gives the grids and how the planner reads the result.
 
-    OUT/<system>/<op_family>/torch/<torch_version>/<table>.parquet   (.csv without pyarrow)
+  gemm_perf                  y[m,n] = x[m,k] @ w[n,k]^T: F.linear (bfloat16); torch._scaled_mm
+                             (fp8 per-tensor, sm >= 89); fp8_block and nvfp4 where this torch runs
+                             them. fp8 rows include dynamic activation quantization, as AIC's do.
+  context_attention_perf     SDPA flash backend, causal prefill of isl tokens per sequence, step 0.
+  generation_attention_perf  one query token over a KV of step + 1 tokens (AIC: isl 1, step 2^k-1).
+  moe_perf                   routed experts of one layer: top-k, gather, gate_up and down grouped
+                             GEMMs (torch._grouped_mm, else a matmul loop), SiLU*mul, weighted
+                             scatter-add; balanced routing; ep emulated as AIC does (E/ep local
+                             experts receiving num_tokens*topk/ep rows).
+  nccl_perf (comm)           all_reduce / all_gather / reduce_scatter through torch.distributed
+                             (NCCL, fp16, message_size in elements), only with several GPUs.
 
-with a `collection_meta.yaml` beside each table and `OUT/<system>/README.txt`.
-
-Tables (`latency` is milliseconds per call of the op on one GPU, median of graph replays):
-  gemm_perf                  y[m,n] = x[m,k] @ w[n,k]^T. bfloat16: F.linear. fp8 (sm >= 89):
-                             torch._scaled_mm, per-tensor scales. fp8_block (1x128 activation
-                             groups, 128x128 weight blocks) and nvfp4 (Blackwell) only where this
-                             torch runs them. As in AIC's tables, fp8 rows include the dynamic
-                             quantization of the bf16 activations (here in eager torch ops).
-  context_attention_perf     F.scaled_dot_product_attention, flash backend, causal prefill of
-                             `isl` new tokens for each of `batch_size` sequences (step 0, window 0).
-  generation_attention_perf  one query token per sequence over a KV of step + 1 tokens (AIC:
-                             isl 1, step = tokens already cached, 2^k - 1), bf16 KV.
-  moe_perf                   routed experts of one MoE layer: top-k of the router logits, gather,
-                             gate_up grouped GEMM, SiLU*mul, down grouped GEMM, weighted
-                             scatter-add (torch._grouped_mm, else a loop of matmuls). Balanced
-                             routing. num_tokens counts the tokens entering the layer; expert
-                             parallelism is emulated as AIC's collector does: E/ep local experts
-                             receiving num_tokens*topk/ep routed rows.
-  nccl_perf (comm)           torch.distributed all_reduce / all_gather / reduce_scatter over NCCL
-                             in fp16 ("half"); message_size in elements, the nccl-tests size
-                             (total gathered output, total reduce-scatter input). Only when more
-                             than one GPU is visible; timed eagerly, the slowest rank's mean
-                             by a host clock around synchronized iterations, as nccl-tests does.
-
-Timing: each op is warmed up, captured in a CUDA graph and replayed; CUDA events time each
-replay and the figure is the median of >= 10 replays. L2 is not flushed, as in AIC's
-collectors; as in AIC's GEMM collector, a GEMM graph cycles through up to six weight copies
-(as many as it takes to exceed twice the L2) so that small weights are not served hot.
+latency is milliseconds per call on one GPU. Each op is warmed up, captured in a CUDA graph and
+replayed; CUDA events time each replay; the figure is the median of >= 10 replays. L2 is not
+flushed, as in AIC's collectors; as in AIC's GEMM collector, a GEMM graph cycles through up to
+six weight copies (enough to exceed twice the L2) so that small weights are not served hot.
+Collectives are timed eagerly: the slowest rank's mean over synchronized iterations.
 
     python3 scripts/profile_kernels.py --out DIR [--budget-minutes 8] [--ops gemm,moe]
     python3 scripts/profile_kernels.py --smoke --out /tmp/p   # seconds, CPU or GPU, schema check
@@ -58,9 +47,9 @@ log = logging.getLogger("profile_kernels")
 ENGINE = "torch"
 COMMON = [("framework", "str"), ("version", "str"), ("device", "str"), ("op_name", "str"),
           ("kernel_source", "str")]
-ATTN = [("batch_size", "int"), ("isl", "int"), ("num_heads", "int"), ("num_key_value_heads", "int"),
-        ("head_dim", "int"), ("beam_width", "int"), ("attn_dtype", "str"), ("kv_cache_dtype", "str"),
-        ("step", "int"), ("window_size", "int")]
+ATTN = [("batch_size", "int"), ("isl", "int"), ("num_heads", "int"),
+        ("num_key_value_heads", "int"), ("head_dim", "int"), ("beam_width", "int"),
+        ("attn_dtype", "str"), ("kv_cache_dtype", "str"), ("step", "int"), ("window_size", "int")]
 LAT = [("latency", "float")]
 # table -> (op family directory, op_name column or None when rows carry it, columns in AIC's order)
 TABLES = {
@@ -118,7 +107,8 @@ def system_name(gpu_name):
     for needle, system in SYSTEMS:
         if needle in gpu_name.upper():
             return system
-    return re.sub(r"[^a-z0-9]+", "_", gpu_name.lower().replace("nvidia", "")).strip("_") or "unknown"
+    slug = re.sub(r"[^a-z0-9]+", "_", gpu_name.lower().replace("nvidia", "")).strip("_")
+    return slug or "unknown"
 
 
 def first_line(exc, limit=160):
@@ -134,8 +124,9 @@ class Run:
         self.dev = torch.device("cuda" if self.cuda else "cpu")
         if self.cuda:
             props = torch.cuda.get_device_properties(0)
-            self.device_name, self.sm = torch.cuda.get_device_name(0), props.major * 10 + props.minor
-            self.l2_bytes, self.memory = getattr(props, "L2_cache_size", 50 << 20), props.total_memory
+            self.device_name = torch.cuda.get_device_name(0)
+            self.sm, self.memory = props.major * 10 + props.minor, props.total_memory
+            self.l2_bytes = getattr(props, "L2_cache_size", 50 << 20)
         else:
             self.device_name, self.sm = f"CPU ({platform.machine()})", 0
             self.l2_bytes, self.memory = 32 << 20, 0
@@ -183,7 +174,9 @@ def measure(run, calls):
                 eager()
             replay = graph.replay
         except Exception as exc:  # an op that refuses capture is timed eagerly
-            log.warning("graph capture failed (%s); timing eagerly", first_line(exc))
+            msg = f"graph capture failed, timed eagerly: {first_line(exc)}"
+            if msg not in run.notes:
+                run.note(msg)
             torch.cuda.synchronize()
     for _ in range(run.warmup):
         replay()
@@ -205,19 +198,19 @@ def sweep(run, table, cases, build, deadline):
         if time.monotonic() > deadline:
             run.note(f"{table}: budget reached after {i} of {len(cases)} cases; rest not measured")
             return rows, "partial"
-        calls = None
+        calls, failed = None, False
         try:
             source, calls = build(case)
             rows.append(dict(case, kernel_source=source, latency=measure(run, calls)))
         except Exception as exc:
-            msg = first_line(exc)
+            msg, failed = first_line(exc), True
             if msg not in errors:
                 log.warning("%s %s failed: %s", table, case, msg)
             errors[msg] = errors.get(msg, 0) + 1
         calls = None
         if run.cuda:
             try:
-                if errors or torch.cuda.memory_reserved() > 0.7 * run.memory:
+                if failed or torch.cuda.memory_reserved() > 0.7 * run.memory:
                     torch.cuda.synchronize()
                     torch.cuda.empty_cache()  # return what failed cases and dead graphs hold
             except Exception as exc:  # a broken CUDA context: keep what was measured
@@ -289,34 +282,37 @@ def gemm_candidates(run):
     cands["fp8_block"] = [(f"{name}(e4m3,1x128,128x128)+dynamic_quant", bf16,
                            lambda n, k, b=layout: fp8_w(n, k, b), call)
                           for layout in ("outer", "row") for name, call in calls]
-    if run.sm >= 100 and hasattr(torch, "float4_e2m1fn_x2") and hasattr(F, "scaled_mm"):
+    if run.sm >= 100 and hasattr(torch, "float4_e2m1fn_x2"):
         cands["nvfp4"] = nvfp4_candidates(run, one)
     else:
-        run.note("gemm nvfp4: skipped, it needs Blackwell (sm >= 100) and torch's nvfp4 scaled_mm")
+        run.note("gemm nvfp4: skipped, it needs Blackwell (sm >= 100) and torch with nvfp4")
     return cands
 
 
 def nvfp4_candidates(run, one):
     """NVFP4: two e2m1 values a byte, an e4m3 scale per 16 values in swizzled 128x4 tiles.
     Activations are taken as already quantized (eager torch has no fp4 cast)."""
-    st, sw = F.ScalingType, F.SwizzleType
-
     def operand(rows, k):
         values = torch.randint(0, 255, (rows, k // 2), device=run.dev, dtype=torch.uint8)
         tiles = (-(-rows // 128) * 128) * (-(-(k // 16) // 4) * 4)
         return values.view(torch.float4_e2m1fn_x2), torch.ones(tiles, device=run.dev).to(
             torch.float8_e4m3fn)
 
-    def call(x, w, global_scale):  # block scales, with or without a per-tensor global scale
-        if not global_scale:
+    def call(x, w, form):  # block scales alone, or with a per-tensor global scale
+        if form == "legacy":  # torch._scaled_mm infers nvfp4 from the dtypes
+            return torch._scaled_mm(x[0], w[0].t(), x[1], w[1], out_dtype=torch.bfloat16)
+        st, sw = F.ScalingType, F.SwizzleType
+        if form == "block":
             return F.scaled_mm(x[0], w[0].t(), x[1], st.BlockWise1x16, w[1], st.BlockWise1x16,
                                swizzle_a=sw.SWIZZLE_32_4_4, swizzle_b=sw.SWIZZLE_32_4_4,
                                output_dtype=torch.bfloat16)
         recipe, swizzle = [st.BlockWise1x16, st.TensorWise], [sw.SWIZZLE_32_4_4, sw.NO_SWIZZLE]
         return F.scaled_mm(x[0], w[0].t(), [x[1], one], recipe, [w[1], one], recipe,
                            swizzle_a=swizzle, swizzle_b=swizzle, output_dtype=torch.bfloat16)
-    source = "torch.nn.functional.scaled_mm(nvfp4,1x16,prequantized_x)"
-    return [(source, operand, operand, lambda x, w, g=g: call(x, w, g)) for g in (False, True)]
+    forms = (["block", "global"] if hasattr(F, "scaled_mm") else []) + ["legacy"]
+    return [(f"{'torch._scaled_mm' if f == 'legacy' else 'torch.nn.functional.scaled_mm'}"
+             "(nvfp4,1x16,prequantized_x)", operand, operand, lambda x, w, f=f: call(x, w, f))
+            for f in forms]
 
 
 def gemm_flavours(run):
@@ -401,11 +397,11 @@ def attention_table(run, phase):
         q, k, v = run.randn(b, h, sq, d), run.randn(b, hkv, skv, d), run.randn(b, hkv, skv, d)
         if not gqa and h != hkv:
             k, v = k.repeat_interleave(h // hkv, 1), v.repeat_interleave(h // hkv, 1)
-        extra = {"enable_gqa": True} if gqa and h != hkv else {}
+        extra, causal = ({"enable_gqa": True} if gqa and h != hkv else {}), phase == "context"
 
         def call():
             with sdpa_kernel(backends):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=phase == "context", **extra)
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, **extra)
         return source, [call]
     return cases, build
 
@@ -441,10 +437,10 @@ def moe_table(run):
     slot = {}
 
     def build(c):
-        hid, inter, e_local = c["hidden_size"], c["inter_size"], c["num_experts"] // c["moe_ep_size"]
+        hid, inter, n = c["hidden_size"], c["inter_size"], c["num_tokens"]
+        e_local = c["num_experts"] // c["moe_ep_size"]
         w13, w2 = reuse(slot, (hid, inter, e_local), lambda: (run.randn(e_local, 2 * inter, hid),
                                                                run.randn(e_local, hid, inter)))
-        n = c["num_tokens"]
         rows = max(1, round(n * c["topk"] / c["moe_ep_size"]))  # rows routed to local experts
         counts = [rows // e_local + (1 if e < rows % e_local else 0) for e in range(e_local)]
         bounds = [sum(counts[:e]) for e in range(e_local + 1)]
@@ -525,7 +521,9 @@ def comm_rows(run, deadline, backend="nccl", worlds=(2, 4, 8)):
         run.note(f"comm: skipped, {gpus} GPU visible (nccl_perf needs at least two)")
         return [], "complete"
     import torch.multiprocessing as mp
-    lib = f"NCCL {'.'.join(map(str, torch.cuda.nccl.version()))}" if backend == "nccl" else backend
+    version = torch.cuda.nccl.version() if backend == "nccl" else ()
+    lib = f"NCCL {'.'.join(map(str, version)) if isinstance(version, tuple) else version}" \
+        if backend == "nccl" else backend
     rows, path = [], os.path.join(run.out, ".comm_rows.csv")
     for world in worlds:
         if time.monotonic() > deadline:
