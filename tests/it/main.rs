@@ -8,6 +8,7 @@ mod interactive;
 mod launch;
 mod layers;
 mod modes;
+mod price;
 mod msrv;
 mod scenarios;
 mod schema;

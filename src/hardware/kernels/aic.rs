@@ -13,7 +13,8 @@
 //!   strictly older versions, nearest first, a measured shape never replaced by an older
 //!   one (the database's own backward fill; it never fills forward);
 //! - collectives come from `comm/nccl/<nccl_version>/` and the engine's custom all-reduce
-//!   from `comm/<engine>/`, graph-captured rows only;
+//!   from `comm/<engine>/`, graph-captured rows only (NCCL tables under `comm/<engine>/`, as
+//!   `scripts/profile_kernels.py` files them, come first);
 //! - where one table holds several kernels for the same shapes (attention backends, MoE
 //!   kernels), the kernel measured on the most shapes is taken first and the others fill only
 //!   the shapes it lacks.
@@ -93,14 +94,18 @@ impl AicDatabase {
                 }
             }
         }
-        for dir in versions_from(&root.join("comm").join(engine), version.as_deref()) {
-            if let Some(path) = table_file(&dir, "custom_allreduce_perf") {
+        // The engine's own collectives first (its custom all-reduce; a profiler's NCCL
+        // measurements), then NCCL's directory for what they lack.
+        let mut nccl_dirs = versions_from(&root.join("comm").join(engine), version.as_deref());
+        for dir in &nccl_dirs {
+            if let Some(path) = table_file(dir, "custom_allreduce_perf") {
                 let t = read_table(&path)?;
                 custom_all_reduce(&t, &mut acc).map_err(|m| file_err(&path, m))?;
             }
         }
-        if let Some(dir) = self.nccl_dir(system, &root) {
-            if let Some(path) = table_file(&dir, "nccl_perf") {
+        nccl_dirs.extend(self.nccl_dir(system, &root));
+        for dir in &nccl_dirs {
+            if let Some(path) = table_file(dir, "nccl_perf") {
                 let t = read_table(&path)?;
                 nccl(&t, &mut acc).map_err(|m| file_err(&path, m))?;
             }
