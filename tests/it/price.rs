@@ -82,8 +82,20 @@ fn operators_add_up_to_the_device_time_and_the_step_adds_the_host() {
         let kind = o["kind"].as_str().unwrap();
         assert!(
             [
-                "gemm", "attention", "moe_experts", "moe_routing", "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv",
-                "quantize", "elementwise", "norm", "embedding", "sampler"
+                "gemm",
+                "attention",
+                "moe_experts",
+                "moe_routing",
+                "all_reduce",
+                "all_gather",
+                "reduce_scatter",
+                "all_to_all",
+                "send_recv",
+                "quantize",
+                "elementwise",
+                "norm",
+                "embedding",
+                "sampler"
             ]
             .contains(&kind),
             "{kind}"
@@ -98,7 +110,8 @@ fn the_text_table_shows_the_json_figures() {
     let text = String::from_utf8(price(&["--decode", "8x512"]).success().get_output().stdout.clone()).unwrap();
     for o in v["operators"].as_array().unwrap() {
         let name = o["name"].as_str().unwrap();
-        let row = text.lines().find(|l| l.split('|').nth(1).is_some_and(|c| c.trim() == name)).unwrap_or_else(|| panic!("{name} not in\n{text}"));
+        let row =
+            text.lines().find(|l| l.split('|').nth(1).is_some_and(|c| c.trim() == name)).unwrap_or_else(|| panic!("{name} not in\n{text}"));
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
         assert_eq!(cells[2], o["kind"].as_str().unwrap(), "{row}");
         assert_eq!(cells[4], format!("{:.4}", o["ms"].as_f64().unwrap()), "{row}");
@@ -134,13 +147,17 @@ fn bad_steps_and_layouts_are_refused_naming_the_flag() {
 #[test]
 fn the_checkpoint_precision_is_the_default() {
     // gpt-oss ships MXFP4 experts; the planner's own default (W8A8_DYNAMIC) must not apply.
-    let out = cmd().args(["price", "openai/gpt-oss-120b", "--device", "H200_SXM", "--decode", "8x1024", "--output", "json"]).assert().success();
+    let out =
+        cmd().args(["price", "openai/gpt-oss-120b", "--device", "H200_SXM", "--decode", "8x1024", "--output", "json"]).assert().success();
     let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     let q = v["quantization"].as_str().unwrap();
     // Mutation: keep the plan's quantization and this reads W8A8_DYNAMIC.
     assert!(q.contains("MXFP4") && q.contains("DISABLED"), "{q}");
     // And a republished FP8 checkpoint of a catalog network prices its FP8 GEMMs.
-    let out = cmd().args(["price", "Qwen/Qwen3-235B-A22B-FP8", "--device", "H200_SXM", "--tp", "8", "--decode", "8x1024", "--output", "json"]).assert().success();
+    let out = cmd()
+        .args(["price", "Qwen/Qwen3-235B-A22B-FP8", "--device", "H200_SXM", "--tp", "8", "--decode", "8x1024", "--output", "json"])
+        .assert()
+        .success();
     let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert!(v["quantization"].as_str().unwrap().contains("FP8_BLOCK"), "{}", v["quantization"]);
 }

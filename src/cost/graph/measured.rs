@@ -101,7 +101,8 @@ impl Builder<'_> {
         let grid = self.tables.and_then(|t| t.gemm(dt)).expect("gemm_table checked it");
         let measured = self.table_rates(dt);
         let roof = self.gemm_roof(measured, k, n);
-        let curve = Dense::<1>::slice(grid, &[n, k], &|x: &[f64]| roof.at(x[2]));
+        // Coordinates (n, k, m): a clamped width scales by the roofline of the query's width.
+        let curve = Dense::<1>::slice(grid, &[n, k], &|x: &[f64]| self.gemm_roof(measured, x[1], x[0]).at(x[2]));
         let transfer = (!own).then(|| Transfer { target: self.gemm_roof(self.gemm_rates(q), k, n), measured: roof });
         let lookup = Lookup::Count { coef: *tok, curve, roof, transfer, floor: true };
         Op { fixed_s: 0.0, kind: OpKind::Measured(Box::new(Measured { roofline: op.kind, lookup })), ..op }
@@ -128,22 +129,25 @@ impl Builder<'_> {
         };
         let hbm = self.datasheet_hbm();
         let kvb = self.opts.quant.kv.bytes();
-        let roof = AttentionRoof {
-            per_pair: 4.0 * hq * hd / self.peak(Dtype::Bf16),
+        let peak = self.peak(Dtype::Bf16);
+        // Coordinates (head_dim, KV heads, heads, batch, length).
+        let roof_at = |hd: f64, hkv: f64, hq: f64| AttentionRoof {
+            per_pair: 4.0 * hq * hd / peak,
             per_ctx: 2.0 * hkv * hd * kvb / hbm,
             per_query: hq * hd * 4.0 / hbm,
         };
+        let roof = roof_at(hd, hkv, hq);
         let fixed = [hd, hkv, hq];
         let win = window.map(|w| w as f64);
         let prefill_roof = |x: &[f64]| {
             let (b, s) = (x[3], x[4]);
             let (p, c) = clamp(win, b * s * (s + 1.0) / 2.0, b * s, b * s, b);
-            roof.at(p, c, b * s)
+            roof_at(x[0], x[1], x[2]).at(p, c, b * s)
         };
         let decode_roof = |x: &[f64]| {
             let (b, len) = (x[3], x[4]);
             let (p, c) = clamp(win, b * len, b, b * len, b);
-            roof.at(p, c, b)
+            roof_at(x[0], x[1], x[2]).at(p, c, b)
         };
         let lookup = Lookup::Attention {
             prefill: Some((Dense::<2>::slice(ctx, &fixed, &prefill_roof), roof)),
@@ -190,13 +194,8 @@ impl Builder<'_> {
     /// The roofline of this rank's routed experts per unit of tokens per expert: each local
     /// expert multiplies that many rows through gate-up and down (6·h·i FLOPs a row) and reads
     /// its weights once.
-    fn experts_roof(&self, s: &super::moe::MoeShape, peak: f64, (wb, ab): (f64, f64)) -> Roof1 {
-        let (h, hbm) = (self.h, self.datasheet_hbm());
-        Roof1 {
-            compute: s.local * 6.0 * h * s.i_l / peak,
-            memory0: s.local * 3.0 * h * s.i_l * wb / hbm,
-            memory1: s.local * (h * ab + 2.0 * h + 6.0 * s.i_l) / hbm,
-        }
+    fn experts_roof(&self, s: &super::moe::MoeShape, peak: f64, bytes: (f64, f64)) -> Roof1 {
+        experts_roof_at(s.moe_tp, s.ep, self.h, s.i_l * s.moe_tp, s.experts, peak, bytes, self.datasheet_hbm())
     }
 
     /// Whether the routed experts of a block with `experts` experts are priced as one measured
@@ -222,7 +221,11 @@ impl Builder<'_> {
         };
         let roof = self.experts_roof(s, peak(dt), bytes);
         let fixed = [s.moe_tp, s.ep, self.h, s.i_l * s.moe_tp, s.top_k, s.experts];
-        let curve = Dense::<1>::slice(grid, &fixed, &|x: &[f64]| roof.at(x[6]));
+        // Coordinates (moe_tp, moe_ep, hidden, intermediate, top-k, experts, tokens per expert):
+        // a clamped layout or shape scales by the roofline of the query's.
+        let hbm = self.datasheet_hbm();
+        let curve =
+            Dense::<1>::slice(grid, &fixed, &|x: &[f64]| experts_roof_at(x[0], x[1], x[2], x[3], x[5], peak(dt), bytes, hbm).at(x[6]));
         let target = self.experts_roof(s, self.peak(self.expert_q.gemm_dtype()), (s.wb, s.ab));
         let transfer = (!exact).then_some(Transfer { target, measured: roof });
         let lookup = Lookup::Count { coef, curve, roof, transfer, floor: false };
@@ -257,5 +260,19 @@ impl Builder<'_> {
         let curve = Dense::<1>::slice(grid, &[size], &|x: &[f64]| roof.at(x[1]));
         let lookup = Lookup::Count { coef: *bytes, curve, roof, transfer: None, floor: false };
         Op { fixed_s: 0.0, kind: OpKind::Measured(Box::new(Measured { roofline: op.kind, lookup })), ..op }
+    }
+}
+
+/// The roofline of one rank's routed experts per unit of tokens per expert, for MoE tensor
+/// parallelism `tp`, expert parallelism `ep`, hidden width `h`, intermediate width `inter`
+/// (unsharded) and `experts` experts: each of the rank's E / ep experts multiplies that many
+/// rows through gate-up and down (6·h·inter/tp FLOPs a row) and reads its weights once.
+#[allow(clippy::too_many_arguments)]
+fn experts_roof_at(tp: f64, ep: f64, h: f64, inter: f64, experts: f64, peak: f64, (wb, ab): (f64, f64), hbm: f64) -> Roof1 {
+    let (local, i_l) = ((experts / ep).max(1.0), inter / tp);
+    Roof1 {
+        compute: local * 6.0 * h * i_l / peak,
+        memory0: local * 3.0 * h * i_l * wb / hbm,
+        memory1: local * (h * ab + 2.0 * h + 6.0 * i_l) / hbm,
     }
 }
