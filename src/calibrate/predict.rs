@@ -11,8 +11,7 @@
 use super::fit::{Sensitivity, COMPONENTS};
 use super::mapping::Resolver;
 use super::measured::MeasuredRun;
-use crate::cost::ops::OpKind;
-use crate::cost::{BatchShape, Breakdown, StepCostModel, StepTime};
+use crate::cost::{BatchShape, StepCostModel, StepTime};
 use crate::hardware::DeviceProfile;
 use crate::model::{ModelArch, ModelSource};
 use crate::outcome::Phase;
@@ -174,7 +173,8 @@ fn simulate_means(ctx: &CandidateCtx, batch: u32, budget: u64) -> Result<Means, 
 }
 
 /// Prices steps with the candidate's cost model and keeps, for every step the simulator runs,
-/// the seconds of each component the calibration scales (see [`COMPONENTS`]).
+/// the amount of each component the calibration scales (see [`COMPONENTS`]): one step, and
+/// its running sequences × decoder layers.
 struct Recorder<'a> {
     inner: &'a crate::cost::RooflineCost,
     /// The decoder-layer passes of a step: the per-sequence overhead the fit scales is per layer.
@@ -188,25 +188,12 @@ impl StepCostModel for Recorder<'_> {
     }
 
     fn step_seconds(&self, shape: &BatchShape) -> f64 {
-        let x = shape.features();
         if shape.is_empty() {
             return 0.0;
         }
-        // Routed experts apart (their grouped-GEMM efficiency is a parameter of its own),
-        // every other operator by its dominant bound.
-        let (mut b, mut experts, mut seconds) = (Breakdown::default(), 0.0, 0.0);
-        for op in self.inner.ops() {
-            if let OpKind::Experts(_) = op.kind {
-                let t = op.eval(&x);
-                experts += (t.total() - t.fixed) * op.count;
-                seconds += t.total() * op.count;
-            } else {
-                seconds += op.seconds_into(&x, &mut b);
-            }
-        }
         let seqs = (shape.prefill.seqs + shape.decode.seqs) as f64;
-        seconds += self.inner.host_seconds(shape);
-        let comps = [b.memory, b.cube + b.vector, b.comm, experts, 1.0, seqs * self.layers];
+        let seconds = self.inner.step_seconds(shape);
+        let comps = [1.0, seqs * self.layers];
         self.steps.lock().expect("no panic holds the lock").push(comps);
         seconds
     }

@@ -52,22 +52,14 @@ pub struct FitRecord {
     pub tpot_median_pct: [f64; 2],
 }
 
-/// The fitted parameters of one engine on one device.
+/// The fitted costs of one engine on one device: host work only. What the device's kernels
+/// can do (bandwidth share, matrix efficiency, grouped GEMMs, collectives) is the device's,
+/// from its profile and its measured kernel tables, shared by every engine on it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceCalibration {
     /// Device profile name (`H100_SXM`).
     pub device: String,
-    /// Share of the HBM bandwidth the engine's kernels reach (replaces the profile's).
-    pub memory_efficiency: f64,
-    /// Multiplies the profile's matrix (GEMM, attention) efficiencies of every data type.
-    pub matrix_efficiency_scale: f64,
-    /// Bus efficiency of collectives on the scale-up level (replaces the profile's).
-    pub comm_efficiency: f64,
-    /// Grouped (MoE expert) GEMM efficiency relative to the dense kernels (replaces the
-    /// profile's `grouped_gemm_efficiency`).
-    #[serde(default = "one")]
-    pub grouped_gemm_efficiency: f64,
     #[serde(flatten)]
     pub overheads: Overheads,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -281,10 +273,6 @@ fn is_native(k: &Mxfp4Kernel) -> bool {
     *k == Mxfp4Kernel::Native
 }
 
-fn one() -> f64 {
-    1.0
-}
-
 /// A calibration value outside what a serving engine on real hardware can be.
 fn check(field: &str, v: f64, lo: f64, hi: f64) -> Result<(), String> {
     if v.is_finite() && (lo..=hi).contains(&v) {
@@ -296,12 +284,21 @@ fn check(field: &str, v: f64, lo: f64, hi: f64) -> Result<(), String> {
     }
 }
 
+/// Bounds a serving engine's host costs stay within (what a fit may reach and a profile may
+/// say): a step's scheduling and input preparation within 5 ms (vLLM's whole CPU step on a
+/// busy H100 is about 1 ms), a sequence's per-step host work within 1 ms and its per-layer
+/// work within 50 µs, a request's front-end work (HTTP, tokenisation) within 50 ms.
+pub const MAX_STEP_OVERHEAD_US: f64 = 5_000.0;
+pub const MAX_SEQ_OVERHEAD_US: f64 = 1_000.0;
+pub const MAX_SEQ_LAYER_OVERHEAD_US: f64 = 50.0;
+pub const MAX_REQUEST_OVERHEAD_MS: f64 = 50.0;
+
 impl Overheads {
     fn validate(&self, at: &str) -> Result<(), String> {
-        check(&format!("{at}step_overhead_us"), self.step_overhead_us, 0.0, 1e6)?;
-        check(&format!("{at}seq_overhead_us"), self.seq_overhead_us, 0.0, 1e5)?;
-        check(&format!("{at}seq_layer_overhead_us"), self.seq_layer_overhead_us, 0.0, 1e4)?;
-        check(&format!("{at}request_overhead_ms"), self.request_overhead_ms, 0.0, 1e4)
+        check(&format!("{at}step_overhead_us"), self.step_overhead_us, 0.0, MAX_STEP_OVERHEAD_US)?;
+        check(&format!("{at}seq_overhead_us"), self.seq_overhead_us, 0.0, MAX_SEQ_OVERHEAD_US)?;
+        check(&format!("{at}seq_layer_overhead_us"), self.seq_layer_overhead_us, 0.0, MAX_SEQ_LAYER_OVERHEAD_US)?;
+        check(&format!("{at}request_overhead_ms"), self.request_overhead_ms, 0.0, MAX_REQUEST_OVERHEAD_MS)
     }
 }
 
@@ -311,28 +308,13 @@ impl DeviceCalibration {
         if self.device.trim().is_empty() {
             return Err(format!("field `{at}device` must not be empty"));
         }
-        check(&format!("{at}memory_efficiency"), self.memory_efficiency, 0.05, 1.0)?;
-        check(&format!("{at}matrix_efficiency_scale"), self.matrix_efficiency_scale, 0.05, 2.0)?;
-        check(&format!("{at}comm_efficiency"), self.comm_efficiency, 0.05, 1.0)?;
-        check(&format!("{at}grouped_gemm_efficiency"), self.grouped_gemm_efficiency, 0.05, 2.0)?;
         self.overheads.validate(&at)
     }
 
-    /// `device` with this calibration's efficiencies and per-step overhead.
+    /// `device` with this calibration's per-step overhead.
     pub fn apply(&self, device: &DeviceProfile) -> DeviceProfile {
         let mut d = device.clone();
-        d.memory_efficiency = self.memory_efficiency;
-        let s = self.matrix_efficiency_scale;
-        // An efficiency above 1 would price kernels faster than the datasheet peak.
-        d.compute_efficiency = (d.compute_efficiency * s).min(1.0);
-        for e in d.matrix_efficiency.values_mut() {
-            *e = (*e * s).min(1.0);
-        }
-        if let Some(inner) = d.comm_grid.last_mut() {
-            inner.efficiency = self.comm_efficiency;
-        }
         d.host_overhead_us = self.overheads.step_overhead_us;
-        d.grouped_gemm_efficiency = self.grouped_gemm_efficiency;
         d
     }
 }

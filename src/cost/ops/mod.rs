@@ -454,10 +454,16 @@ impl Op {
         }
     }
 
-    /// Seconds only (the hot path).
+    /// Seconds only (the hot path). A measured kernel skips its roofline (which only splits
+    /// the breakdown): the same float as `eval(x).total() * count`.
     pub fn seconds(&self, x: &Features) -> f64 {
         match &self.kind {
             OpKind::Overlap { .. } => self.seconds_into(x, &mut Breakdown::default()),
+            OpKind::Measured(m) if x[self.gate] > 0.0 => {
+                let s = m.priced(x).seconds;
+                let fixed = if s > 0.0 { self.fixed_s } else { 0.0 };
+                (s + fixed) * self.count
+            }
             _ => self.eval(x).total() * self.count,
         }
     }
@@ -491,22 +497,25 @@ fn kind_time(kind: &OpKind, x: &Features) -> OpTime {
     }
 }
 
-/// A measured kernel's time, split over components in the proportions of the roofline it
-/// replaces (all of it memory when that roofline is empty). `fixed_s` is zero for the tables'
-/// kernels: their launch is in their latency.
+/// A measured kernel's time, attributed whole to the component that bounds the roofline it
+/// replaces (memory, communication or compute; memory when that roofline is empty), so that
+/// its total is the measured time exactly. `fixed_s` is zero for the tables' kernels: their
+/// launch is in their latency.
 fn measured_time(m: &super::measured::Measured, x: &Features, fixed_s: f64) -> OpTime {
     let p = m.priced(x);
+    if p.seconds <= 0.0 {
+        return OpTime::default();
+    }
     let r = kind_time(&m.roofline, x);
-    let total = r.total();
-    let mut t = if total > 0.0 {
-        let k = p.seconds / total;
-        OpTime { cube: r.cube * k, vector: r.vector * k, memory: r.memory * k, comm: r.comm * k, fixed: 0.0 }
+    let compute = r.cube + r.vector;
+    let mut t = if r.comm > r.memory && r.comm >= compute {
+        OpTime { comm: p.seconds, ..Default::default() }
+    } else if compute > r.memory {
+        OpTime { cube: p.seconds, ..Default::default() }
     } else {
         OpTime { memory: p.seconds, ..Default::default() }
     };
-    if p.seconds > 0.0 {
-        t.fixed = fixed_s;
-    }
+    t.fixed = fixed_s;
     t
 }
 
