@@ -277,9 +277,10 @@ mod tests {
 
     #[test]
     fn the_first_order_prediction_moves_each_component_by_its_weight() {
-        // One step per token and 2 000 sequence-layers per step: 2 ms more per step adds 2 ms,
-        // 1 µs more per sequence-layer adds 2 ms. Mutation: read SEQS's weight for STEP.
-        let s = Sensitivity { ttft_ms: 50.0, tpot_ms: 12.0, ttft: [0.0; 2], tpot: [1000.0, 2000.0] };
+        // Weights in ms of TPOT per second of each component: 1 000 (one step per token) and
+        // 2 000 000 (2 000 sequence-layers per step): 2 ms more per step adds 2 ms, 1 µs more
+        // per sequence-layer adds 2 ms. Mutation: read SEQS's weight for STEP.
+        let s = Sensitivity { ttft_ms: 50.0, tpot_ms: 12.0, ttft: [0.0; 2], tpot: [1000.0, 2e6] };
         let (_, tpot) = params(1000.0, 0.0).predict(&s, &params(3000.0, 1.0));
         assert!((tpot - (12.0 + 2.0 + 2.0)).abs() < 1e-9, "{tpot}");
     }

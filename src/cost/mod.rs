@@ -8,7 +8,6 @@
 //! KV bytes per token and activation estimates.
 
 pub mod graph;
-pub mod measured;
 mod memo;
 pub mod memory;
 pub mod ops;

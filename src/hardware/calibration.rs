@@ -455,17 +455,19 @@ mod tests {
     }
 
     #[test]
-    fn a_device_entry_replaces_efficiencies_and_overheads() {
+    fn a_device_entry_replaces_the_overheads_and_keeps_the_hardware() {
         let text = "engine: vllm\nfused_graph: true\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, request_overhead_ms: 3}\n\
-devices:\n  - {device: H100_SXM, memory_efficiency: 0.9, matrix_efficiency_scale: 0.5, comm_efficiency: 0.6, step_overhead_us: 4000, seq_overhead_us: 20, request_overhead_ms: 15}\n";
+devices:\n  - {device: H100_SXM, step_overhead_us: 4000, seq_overhead_us: 20, request_overhead_ms: 15}\n";
         let p = EngineProfile::parse(text).unwrap();
         let reg = crate::hardware::DeviceRegistry::builtin();
         let h100 = reg.get("H100_SXM").unwrap();
         let e = p.effective(h100, true, None);
-        assert_eq!(e.device.memory_efficiency, 0.9);
-        assert!((e.device.compute_efficiency - h100.compute_efficiency * 0.5).abs() < 1e-12);
+        // The device's kernels are the device's, whatever the engine: every efficiency stays.
+        // Mutation: let `apply` copy a calibrated bandwidth share back in and this fails.
+        assert_eq!(e.device.memory_efficiency, h100.memory_efficiency);
+        assert_eq!(e.device.compute_efficiency, h100.compute_efficiency);
+        assert_eq!(e.device.comm_grid, h100.comm_grid);
         assert_eq!(e.device.host_overhead_us, 4000.0);
-        assert_eq!(e.device.comm_grid.last().unwrap().efficiency, 0.6);
         assert!((e.per_seq_s - 20e-6).abs() < 1e-15 && (e.request_overhead_s - 0.015).abs() < 1e-15);
         // Calibration off: the profile's efficiencies, the engine's default overheads.
         let off = p.effective(h100, false, None);
@@ -477,13 +479,19 @@ devices:\n  - {device: H100_SXM, memory_efficiency: 0.9, matrix_efficiency_scale
     #[test]
     fn out_of_range_values_name_the_field() {
         let text = "engine: vllm\nfused_graph: true\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, request_overhead_ms: 3}\n\
-devices:\n  - {device: H100_SXM, memory_efficiency: 1.5, matrix_efficiency_scale: 0.5, comm_efficiency: 0.6, step_overhead_us: 4000, seq_overhead_us: 20, request_overhead_ms: 15}\n";
+devices:\n  - {device: H100_SXM, step_overhead_us: 6000, seq_overhead_us: 20, request_overhead_ms: 15}\n";
         let e = EngineProfile::parse(text).unwrap_err();
-        assert!(e.contains("devices[0].memory_efficiency") && e.contains("1.5"), "{e}");
+        // Mutation: raise MAX_STEP_OVERHEAD_US past 6 ms and this parses.
+        assert!(e.contains("devices[0].step_overhead_us") && e.contains("6000") && e.contains("5000"), "{e}");
+        let slow_request = EngineProfile::parse(&text.replace("step_overhead_us: 6000", "step_overhead_us: 100").replace("request_overhead_ms: 15", "request_overhead_ms: 80")).unwrap_err();
+        assert!(slow_request.contains("devices[0].request_overhead_ms") && slow_request.contains("between 0 and 50"), "{slow_request}");
+        // Hardware parameters are not an engine's to set.
+        let hw = EngineProfile::parse(&text.replace("step_overhead_us: 6000", "memory_efficiency: 0.99, step_overhead_us: 100")).unwrap_err();
+        assert!(hw.contains("memory_efficiency"), "{hw}");
         // Mutation: print the value with `{v}` alone and the message carries 309 digits.
         let huge =
             EngineProfile::parse(&text.replace("seq_overhead_us: 2,", "seq_overhead_us: 2, seq_layer_overhead_us: 1e308,")).unwrap_err();
-        assert!(huge.contains("defaults.seq_layer_overhead_us` is 1e308; it must be between 0 and 10000"), "{huge}");
+        assert!(huge.contains("defaults.seq_layer_overhead_us` is 1e308; it must be between 0 and 50"), "{huge}");
         let bad_engine = EngineProfile::parse(
             "engine: tgi\nfused_graph: true\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, request_overhead_ms: 3}\n",
         )

@@ -20,7 +20,7 @@
 //! Datasheet rates (no efficiency) make the rooflines that utilisation is carried by.
 
 use super::Builder;
-use crate::cost::measured::{clamp, AttentionRoof, Lookup, Measured, Roof1, Transfer};
+use crate::cost::ops::measured::{clamp, AttentionRoof, Lookup, Measured, Roof1, Transfer};
 use crate::cost::ops::{f, unit, Coef, Collective, Op, OpKind};
 use crate::hardware::kernels::{Dense, GemmDtype, KernelOp, MoeDtype, TableId};
 use crate::hardware::{CommGroup, Dtype};

@@ -7,6 +7,8 @@
 //! many experts a batch touches) and sliding windows, which get small closed forms. So a step
 //! costs O(operator kinds), independent of how many sequences are in it.
 
+pub mod measured;
+
 use crate::hardware::CommGroup;
 
 /// Index of each feature in [`Features`].
@@ -272,8 +274,8 @@ pub enum OpKind {
     /// Streams of operators that run concurrently: the slowest stream sets the time. With
     /// `fused`, the streams are one kernel: members' fixed costs are replaced by the op's own.
     Overlap { streams: Vec<Vec<Op>>, fused: bool },
-    /// A kernel priced from a measured table (see [`super::measured`]).
-    Measured(Box<super::measured::Measured>),
+    /// A kernel priced from a measured table (see [`measured`]).
+    Measured(Box<measured::Measured>),
 }
 
 /// Per-pair and per-active-expert costs of one routed-expert operator.
@@ -501,7 +503,7 @@ fn kind_time(kind: &OpKind, x: &Features) -> OpTime {
 /// replaces (memory, communication or compute; memory when that roofline is empty), so that
 /// its total is the measured time exactly. `fixed_s` is zero for the tables' kernels: their
 /// launch is in their latency.
-fn measured_time(m: &super::measured::Measured, x: &Features, fixed_s: f64) -> OpTime {
+fn measured_time(m: &measured::Measured, x: &Features, fixed_s: f64) -> OpTime {
     let p = m.priced(x);
     if p.seconds <= 0.0 {
         return OpTime::default();

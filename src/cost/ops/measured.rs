@@ -17,7 +17,7 @@
 //!   ratio to what the chunks really compute (a cached prefix, uneven chunks, several query
 //!   tokens per decode).
 
-use super::ops::{dot, f, Coef, Features, OpKind};
+use super::{dot, f, Coef, Features, OpKind};
 use crate::hardware::kernels::{Dense, Priced, Source};
 
 /// A roofline in one count `v`: max(compute · v, memory₀ + memory₁ · v), seconds at the
@@ -118,7 +118,7 @@ impl Measured {
     /// Features the lookup reads (for the step memo: a count-only operator is memoised).
     pub fn reads(&self) -> u16 {
         match &self.lookup {
-            Lookup::Count { coef, .. } => super::ops::nonzero_mask(coef),
+            Lookup::Count { coef, .. } => super::nonzero_mask(coef),
             Lookup::Attention { .. } => {
                 [f::P_SEQS, f::P_TOKENS, f::P_CTX, f::P_PAIRS, f::P_QSQ, f::D_SEQS, f::D_TOKENS, f::D_CTX, f::D_PAIRS]
                     .iter()
