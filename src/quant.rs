@@ -294,7 +294,8 @@ impl QuantConfig {
             WeightFormat::Mxfp4Experts if model.is_moe() => (LinearQuant::Mxfp4, Some(LinearQuant::Disabled)),
             WeightFormat::Mxfp4Experts => (LinearQuant::Mxfp4, None),
         };
-        QuantConfig { linear, non_expert, kv: KvQuant::Disabled, mxfp4_group_size: 32 }
+        let kv = if model.fp8_kv_cache { KvQuant::Fp8 } else { KvQuant::Disabled };
+        QuantConfig { linear, non_expert, kv, mxfp4_group_size: 32 }
     }
 
     pub fn for_experts(&self) -> LinearQuant {

@@ -54,7 +54,7 @@ pub fn validate_plan(raw: RawArgs) -> Result<Plan, PlanError> {
     let devices = v::validate_devices(&raw, &registry)?;
     let (mode, num_devices) = v::validate_mode(&raw, &mut warnings)?;
     v::validate_device_grids(&devices, &mode, num_devices)?;
-    let quant = v::validate_quant(&raw, &mut warnings)?;
+    let quant = v::validate_quant(&raw, &model, &devices, &mut warnings)?;
     let compile = v::validate_compile(&raw, &mut warnings)?;
     // An `--arrival trace` file is read once: its lengths size the workload, its arrivals
     // drive the simulator.

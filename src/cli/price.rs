@@ -210,8 +210,10 @@ pub fn run(args: &PriceArgs) -> Result<String, PlanError> {
     let mut plan = super::plan::validate_plan(raw)?;
     if args.quantize_linear_action.is_none() && args.quantize_non_expert_linear_action.is_none() {
         // The checkpoint's own precision, whatever the planner's default.
-        let (kv, mxfp4_group_size) = (plan.quant.kv, plan.quant.mxfp4_group_size);
-        plan.quant = crate::quant::QuantConfig { kv, mxfp4_group_size, ..crate::quant::QuantConfig::checkpoint(&plan.model) };
+        let checkpoint = crate::quant::QuantConfig::checkpoint(&plan.model);
+        // The KV cache as the flag says, else as the checkpoint stores it.
+        let kv = if args.quantize_attention_action.is_some() { plan.quant.kv } else { checkpoint.kv };
+        plan.quant = crate::quant::QuantConfig { kv, mxfp4_group_size: plan.quant.mxfp4_group_size, ..checkpoint };
     }
     let par = layout(&plan, tp, ep, dp, args)?;
     let priced = crate::search::price::price(&plan, par, &step);

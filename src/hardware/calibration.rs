@@ -483,10 +483,14 @@ devices:\n  - {device: H100_SXM, step_overhead_us: 6000, seq_overhead_us: 20, re
         let e = EngineProfile::parse(text).unwrap_err();
         // Mutation: raise MAX_STEP_OVERHEAD_US past 6 ms and this parses.
         assert!(e.contains("devices[0].step_overhead_us") && e.contains("6000") && e.contains("5000"), "{e}");
-        let slow_request = EngineProfile::parse(&text.replace("step_overhead_us: 6000", "step_overhead_us: 100").replace("request_overhead_ms: 15", "request_overhead_ms: 80")).unwrap_err();
+        let slow_request = EngineProfile::parse(
+            &text.replace("step_overhead_us: 6000", "step_overhead_us: 100").replace("request_overhead_ms: 15", "request_overhead_ms: 80"),
+        )
+        .unwrap_err();
         assert!(slow_request.contains("devices[0].request_overhead_ms") && slow_request.contains("between 0 and 50"), "{slow_request}");
         // Hardware parameters are not an engine's to set.
-        let hw = EngineProfile::parse(&text.replace("step_overhead_us: 6000", "memory_efficiency: 0.99, step_overhead_us: 100")).unwrap_err();
+        let hw =
+            EngineProfile::parse(&text.replace("step_overhead_us: 6000", "memory_efficiency: 0.99, step_overhead_us: 100")).unwrap_err();
         assert!(hw.contains("memory_efficiency"), "{hw}");
         // Mutation: print the value with `{v}` alone and the message carries 309 digits.
         let huge =

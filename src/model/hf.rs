@@ -182,9 +182,18 @@ pub fn parse_config(text: &str, id: &str) -> Result<ModelArch, String> {
         mtp,
         vision,
         weights: weight_format(top)?,
+        fp8_kv_cache: fp8_kv_cache(top),
     };
     model.validate()?;
     Ok(model)
+}
+
+/// Whether the checkpoint's `quantization_config` quantizes the KV cache to FP8.
+fn fp8_kv_cache(top: &Map<String, Value>) -> bool {
+    let Some(q) = top.get("quantization_config").and_then(Value::as_object) else { return false };
+    let algo = q.get("kv_cache_quant_algo").and_then(Value::as_str).is_some_and(|a| a.eq_ignore_ascii_case("fp8"));
+    let scheme = q.get("kv_cache_scheme").is_some_and(|s| !s.is_null());
+    algo || scheme
 }
 
 /// The checkpoint's weight format from its `quantization_config` (absent: bf16).

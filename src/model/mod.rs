@@ -9,7 +9,7 @@ pub mod catalog;
 pub mod hf;
 mod resolve;
 
-pub use resolve::{network_key, resolve_model, ModelError, ModelSource};
+pub use resolve::{modelopt_kv, network_key, resolve_model, ModelError, ModelSource};
 
 use serde::{Deserialize, Serialize};
 
@@ -53,6 +53,10 @@ pub struct ModelArch {
     /// run is priced in when the user does not choose a quantization.
     #[serde(default, skip_serializing_if = "WeightFormat::is_bf16")]
     pub weights: WeightFormat,
+    /// The checkpoint quantizes its KV cache to FP8 (ModelOpt's `kv_cache_quant_algo: FP8`,
+    /// compressed-tensors' `kv_cache_scheme`): engines then keep the cache in FP8.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fp8_kv_cache: bool,
 }
 
 /// The weight format a checkpoint ships in.

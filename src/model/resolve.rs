@@ -76,6 +76,14 @@ fn suffix_weights(id: &str) -> Option<WeightFormat> {
     Some(w.unwrap_or(if lower.starts_with("qwen/") { WeightFormat::Fp8Block } else { WeightFormat::Fp8Tensor }))
 }
 
+/// NVIDIA's republished FP8 and NVFP4 checkpoints (ModelOpt) quantize the KV cache to FP8 too:
+/// their `hf_quant_config.json` says `kv_cache_quant_algo: FP8` (e.g.
+/// `nvidia/Llama-3.1-70B-Instruct-FP8`).
+pub fn modelopt_kv(id: &str) -> bool {
+    let lower = id.trim().to_lowercase();
+    lower.starts_with("nvidia/") && suffix_weights(&lower).is_some_and(|w| w != WeightFormat::Mxfp4Experts)
+}
+
 /// A catalog network under another name: another organisation, the `Meta-` prefix, an
 /// `-Instruct` or precision suffix (the suffix sets the checkpoint's weight format).
 fn catalog_alias(id: &str) -> Option<ModelArch> {
@@ -86,6 +94,7 @@ fn catalog_alias(id: &str) -> Option<ModelArch> {
     let mut m = catalog::all().into_iter().find(|m| network_key(&m.id) == key)?;
     if let Some(w) = suffix_weights(id) {
         m.weights = w;
+        m.fp8_kv_cache = modelopt_kv(id);
     }
     m.id = id.trim().to_string();
     Some(m)

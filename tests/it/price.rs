@@ -161,3 +161,33 @@ fn the_checkpoint_precision_is_the_default() {
     let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert!(v["quantization"].as_str().unwrap().contains("FP8_BLOCK"), "{}", v["quantization"]);
 }
+
+#[test]
+fn no_shipped_nvidia_profile_streams_weights_faster_than_the_hardware_can() {
+    // Llama-3.1-8B bf16 reads 15.0 GB of weights in a decode step of one sequence (its 7.5 B
+    // parameters outside the embedding lookup, the LM head included). On every NVIDIA device
+    // profile under every serving engine, that step takes at least 15.0 GB / (0.92 × the
+    // datasheet bandwidth), and the engine's host time stays within 5 ms. Mutation: let a
+    // calibration raise a device's bandwidth share to 0.993 (as the built-in vLLM × H200 entry
+    // once did) and the H200 rows fail.
+    let registry = throughput_optimizer::hardware::DeviceRegistry::builtin();
+    let mut checked = 0;
+    for (device, _) in registry.profiles().filter(|(d, _)| d.vendor == "NVIDIA") {
+        for engine in ["vllm", "sglang", "trtllm"] {
+            let out = cmd()
+                .args(["price", "meta-llama/Meta-Llama-3.1-8B", "--device", &device.name, "--tp", "1", "--decode", "1x128"])
+                .args(["--serving-engine", engine, "--quantize-linear-action", "DISABLED", "--output", "json"])
+                .assert()
+                .success();
+            let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+            let device_s = v["device_ms"].as_f64().unwrap() * 1e-3;
+            let rate = 15.0e9 / device_s;
+            let limit = 0.92 * device.memory_bandwidth.bytes_per_s;
+            assert!(rate <= limit, "{} under {engine}: {:.2} TB/s > 0.92 × datasheet ({:.2} TB/s)", device.name, rate / 1e12, limit / 1e12);
+            let host = v["host_ms"].as_f64().unwrap();
+            assert!(host <= 5.0, "{} under {engine}: host {host} ms", device.name);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 9, "too few NVIDIA profiles checked: {checked}");
+}

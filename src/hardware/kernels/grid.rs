@@ -106,7 +106,13 @@ impl Grid {
         if pts.is_empty() {
             return Err(GridError::Empty);
         }
-        pts.sort_by(|a, b| a.0.iter().zip(&b.0).map(|(p, q)| p.total_cmp(q)).find(|o| o.is_ne()).unwrap_or(a.1.total_cmp(&b.1)));
+        let order = |a: &(Vec<f64>, f64), b: &(Vec<f64>, f64)| {
+            a.0.iter().zip(&b.0).map(|(p, q)| p.total_cmp(q)).find(|o| o.is_ne()).unwrap_or(a.1.total_cmp(&b.1))
+        };
+        // Tables written by `points` (the packed files) come sorted: skip the sort then.
+        if !pts.windows(2).all(|w| order(&w[0], &w[1]).is_le()) {
+            pts.sort_by(order);
+        }
         Ok(Grid { dims, root: build(&pts, 0, dims) })
     }
 
