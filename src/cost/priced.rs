@@ -73,7 +73,7 @@ impl OperatorKind {
             "sampler" => OperatorKind::Sampler,
             "router" | "topk_softmax" | "permute_tokens" | "unpermute_weighted_sum" => OperatorKind::MoeRouting,
             "moe_experts" | "dispatch_ffn_combine" | "moe_multistream" => OperatorKind::MoeExperts,
-            "matmul_all_reduce" => OperatorKind::Gemm,
+            "matmul_all_reduce" | "mla_absorb_bmm" => OperatorKind::Gemm,
             "causal_conv1d" => OperatorKind::Attention,
             n if n.starts_with("grouped_") || n.starts_with("expert_") => OperatorKind::MoeExperts,
             n if n.ends_with("_input_quant") => OperatorKind::Quantize,

@@ -20,7 +20,7 @@
 //! Datasheet rates (no efficiency) make the rooflines that utilisation is carried by.
 
 use super::Builder;
-use crate::cost::ops::measured::{clamp, AttentionRoof, Lookup, Measured, Roof1, Transfer};
+use crate::cost::ops::measured::{clamp, AttentionRoof, AttentionSide, Lookup, Measured, Roof1, Transfer};
 use crate::cost::ops::{f, unit, Coef, Collective, Op, OpKind};
 use crate::hardware::kernels::{Dense, GemmDtype, KernelOp, MoeDtype, TableId};
 use crate::hardware::{CommGroup, Dtype};
@@ -150,8 +150,8 @@ impl Builder<'_> {
             roof_at(x[0], x[1], x[2]).at(p, c, b)
         };
         let lookup = Lookup::Attention {
-            prefill: Some((Dense::<2>::slice(ctx, &fixed, &prefill_roof), roof)),
-            decode: Some((Dense::<2>::slice(gen, &fixed, &decode_roof), roof)),
+            prefill: Some(AttentionSide { table: Dense::<2>::slice(ctx, &fixed, &prefill_roof), measured: roof, actual: roof }),
+            decode: Some(AttentionSide { table: Dense::<2>::slice(gen, &fixed, &decode_roof), measured: roof, actual: roof }),
             window: win,
             clamp_lookup,
             dcp: self.par.dcp.max(1) as f64,
@@ -274,5 +274,66 @@ fn experts_roof_at(tp: f64, ep: f64, h: f64, inter: f64, experts: f64, peak: f64
         compute: local * 6.0 * h * i_l / peak,
         memory0: local * 3.0 * h * i_l * wb / hbm,
         memory1: local * (h * ab + 2.0 * h + 6.0 * i_l) / hbm,
+    }
+}
+
+/// MLA's widths: latent rank, rotary, no-position and value head dimensions.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct MlaDims {
+    pub r: f64,
+    pub rope: f64,
+    pub nope: f64,
+    pub v: f64,
+}
+
+/// The widths the MLA tables were measured at (DeepSeek-V3's).
+const MEASURED_MLA: MlaDims = MlaDims { r: 512.0, rope: 64.0, nope: 128.0, v: 128.0 };
+
+impl MlaDims {
+    /// Prefill's core kernel over `hq` heads: attention over expanded keys and values.
+    fn prefill_roof(&self, hq: f64, peak: f64, hbm: f64) -> AttentionRoof {
+        let width = hq * (self.nope + self.rope + self.v);
+        AttentionRoof { per_pair: 2.0 * width / peak, per_ctx: width * 2.0 / hbm, per_query: width * 2.0 / hbm }
+    }
+    /// Decode's core kernel over `hq` heads: the absorbed query against the latent cache.
+    fn decode_roof(&self, hq: f64, kvb: f64, peak: f64, hbm: f64) -> AttentionRoof {
+        AttentionRoof {
+            per_pair: hq * (4.0 * self.r + 2.0 * self.rope) / peak,
+            per_ctx: (self.r + self.rope) * kvb / hbm,
+            per_query: hq * (2.0 * self.r + self.rope) * 2.0 / hbm,
+        }
+    }
+}
+
+impl Builder<'_> {
+    /// MLA's core kernel (`op`, prefill or decode as `kernel` says) over `hq` local heads priced
+    /// from the MLA tables, carried from DeepSeek-V3's widths to the model's by the rooflines'
+    /// ratio; `None` without a table.
+    pub(super) fn measured_mla(&self, op: &Op, kernel: KernelOp, hq: f64, dims: MlaDims) -> Option<Op> {
+        let t = self.tables?;
+        let kv_fp8 = !matches!(self.opts.quant.kv, KvQuant::Disabled);
+        let grid = t.get(&TableId::mla(kernel, kv_fp8))?;
+        let (peak, hbm, kvb) = (self.peak(Dtype::Bf16), self.datasheet_hbm(), self.opts.quant.kv.bytes());
+        let roof_of = |d: &MlaDims, heads: f64| match kernel {
+            KernelOp::ContextMla => d.prefill_roof(heads, peak, hbm),
+            _ => d.decode_roof(heads, kvb, peak, hbm),
+        };
+        // Coordinates (heads, batch, length).
+        let slice_roof = |x: &[f64]| {
+            let r = roof_of(&MEASURED_MLA, x[0]);
+            let (b, s) = (x[1], x[2]);
+            match kernel {
+                KernelOp::ContextMla => r.at(b * s * (s + 1.0) / 2.0, b * s, b * s),
+                _ => r.at(b * s, b * s, b),
+            }
+        };
+        let side = AttentionSide {
+            table: Dense::<2>::slice(grid, &[hq], &slice_roof),
+            measured: roof_of(&MEASURED_MLA, hq),
+            actual: roof_of(&dims, hq),
+        };
+        let (prefill, decode) = if kernel == KernelOp::ContextMla { (Some(side), None) } else { (None, Some(side)) };
+        let lookup = Lookup::Attention { prefill, decode, window: None, clamp_lookup: false, dcp: self.par.dcp.max(1) as f64 };
+        Some(Op { fixed_s: 0.0, kind: OpKind::Measured(Box::new(Measured { roofline: op.kind.clone(), lookup })), ..op.clone() })
     }
 }

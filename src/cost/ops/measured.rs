@@ -15,7 +15,7 @@
 //! - attention (`Attention`): decode sequences at their mean KV length on the generation
 //!   table; prefill chunks at their mean length on the context table, carried by the roofline
 //!   ratio to what the chunks really compute (a cached prefix, uneven chunks, several query
-//!   tokens per decode).
+//!   tokens per decode, another kernel's widths than the table's).
 
 use super::{dot, f, Coef, Features, OpKind};
 use crate::hardware::kernels::{Dense, Priced, Source};
@@ -75,8 +75,8 @@ pub enum Lookup {
         floor: bool,
     },
     Attention {
-        prefill: Option<(Dense<2>, AttentionRoof)>,
-        decode: Option<(Dense<2>, AttentionRoof)>,
+        prefill: Option<AttentionSide>,
+        decode: Option<AttentionSide>,
         /// A sliding window: what the kernel reads is clamped to it in the rooflines.
         window: Option<f64>,
         /// The tables are full-attention ones (no table for this window): decode is looked
@@ -85,6 +85,16 @@ pub enum Lookup {
         /// Decode attention split over decode-context-parallel ranks.
         dcp: f64,
     },
+}
+
+/// One phase of an attention kernel: its table sliced over (sequences, length), the roofline
+/// of the kernel the table measured, and the roofline of this operator's own kernel (the same
+/// for attention measured at its own widths; another for MLA, measured at DeepSeek-V3's).
+#[derive(Debug, Clone)]
+pub struct AttentionSide {
+    pub table: Dense<2>,
+    pub measured: AttentionRoof,
+    pub actual: AttentionRoof,
 }
 
 /// An operator priced from a measured table.
@@ -102,12 +112,12 @@ impl Measured {
             Lookup::Count { coef, curve, roof, transfer, floor } => count(dot(coef, x), curve, roof, transfer.as_ref(), *floor),
             Lookup::Attention { prefill, decode, window, clamp_lookup, dcp } => {
                 let mut out = Priced { seconds: 0.0, source: Source::Silicon };
-                if let Some((d, r)) = prefill.as_ref().filter(|_| x[f::P_SEQS] > 0.0) {
-                    let p = context(x, d, r, *window);
+                if let Some(side) = prefill.as_ref().filter(|_| x[f::P_SEQS] > 0.0) {
+                    let p = context(x, side, *window);
                     out = Priced { seconds: out.seconds + p.seconds, source: out.source.worst(p.source) };
                 }
-                if let Some((d, r)) = decode.as_ref().filter(|_| x[f::D_SEQS] > 0.0) {
-                    let p = generation(x, d, r, *window, *clamp_lookup, *dcp);
+                if let Some(side) = decode.as_ref().filter(|_| x[f::D_SEQS] > 0.0) {
+                    let p = generation(x, side, *window, *clamp_lookup, *dcp);
                     out = Priced { seconds: out.seconds + p.seconds, source: out.source.worst(p.source) };
                 }
                 out
@@ -158,7 +168,8 @@ pub(crate) fn clamp(window: Option<f64>, pairs: f64, tokens: f64, ctx: f64, seqs
 /// Prefill chunks: the context table at their mean chunk length with no cached prefix, carried
 /// by the roofline ratio to the work the chunks really do. Uniform chunks with nothing cached
 /// are exactly the table's shape (ratio 1).
-fn context(x: &Features, d: &Dense<2>, r: &AttentionRoof, window: Option<f64>) -> Priced {
+fn context(x: &Features, side: &AttentionSide, window: Option<f64>) -> Priced {
+    let (d, r, own) = (&side.table, &side.measured, &side.actual);
     let (b, tokens) = (x[f::P_SEQS], x[f::P_TOKENS]);
     let s = tokens / b;
     // Causal pairs: a chunk of q new tokens after c − q cached ones attends to q·c − q(q − 1)/2.
@@ -168,7 +179,7 @@ fn context(x: &Features, d: &Dense<2>, r: &AttentionRoof, window: Option<f64>) -
         r.at(p, c, y[0] * y[1])
     };
     let mut p = d.at([b, s], table_roof);
-    let (actual, shape) = (r.at(pairs, ctx, tokens), table_roof([b, s]));
+    let (actual, shape) = (own.at(pairs, ctx, tokens), table_roof([b, s]));
     if shape > 0.0 && (actual / shape - 1.0).abs() > 1e-9 {
         p.seconds *= actual / shape;
         p.source = p.source.worst(Source::Extrapolated);
@@ -178,7 +189,8 @@ fn context(x: &Features, d: &Dense<2>, r: &AttentionRoof, window: Option<f64>) -
 
 /// Decode sequences: the generation table at their mean KV length (one query token each),
 /// carried by the roofline ratio when a sequence queries several tokens (MTP, drafts).
-fn generation(x: &Features, d: &Dense<2>, r: &AttentionRoof, window: Option<f64>, clamp_lookup: bool, dcp: f64) -> Priced {
+fn generation(x: &Features, side: &AttentionSide, window: Option<f64>, clamp_lookup: bool, dcp: f64) -> Priced {
+    let (d, r, own) = (&side.table, &side.measured, &side.actual);
     let (b, tokens) = (x[f::D_SEQS], x[f::D_TOKENS]);
     let (raw_pairs, raw_ctx) = (x[f::D_PAIRS] / dcp, x[f::D_CTX] / dcp);
     let (pairs, ctx) = clamp(window, raw_pairs, tokens, raw_ctx, b);
@@ -188,7 +200,7 @@ fn generation(x: &Features, d: &Dense<2>, r: &AttentionRoof, window: Option<f64>
         r.at(p, c, y[0])
     };
     let mut p = d.at([b, len], table_roof);
-    let (actual, shape) = (r.at(pairs, ctx, tokens), table_roof([b, len]));
+    let (actual, shape) = (own.at(pairs, ctx, tokens), table_roof([b, len]));
     if shape > 0.0 && (actual / shape - 1.0).abs() > 1e-9 {
         p.seconds *= actual / shape;
         p.source = p.source.worst(Source::Extrapolated);

@@ -82,8 +82,12 @@ impl AicDatabase {
         let root = self.data.join(system);
         let version = self.current_version(system, engine);
         let mut acc = Accumulator::default();
-        let families: [(&str, &[&str]); 3] =
-            [("gemm", &["gemm_perf"]), ("attention", &["context_attention_perf", "generation_attention_perf"]), ("moe", &["moe_perf"])];
+        let families: [(&str, &[&str]); 4] = [
+            ("gemm", &["gemm_perf"]),
+            ("attention", &["context_attention_perf", "generation_attention_perf"]),
+            ("moe", &["moe_perf"]),
+            ("mla", &["context_mla_perf", "generation_mla_perf"]),
+        ];
         for (family, files) in families {
             for dir in versions_from(&root.join(family).join(engine), version.as_deref()) {
                 for file in files {
@@ -450,6 +454,8 @@ fn ingest(file: &str, engine: &str, c: &Columns, acc: &mut Accumulator) -> Resul
         "context_attention_perf" => attention(c, acc, KernelOp::ContextAttention),
         "generation_attention_perf" => attention(c, acc, KernelOp::GenerationAttention),
         "moe_perf" => moe(c, acc),
+        "context_mla_perf" => mla(c, acc, KernelOp::ContextMla),
+        "generation_mla_perf" => mla(c, acc, KernelOp::GenerationMla),
         _ => Ok(()),
     }
 }
@@ -540,6 +546,30 @@ fn moe(c: &Columns, acc: &mut Accumulator) -> Result<(), String> {
             })
             .collect::<Result<_, String>>()?;
         acc.add(TableId::new(KernelOp::Moe, variant), pts);
+    }
+    Ok(())
+}
+
+/// MLA's core kernel: local heads, batch and the prompt (context) or KV length (generation:
+/// the cached tokens in `step` and the new one).
+fn mla(c: &Columns, acc: &mut Accumulator, op: KernelOp) -> Result<(), String> {
+    let (heads, b, isl, lat) = (c.int("num_heads")?, c.int("batch_size")?, c.int("isl")?, c.float("latency")?);
+    let kv = c.str("kv_cache_dtype")?;
+    let step = c.ints.get("step");
+    let keep = |i: usize| match kv[i].as_str() {
+        "bfloat16" | "float16" => Some(TableId::mla(op, false).variant),
+        "fp8" => Some(TableId::mla(op, true).variant),
+        _ => None,
+    };
+    for (variant, rows) in by_kernel_density(c, keep) {
+        let pts = rows
+            .iter()
+            .map(|&i| {
+                let len = if op == KernelOp::GenerationMla { isl[i] + step.map_or(0, |s| s[i]) } else { isl[i] };
+                Ok((vec![heads[i] as f64, b[i] as f64, len as f64], secs(lat[i], i)?))
+            })
+            .collect::<Result<_, String>>()?;
+        acc.add(TableId::new(op, variant), pts);
     }
     Ok(())
 }

@@ -18,6 +18,7 @@
 //! | `generation_attention/<kv dtype>/w<window>` | head_dim, kv heads, q heads (per GPU), batch, KV length |
 //! | `moe/<dtype>/<distribution>` | moe_tp, moe_ep, hidden, intermediate, top-k, experts, tokens per expert |
 //! | `all_reduce`, `all_gather`, `reduce_scatter`, `all_to_all` (NCCL); `custom_all_reduce` (the engine's) | GPUs, bytes |
+//! | `context_mla/<kv dtype>`, `generation_mla/<kv dtype>` (MLA's core kernel at DeepSeek-V3's dimensions) | q heads (per GPU), batch, prompt tokens or KV length |
 //!
 //! Latencies are seconds per call of one operator (one layer) on one GPU. MoE tables are keyed
 //! by tokens per expert (tokens entering the MoE group × top-k / experts) rather than tokens:
@@ -51,10 +52,16 @@ pub enum KernelOp {
     /// The serving engine's own one-shot/two-shot all-reduce (vLLM and SGLang custom
     /// all-reduce, TensorRT-LLM's), used for tensor-parallel all-reduces within a node.
     CustomAllReduce,
+    /// Multi-head latent attention's core kernel in prefill (expanded keys and values), as
+    /// measured at DeepSeek-V3's dimensions (latent 512, rotary 64, no-position 128, value 128).
+    ContextMla,
+    /// MLA's core kernel in decode (absorbed form over the latent cache), DeepSeek-V3's
+    /// dimensions.
+    GenerationMla,
 }
 
 impl KernelOp {
-    pub const ALL: [KernelOp; 9] = [
+    pub const ALL: [KernelOp; 11] = [
         KernelOp::Gemm,
         KernelOp::ContextAttention,
         KernelOp::GenerationAttention,
@@ -64,6 +71,8 @@ impl KernelOp {
         KernelOp::ReduceScatter,
         KernelOp::AllToAll,
         KernelOp::CustomAllReduce,
+        KernelOp::ContextMla,
+        KernelOp::GenerationMla,
     ];
 
     pub fn name(self) -> &'static str {
@@ -77,6 +86,8 @@ impl KernelOp {
             KernelOp::ReduceScatter => "reduce_scatter",
             KernelOp::AllToAll => "all_to_all",
             KernelOp::CustomAllReduce => "custom_all_reduce",
+            KernelOp::ContextMla => "context_mla",
+            KernelOp::GenerationMla => "generation_mla",
         }
     }
 
@@ -90,6 +101,7 @@ impl KernelOp {
             KernelOp::Gemm => 3,
             KernelOp::ContextAttention | KernelOp::GenerationAttention => 5,
             KernelOp::Moe => 7,
+            KernelOp::ContextMla | KernelOp::GenerationMla => 3,
             _ => 2,
         }
     }
@@ -112,6 +124,9 @@ impl TableId {
     }
     pub fn attention(op: KernelOp, kv_fp8: bool, window: u64) -> Self {
         TableId::new(op, format!("{}/w{window}", if kv_fp8 { "fp8" } else { "bfloat16" }))
+    }
+    pub fn mla(op: KernelOp, kv_fp8: bool) -> Self {
+        TableId::new(op, if kv_fp8 { "fp8" } else { "bfloat16" })
     }
     pub fn moe(dtype: MoeDtype, distribution: &str) -> Self {
         TableId::new(KernelOp::Moe, format!("{}/{distribution}", dtype.name()))
