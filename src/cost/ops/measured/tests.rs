@@ -18,8 +18,8 @@ fn dense2() -> Dense<2> {
 const ROOF: AttentionRoof = AttentionRoof { per_pair: 1e-6, per_ctx: 0.0, per_query: 0.0 };
 
 fn attention(window: Option<f64>) -> Measured {
-    let lookup =
-        Lookup::Attention { prefill: Some((dense2(), ROOF)), decode: Some((dense2(), ROOF)), window, clamp_lookup: false, dcp: 1.0 };
+    let side = || AttentionSide { table: dense2(), measured: ROOF, actual: ROOF };
+    let lookup = Lookup::Attention { prefill: Some(side()), decode: Some(side()), window, clamp_lookup: false, dcp: 1.0 };
     Measured { roofline: OpKind::Roofline { mma: [0.0; f::N], gp: [0.0; f::N], mem: [0.0; f::N] }, lookup }
 }
 
