@@ -117,15 +117,6 @@ pub struct EngineProfile {
     /// norm) do; absent: the original's sliced tokens with three collectives per MoE layer.
     #[serde(default)]
     pub moe_all_reduce: bool,
-    /// New requests that enter the running set per engine step (absent: as many as the
-    /// scheduling policy admits). The engines' schedulers admit every waiting request the token
-    /// budget fits, but measured vLLM and TensorRT-LLM runs behave as if requests reached the
-    /// scheduler one per iteration: at 8 requests a 1,024-token prompt's prefill slows every
-    /// other request's decode by a whole prefill (which a batch of prompts admitted together
-    /// would not), and at 128 requests the time to first token is 8 to 9 decode steps. docs/
-    /// validation.md gives the measurements and the fit with and without it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub admissions_per_step: Option<u32>,
     /// The first engine version whose scheduler plans the next step while the current one
     /// runs (vLLM's async scheduling, TensorRT-LLM's overlap scheduler, both on by default
     /// from that version); absent: never. A request that reaches an overlapping engine during
@@ -151,8 +142,6 @@ pub struct Effective {
     pub mxfp4_kernel: Mxfp4Kernel,
     /// One all-reduce per MoE layer under TP (see [`EngineProfile::moe_all_reduce`]).
     pub moe_all_reduce: bool,
-    /// New requests admitted per step (`None`: no limit).
-    pub admissions_per_step: Option<u32>,
     /// The engine plans each step while the previous one runs (see
     /// [`EngineProfile::overlap_scheduling_from`]).
     pub overlap_scheduling: bool,
@@ -192,14 +181,7 @@ impl Effective {
             kinds.push("one all-reduce per MoE layer");
         }
         let kinds = if kinds.is_empty() { String::new() } else { format!("{}; ", kinds.join(", ")) };
-        let mut admits = match self.admissions_per_step {
-            Some(1) => "; 1 new request per step".to_string(),
-            Some(n) => format!("; {n} new requests per step"),
-            None => String::new(),
-        };
-        if self.overlap_scheduling {
-            admits.push_str("; overlapped scheduling");
-        }
+        let admits = if self.overlap_scheduling { "; overlapped scheduling" } else { "" };
         let us = |s: f64| crate::hardware::trim_float(s * 1e6);
         let per_seq = match (self.per_seq_s > 0.0, self.per_seq_layer_s > 0.0) {
             (true, true) => format!("{} µs per sequence + {} µs per sequence per layer", us(self.per_seq_s), us(self.per_seq_layer_s)),
@@ -343,9 +325,6 @@ impl EngineProfile {
             return Err(format!("field `engine` is `{}`; valid engines: {}", p.engine, ENGINES.join(", ")));
         }
         p.defaults.validate("defaults.")?;
-        if p.admissions_per_step == Some(0) {
-            return Err("field `admissions_per_step` is 0; it must be at least 1 (or absent: no limit)".to_string());
-        }
         for (i, d) in p.devices.iter().enumerate() {
             d.validate(i)?;
             if p.devices[..i].iter().any(|o| o.device == d.device) {
@@ -403,7 +382,6 @@ impl EngineProfile {
             causal_attention: self.causal_attention,
             mxfp4_kernel: self.mxfp4_kernel,
             moe_all_reduce: self.moe_all_reduce,
-            admissions_per_step: self.admissions_per_step,
             overlap_scheduling: self.overlap_scheduling_from.is_some_and(|from| version.is_none_or(|v| v >= from)),
             per_seq_s: o.seq_overhead_us * 1e-6,
             per_seq_layer_s: o.seq_layer_overhead_us * 1e-6,
@@ -500,12 +478,13 @@ devices:\n  - {device: H100_SXM, memory_efficiency: 1.5, matrix_efficiency_scale
         )
         .unwrap_err();
         assert!(bad_engine.contains("tgi") && bad_engine.contains("vllm"), "{bad_engine}");
-        // No request could ever enter an engine that admits none per step.
-        let zero = EngineProfile::parse(
-            "engine: vllm\nfused_graph: true\nadmissions_per_step: 0\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, request_overhead_ms: 3}\n",
+        // `admissions_per_step` is gone (issue 22): a profile that still carries it is refused
+        // by name rather than read as if it limited anything.
+        let gone = EngineProfile::parse(
+            "engine: vllm\nfused_graph: true\nadmissions_per_step: 1\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, request_overhead_ms: 3}\n",
         )
         .unwrap_err();
-        assert!(zero.contains("admissions_per_step") && zero.contains("at least 1"), "{zero}");
+        assert!(gone.contains("admissions_per_step"), "{gone}");
     }
 
     #[test]
@@ -531,18 +510,15 @@ devices:\n  - {device: H100_SXM, memory_efficiency: 1.5, matrix_efficiency_scale
     }
 
     #[test]
-    fn the_admission_limit_reaches_the_engines_and_the_report() {
-        // vLLM's and TensorRT-LLM's built-in profiles take in one new request per step, SGLang's
-        // and msmodeling's as many as their policy admits; the report line says so.
-        // Fails if `effective` drops the field (`admissions_per_step: None` there).
-        let all = EngineProfile::builtin();
+    fn no_engine_limits_its_admissions_per_step() {
+        // The engines' schedulers admit every waiting request the token budget and the KV pool
+        // fit; a one-new-request-per-step limit (vLLM's and TensorRT-LLM's profiles until issue
+        // 22) capped the running set near the output length and stopped TPOT growing with load.
         let reg = crate::hardware::DeviceRegistry::builtin();
         let h100 = reg.get("H100_SXM").unwrap();
-        for p in &all {
-            let eff = p.effective(h100, true, None);
-            let want = matches!(p.engine.as_str(), "vllm" | "trtllm").then_some(1);
-            assert_eq!(eff.admissions_per_step, want, "{}", p.engine);
-            assert_eq!(eff.describe().contains("; 1 new request per step"), want.is_some(), "{}", eff.describe());
+        for p in &EngineProfile::builtin() {
+            let d = p.effective(h100, true, None).describe();
+            assert!(!d.contains("per step;") && !d.contains("new request"), "{d}");
         }
     }
 }

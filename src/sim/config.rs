@@ -55,11 +55,6 @@ pub struct InstanceConfig {
     pub image_patches: u64,
     /// LLM tokens the images add to each prompt.
     pub image_tokens: u64,
-    /// New requests (never admitted before) that may enter the running set per step; `None`:
-    /// as many as the policy admits. A serving engine's execution profile sets it: measured
-    /// vLLM and TensorRT-LLM runs show requests entering one per engine iteration (see
-    /// `EngineProfile::admissions_per_step`). Requests preempted and requeued do not count.
-    pub admissions_per_step: Option<u64>,
     /// The engine plans each step while the previous one runs: a new request that arrived
     /// after the previous step started misses this one (see
     /// `EngineProfile::overlap_scheduling_from`). An idle engine plans at once.
@@ -90,7 +85,6 @@ impl InstanceConfig {
             image_patches_per_image: 0,
             image_patches: 0,
             image_tokens: 0,
-            admissions_per_step: None,
             overlap_scheduling: false,
         }
     }

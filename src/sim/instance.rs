@@ -120,9 +120,6 @@ pub struct Instance {
     step_chunk_tokens: u64,
     step_decodes: u64,
     step_dec_ctx: u64,
-    /// Requests admitted for the first time in the step being planned (the execution
-    /// profile's `admissions_per_step` caps them).
-    step_new_admits: u64,
     /// When the step in flight (or the last one) was planned.
     last_plan_at: Nanos,
     /// New requests that arrived after this are not seen by the step being planned (its
@@ -183,7 +180,6 @@ impl Instance {
             step_chunk_tokens: 0,
             step_decodes: 0,
             step_dec_ctx: 0,
-            step_new_admits: 0,
             last_plan_at: 0,
             seen_until: 0,
             shape: BatchShape::default(),

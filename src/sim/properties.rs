@@ -54,7 +54,6 @@ fn case() -> impl Strategy<Value = Case> {
                             image_patches_per_image: 0,
                             image_patches: 0,
                             image_tokens: 0,
-                            admissions_per_step: None,
                             overlap_scheduling: false,
                         },
                         instances: if arr == 2 { 2 } else { 1 },

@@ -33,8 +33,6 @@ pub struct CandidateCtx<'a> {
     pub mem: MemoryModel,
     /// The serving engine's per-request overhead, added to every time to first token, seconds.
     pub request_overhead_s: f64,
-    /// New requests the serving engine admits per step (`None`: no limit).
-    pub admissions_per_step: Option<u32>,
     /// The serving engine plans each step while the previous one runs.
     pub overlap_scheduling: bool,
     /// Decoder-layer passes per sequence per step ([`CostOptions::layer_passes`]): what the
@@ -71,7 +69,6 @@ impl<'a> CandidateCtx<'a> {
             cost,
             mem,
             request_overhead_s: eff.request_overhead_s,
-            admissions_per_step: eff.admissions_per_step,
             overlap_scheduling: eff.overlap_scheduling,
             layer_passes,
             sim: std::sync::OnceLock::new(),

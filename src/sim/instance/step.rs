@@ -24,7 +24,6 @@ impl Instance {
         self.step_chunk_tokens = 0;
         self.step_decodes = 0;
         self.step_dec_ctx = 0;
-        self.step_new_admits = 0;
         // An overlapping engine planned this step while the previous one ran, so it saw the
         // requests that had arrived by then; an idle one plans when a request arrives.
         self.seen_until = if cfg.overlap_scheduling && !self.running.is_empty() { self.last_plan_at } else { now };

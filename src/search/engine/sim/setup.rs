@@ -253,7 +253,6 @@ fn instance_template(ctx: &CandidateCtx, engine: ServingEngine) -> InstanceConfi
         image_patches_per_image: patches,
         image_patches: patches * images_per_request,
         image_tokens: tokens,
-        admissions_per_step: ctx.admissions_per_step.map(u64::from),
         overlap_scheduling: ctx.overlap_scheduling && !trtllm_context_server,
     }
 }
