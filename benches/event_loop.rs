@@ -31,6 +31,8 @@ fn config(decode: DecodeMode) -> SimConfig {
             image_patches: 0,
             image_tokens: 0,
             overlap_scheduling: false,
+            frontend: None,
+            graphs: None,
         },
         instances: 1,
         role: Role::Mixed,

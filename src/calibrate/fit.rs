@@ -51,7 +51,7 @@ pub struct Params {
     pub grouped_gemm_efficiency: f64,
     pub step_overhead_us: f64,
     pub seq_layer_overhead_us: f64,
-    pub request_overhead_ms: f64,
+    pub frontend_request_us: f64,
 }
 
 /// Names of the parameters, in [`Params::to_vec`] order.
@@ -62,7 +62,7 @@ pub const PARAM_NAMES: [&str; P] = [
     "grouped_gemm_efficiency",
     "step_overhead_us",
     "seq_layer_overhead_us",
-    "request_overhead_ms",
+    "frontend_request_us",
 ];
 
 impl Params {
@@ -74,7 +74,7 @@ impl Params {
             self.grouped_gemm_efficiency,
             self.step_overhead_us,
             self.seq_layer_overhead_us,
-            self.request_overhead_ms,
+            self.frontend_request_us,
         ]
     }
     pub fn from_vec(v: [f64; P]) -> Self {
@@ -85,7 +85,7 @@ impl Params {
             grouped_gemm_efficiency: v[3],
             step_overhead_us: v[4],
             seq_layer_overhead_us: v[5],
-            request_overhead_ms: v[6],
+            frontend_request_us: v[6],
         }
     }
 
@@ -108,7 +108,8 @@ impl Params {
         scale[STEP] = (next.step_overhead_us - self.step_overhead_us) * 1e-6;
         scale[SEQS] = (next.seq_layer_overhead_us - self.seq_layer_overhead_us) * 1e-6;
         let dot = |w: &[f64; COMPONENTS]| w.iter().zip(&scale).map(|(a, b)| a * b).sum::<f64>();
-        let ttft = s.ttft_ms + dot(&s.ttft) + (next.request_overhead_ms - self.request_overhead_ms);
+        // The front end's time per request is in every TTFT (uncontended, before any queueing).
+        let ttft = s.ttft_ms + dot(&s.ttft) + (next.frontend_request_us - self.frontend_request_us) * 1e-3;
         let tpot = s.tpot_ms + dot(&s.tpot);
         (ttft.max(1e-3), tpot.max(1e-3))
     }
@@ -128,22 +129,22 @@ impl Prior {
     /// of the datasheet's to its peak (`max_scale` keeps every dtype at or below 1), bus
     /// efficiencies of 10–100 %, grouped GEMMs at a tenth to twice the dense efficiency, host
     /// overheads up to 50 ms a step, 40 µs a sequence per layer (2 ms a sequence in a 48-layer
-    /// model) and 2 s a request.
+    /// model) and a front end's 50 ms a request.
     pub fn new(at: Params, max_scale: f64) -> Self {
-        Prior { at, lower: [0.5, 0.2, 0.1, 0.1, 0.0, 0.0, 0.0], upper: [1.0, max_scale.max(0.2), 1.0, 2.0, 50_000.0, 40.0, 2_000.0] }
+        Prior { at, lower: [0.5, 0.2, 0.1, 0.1, 0.0, 0.0, 0.0], upper: [1.0, max_scale.max(0.2), 1.0, 2.0, 50_000.0, 40.0, 50_000.0] }
     }
 
     /// Regularisation toward the prior of parameter `i` at `v`: the squared log-ratio of an
     /// efficiency, the squared difference of an overhead in units of a typical value (5 ms a
-    /// step, 2 µs a sequence per layer (100 µs a sequence in a 48-layer model), 100 ms a
-    /// request).
+    /// step, 2 µs a sequence per layer (100 µs a sequence in a 48-layer model), 5 ms of the
+    /// front end's time per request).
     fn penalty_of(&self, i: usize, v: f64) -> f64 {
         let a = self.at.to_vec()[i];
         match i {
             0..=3 => (v / a).ln().powi(2),
             4 => ((v - a) / 5_000.0).powi(2),
             5 => ((v - a) / 2.0).powi(2),
-            _ => ((v - a) / 100.0).powi(2),
+            _ => ((v - a) / 5_000.0).powi(2),
         }
     }
 
@@ -319,7 +320,7 @@ mod tests {
             grouped_gemm_efficiency: 1.0,
             step_overhead_us: step_us,
             seq_layer_overhead_us: 0.0,
-            request_overhead_ms: 0.0,
+            frontend_request_us: 0.0,
         }
     }
 
@@ -367,7 +368,7 @@ mod block_tests {
             grouped_gemm_efficiency: 1.0,
             step_overhead_us: 500.0,
             seq_layer_overhead_us: 10.0,
-            request_overhead_ms: 10.0,
+            frontend_request_us: 10_000.0,
         };
         let sens =
             Sensitivity { ttft_ms: 100.0, tpot_ms: 10.0, ttft: [20.0, 30.0, 0.0, 0.0, 50.0, 0.0], tpot: [5.0, 1.0, 0.0, 0.0, 900.0, 0.0] };

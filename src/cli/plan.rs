@@ -58,7 +58,7 @@ pub fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
     v::validate_performance_model(&raw)?;
     let (output, jobs) = v::validate_output(&raw, devices.len(), quiet, &mut warnings)?;
     search.shard = v::validate_shard(&raw, &mode, &search, &output)?;
-    let plan = Plan {
+    let mut plan = Plan {
         model,
         model_source,
         devices,
@@ -78,6 +78,7 @@ pub fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
         engines,
         warnings: warnings.into_vec(),
     };
+    plan.warnings.extend(v::unused_reserve_warning(&raw, &plan));
     crate::search::check_candidates(&plan).map_err(PlanError::NoLayout)?;
     if let Some(emit) = &plan.output.emit {
         crate::report::launch::check(&plan, emit).map_err(|m| PlanError::rejected("--emit", emit.engine, m))?;

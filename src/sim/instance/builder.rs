@@ -218,7 +218,7 @@ impl StepBuilder<'_> {
         // arrived after this one was planned; a requeued (preempted) request is already inside,
         // whichever instance prefilled it (a decode instance's queue holds only the ones it
         // preempted).
-        if r.preemptions == 0 && r.arrival > inst.seen_until {
+        if r.preemptions == 0 && r.engine_arrival > inst.seen_until {
             return None;
         }
         let prompt = r.prompt_tokens();

@@ -215,7 +215,6 @@ fn cliff_point(kind: SchedulerKind, concurrency: u64) -> (f64, f64, f64) {
         seed: 0,
         max_steps: 10_000_000,
         bins: Vec::new(),
-        frontend_ns: 0,
     };
     let c = SimConfig { instance, instances: 1, role: Role::Mixed, run };
     let cost = FixedCost { per_step_s: 5e-3, per_token_s: 2e-5 };
@@ -369,7 +368,7 @@ fn late_arrival_trace(overlap: bool) -> Vec<Step> {
     let mut inst = Instance::with_scheduler(0, Role::Mixed, &c, Box::new(Vllm));
     let mut reqs: Requests = [(0, 2, 3), (0, 2, 3), (1_500_000, 2, 3)]
         .iter()
-        .map(|&(arrival, input, output)| RequestState { arrival, input, output, ..Default::default() })
+        .map(|&(arrival, input, output)| RequestState { arrival, engine_arrival: arrival, input, output, ..Default::default() })
         .collect();
     inst.enqueue(0, &reqs);
     inst.enqueue(1, &reqs);
