@@ -19,7 +19,7 @@
 //! Three rounds, then one plain simulation at the result: what the fit reports is always a
 //! simulated figure, never the linear model's.
 
-use crate::hardware::calibration::{MAX_REQUEST_OVERHEAD_MS, MAX_SEQ_LAYER_OVERHEAD_US, MAX_STEP_OVERHEAD_US};
+use crate::hardware::calibration::{MAX_FRONTEND_REQUEST_US, MAX_SEQ_LAYER_OVERHEAD_US, MAX_STEP_OVERHEAD_US};
 use serde::Serialize;
 
 /// Components of a step's price the calibration scales: one per step (the per-step host
@@ -45,18 +45,18 @@ pub struct Sensitivity {
 pub struct Params {
     pub step_overhead_us: f64,
     pub seq_layer_overhead_us: f64,
-    pub request_overhead_ms: f64,
+    pub frontend_request_us: f64,
 }
 
 /// Names of the parameters, in [`Params::to_vec`] order.
-pub const PARAM_NAMES: [&str; P] = ["step_overhead_us", "seq_layer_overhead_us", "request_overhead_ms"];
+pub const PARAM_NAMES: [&str; P] = ["step_overhead_us", "seq_layer_overhead_us", "frontend_request_us"];
 
 impl Params {
     pub fn to_vec(self) -> [f64; P] {
-        [self.step_overhead_us, self.seq_layer_overhead_us, self.request_overhead_ms]
+        [self.step_overhead_us, self.seq_layer_overhead_us, self.frontend_request_us]
     }
     pub fn from_vec(v: [f64; P]) -> Self {
-        Params { step_overhead_us: v[0], seq_layer_overhead_us: v[1], request_overhead_ms: v[2] }
+        Params { step_overhead_us: v[0], seq_layer_overhead_us: v[1], frontend_request_us: v[2] }
     }
 
     /// These parameters with `values` at indices `idx` (of [`Params::to_vec`]).
@@ -74,7 +74,8 @@ impl Params {
         scale[STEP] = (next.step_overhead_us - self.step_overhead_us) * 1e-6;
         scale[SEQS] = (next.seq_layer_overhead_us - self.seq_layer_overhead_us) * 1e-6;
         let dot = |w: &[f64; COMPONENTS]| w.iter().zip(&scale).map(|(a, b)| a * b).sum::<f64>();
-        let ttft = s.ttft_ms + dot(&s.ttft) + (next.request_overhead_ms - self.request_overhead_ms);
+        // The front end's time per request is in every TTFT (uncontended, before any queueing).
+        let ttft = s.ttft_ms + dot(&s.ttft) + (next.frontend_request_us - self.frontend_request_us) * 1e-3;
         let tpot = s.tpot_ms + dot(&s.tpot);
         (ttft.max(1e-3), tpot.max(1e-3))
     }
@@ -90,20 +91,20 @@ pub struct Prior {
 
 impl Prior {
     /// The engines' documented overheads, within the bounds a real engine stays inside
-    /// (`hardware::calibration`: 5 ms a step, 50 µs a sequence per layer, 50 ms a request).
+    /// (`hardware::calibration`: 5 ms a step, 50 µs a sequence per layer, 50 ms of front end a request).
     pub fn new(at: Params) -> Self {
-        Prior { at, lower: [0.0; P], upper: [MAX_STEP_OVERHEAD_US, MAX_SEQ_LAYER_OVERHEAD_US, MAX_REQUEST_OVERHEAD_MS] }
+        Prior { at, lower: [0.0; P], upper: [MAX_STEP_OVERHEAD_US, MAX_SEQ_LAYER_OVERHEAD_US, MAX_FRONTEND_REQUEST_US] }
     }
 
     /// Regularisation toward the prior of parameter `i` at `v`: the squared difference in units
     /// of a typical value (5 ms a step, 2 µs a sequence per layer (100 µs a sequence in a
-    /// 48-layer model), 100 ms a request).
+    /// 48-layer model), 5 ms of the front end's time a request).
     fn penalty_of(&self, i: usize, v: f64) -> f64 {
         let a = self.at.to_vec()[i];
         match i {
             0 => ((v - a) / 5_000.0).powi(2),
             1 => ((v - a) / 2.0).powi(2),
-            _ => ((v - a) / 100.0).powi(2),
+            _ => ((v - a) / 5_000.0).powi(2),
         }
     }
 
@@ -272,7 +273,7 @@ mod tests {
     }
 
     fn params(step_us: f64, seq_layer_us: f64) -> Params {
-        Params { step_overhead_us: step_us, seq_layer_overhead_us: seq_layer_us, request_overhead_ms: 0.0 }
+        Params { step_overhead_us: step_us, seq_layer_overhead_us: seq_layer_us, frontend_request_us: 0.0 }
     }
 
     #[test]
@@ -323,7 +324,7 @@ mod block_tests {
         // Runs with no sequence-layer sensitivity (no slope for the per-layer cost): only the
         // prior decides it. Fails if the block fit maps its coordinates onto the wrong
         // parameters, or the prior's pull is lost.
-        let at = Params { step_overhead_us: 500.0, seq_layer_overhead_us: 10.0, request_overhead_ms: 10.0 };
+        let at = Params { step_overhead_us: 500.0, seq_layer_overhead_us: 10.0, frontend_request_us: 10_000.0 };
         let sens = Sensitivity { ttft_ms: 100.0, tpot_ms: 10.0, ttft: [50.0, 0.0], tpot: [900.0, 0.0] };
         let members = vec![Member { sample: Sample { ttft_ms: 120.0, tpot_ms: 12.0, sens }, at, cur: at }];
         let prior = Prior::new(at);

@@ -11,7 +11,7 @@
 use super::fit::{Sensitivity, COMPONENTS};
 use super::mapping::Resolver;
 use super::measured::MeasuredRun;
-use crate::cost::{BatchShape, StepCostModel, StepTime};
+use crate::cost::{BatchShape, StepCostModel, StepParts, StepTime};
 use crate::hardware::DeviceProfile;
 use crate::model::{ModelArch, ModelSource};
 use crate::outcome::Phase;
@@ -179,6 +179,9 @@ struct Recorder<'a> {
     inner: &'a crate::cost::RooflineCost,
     /// The decoder-layer passes of a step: the per-sequence overhead the fit scales is per layer.
     layers: f64,
+    /// The engine overlaps scheduling: a step takes the larger of its device and host parts,
+    /// so only the larger one's components move it (the other's weights are recorded as 0).
+    overlap: bool,
     steps: Mutex<Vec<[f64; COMPONENTS]>>,
 }
 
@@ -188,14 +191,20 @@ impl StepCostModel for Recorder<'_> {
     }
 
     fn step_seconds(&self, shape: &BatchShape) -> f64 {
+        self.step_parts(shape).serial()
+    }
+
+    fn step_parts(&self, shape: &BatchShape) -> StepParts {
         if shape.is_empty() {
-            return 0.0;
+            return StepParts::default();
         }
         let seqs = (shape.prefill.seqs + shape.decode.seqs) as f64;
-        let seconds = self.inner.step_seconds(shape);
-        let comps = [1.0, seqs * self.layers];
+        let parts = self.inner.step_parts(shape);
+        // Every fitted cost is the host's: overlapped behind a longer device part, none moves
+        // the step.
+        let comps = if self.overlap && parts.host_s <= parts.device_s { [0.0; COMPONENTS] } else { [1.0, seqs * self.layers] };
         self.steps.lock().expect("no panic holds the lock").push(comps);
-        seconds
+        parts
     }
 }
 
@@ -210,7 +219,12 @@ fn simulate_sensitivity(ctx: &CandidateCtx, batch: u32, budget: u64) -> Result<S
     let setup = ctx.sim_setup();
     let (mut cfg, factory) = setup.config(batch, budget);
     cfg.run.max_steps = MAX_STEPS;
-    let rec = Recorder { inner: &setup.cost, layers: ctx.layer_passes as f64, steps: Mutex::new(Vec::new()) };
+    let rec = Recorder {
+        inner: &setup.cost,
+        layers: ctx.layer_passes as f64,
+        overlap: cfg.instance.overlap_scheduling,
+        steps: Mutex::new(Vec::new()),
+    };
     let mut ends: Vec<u64> = Vec::new();
     let (rep, reqs) = simulate_detailed(&cfg, &rec, factory, &mut |r: StepRecord| ends.push(r.end))?;
     let comps = rec.steps.into_inner().expect("no panic holds the lock");

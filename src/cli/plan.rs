@@ -72,7 +72,7 @@ pub fn validate_plan(raw: RawArgs) -> Result<Plan, PlanError> {
     v::validate_performance_model(&raw, &devices, &sim, &mut engines)?;
     let (output, jobs) = v::validate_output(&raw, devices.len(), quiet, &mut warnings)?;
     search.shard = v::validate_shard(&raw, &mode, &search, &output)?;
-    Ok(Plan {
+    let mut plan = Plan {
         model,
         model_source,
         devices,
@@ -91,5 +91,7 @@ pub fn validate_plan(raw: RawArgs) -> Result<Plan, PlanError> {
         seed: raw.seed.unwrap_or(0),
         engines,
         warnings: warnings.into_vec(),
-    })
+    };
+    plan.warnings.extend(v::unused_reserve_warning(&raw, &plan));
+    Ok(plan)
 }

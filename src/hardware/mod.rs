@@ -9,6 +9,7 @@ pub mod calibration;
 mod comm;
 pub mod kernels;
 mod registry;
+pub mod runtime;
 
 pub use comm::CommGroup;
 pub use registry::{DeviceError, DeviceRegistry};
@@ -397,6 +398,18 @@ fn physical(field: &str, v: f64, (lo, hi, unit, what): Range) -> Result<(), Stri
         Ok(())
     } else {
         Err(format!("field `{field}` is {v:e} {unit}; a physical device has it {what}"))
+    }
+}
+
+/// A profile value outside what real hardware or a serving engine on it can be: the message
+/// names the field, the value and the range.
+pub(crate) fn check_field(field: &str, v: f64, lo: f64, hi: f64) -> Result<(), String> {
+    if v.is_finite() && (lo..=hi).contains(&v) {
+        Ok(())
+    } else {
+        // A huge value is written as the user would have (1e308), not as its 309 digits.
+        let shown = if v.abs() >= 1e15 { format!("{v:e}") } else { v.to_string() };
+        Err(format!("field `{field}` is {shown}; it must be between {lo} and {hi}"))
     }
 }
 

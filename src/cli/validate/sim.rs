@@ -155,6 +155,28 @@ pub(crate) fn warn_unused_engine_version(
     }
 }
 
+/// `--reserved-memory-gb` sizes the KV cache under the msmodeling policy and the formulas only:
+/// a simulated vLLM, SGLang or TensorRT-LLM sizes it by its own memory setting (the profile's
+/// `kv_memory`, which `--gpu-memory-utilization` changes). Said once, naming the engines.
+pub(crate) fn unused_reserve_warning(raw: &RawArgs, plan: &crate::plan::Plan) -> Option<String> {
+    raw.reserved_memory_gb?;
+    if plan.engine == EngineKind::Analytic {
+        return None;
+    }
+    let mut engines: Vec<String> = plan
+        .devices
+        .iter()
+        .filter_map(|d| plan.effective(d).kv_memory.map(|m| format!("{} ({})", plan.serving_engine(d).name(), m.setting.name())))
+        .collect();
+    engines.dedup();
+    (!engines.is_empty()).then(|| {
+        format!(
+            "--reserved-memory-gb does not size the KV cache under {}: the engine's own memory setting does; --gpu-memory-utilization changes it",
+            engines.join(", ")
+        )
+    })
+}
+
 /// The `@VERSION` of `--serving-engine ENGINE@VERSION`.
 fn engine_version(flag: Option<&str>) -> Result<Option<EngineVersion>, Error> {
     let Some((name, v)) = flag.and_then(|e| e.split_once('@')) else { return Ok(None) };

@@ -18,6 +18,8 @@ use super::batch::{Probe, ProbeStats};
 use super::Candidate;
 use crate::cost::graph::build_both;
 use crate::cost::{CostOptions, MemoryModel, RooflineCost};
+use crate::hardware::calibration::FrontendCosts;
+use crate::hardware::runtime::{CudaGraphProfile, KvMemory};
 use crate::hardware::DeviceProfile;
 use crate::outcome::{AnalyticFigures, Phase};
 use crate::plan::Plan;
@@ -31,10 +33,13 @@ pub struct CandidateCtx<'a> {
     pub label: String,
     pub cost: RooflineCost,
     pub mem: MemoryModel,
-    /// The serving engine's per-request overhead, added to every time to first token, seconds.
-    pub request_overhead_s: f64,
-    /// New requests the serving engine admits per step (`None`: no limit).
-    pub admissions_per_step: Option<u32>,
+    /// The serving engine's front end (`None`: requests reach the engine as they arrive).
+    pub frontend: Option<FrontendCosts>,
+    /// The CUDA graphs the serving engine captures (`None`: steps priced as the cost model
+    /// prices them).
+    pub cuda_graphs: Option<CudaGraphProfile>,
+    /// What sizes the serving engine's KV pool (`None`: the plan's reserve).
+    pub kv_memory: Option<KvMemory>,
     /// The serving engine plans each step while the previous one runs.
     pub overlap_scheduling: bool,
     /// Decoder-layer passes per sequence per step ([`CostOptions::layer_passes`]): what the
@@ -71,8 +76,9 @@ impl<'a> CandidateCtx<'a> {
             label,
             cost,
             mem,
-            request_overhead_s: eff.request_overhead_s,
-            admissions_per_step: eff.admissions_per_step,
+            frontend: eff.frontend,
+            cuda_graphs: eff.cuda_graphs,
+            kv_memory: eff.kv_memory,
             overlap_scheduling: eff.overlap_scheduling,
             layer_passes,
             sim: std::sync::OnceLock::new(),
