@@ -90,6 +90,20 @@ impl ServingEngine {
         }
     }
 
+    /// The engine's default KV-cache block (page) size in tokens on an NVIDIA GPU: vLLM 16
+    /// (`CacheConfig.block_size`, `vllm/config/cache.py`), 64 with an MLA model (the FlashMLA
+    /// backend's only block size); SGLang's `page_size` 1 (`server_args.py`); TensorRT-LLM's
+    /// `tokens_per_block` 32 (`KvCacheConfig`); msmodeling keeps the original's 128.
+    pub fn kv_block_size(self, mla: bool) -> u32 {
+        match self {
+            ServingEngine::Vllm if mla => 64,
+            ServingEngine::Vllm => 16,
+            ServingEngine::Sglang => 1,
+            ServingEngine::Trtllm => 32,
+            ServingEngine::Msmodeling => 128,
+        }
+    }
+
     /// The simulator policy of the engine.
     pub fn scheduler(self) -> crate::sim::scheduler::SchedulerKind {
         match self {
@@ -155,6 +169,14 @@ pub enum LaunchEngine {
 }
 crate::quant::named_enum!(LaunchEngine { Vllm => "vllm", Sglang => "sglang", Trtllm => "trtllm" });
 
+/// `--emit-format`: shell scripts (one per node, and the router's) or Kubernetes manifests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EmitFormat {
+    Shell,
+    K8s,
+}
+crate::quant::named_enum!(EmitFormat { Shell => "shell", K8s => "k8s" });
+
 /// `--emit ENGINE [--emit-dir DIR] [--emit-row N]`: launch commands for a row of the report.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EmitOptions {
@@ -165,6 +187,7 @@ pub struct EmitOptions {
     pub row: usize,
     /// The model exactly as the user gave it (the commands serve it under that name).
     pub model: String,
+    pub format: EmitFormat,
 }
 
 /// Block speculative decoding (DFlash / DSpark): `block` query tokens per decode step,
@@ -280,7 +303,9 @@ pub struct ServingOptions {
     pub speculative: Option<Speculative>,
     pub shared_expert_tp: bool,
     pub word_embedding_tp: Option<EmbeddingTp>,
-    pub kv_block_size: u32,
+    /// `--kv-block-size`; `None`: the simulated engine's own on NVIDIA, 128 elsewhere (see
+    /// [`Plan::kv_block_size`]).
+    pub kv_block_size: Option<u32>,
     pub token_budget_slack: f64,
     pub tpot_definition: TpotDefinition,
     /// Price prefill attention with causal masking (off: the original's convention).
@@ -409,6 +434,18 @@ impl Plan {
             _ => None,
         };
         EngineLimits { engine, default_budget, max_num_seqs: self.sim.max_num_seqs.or(defaults.map(|d| d.1)) }
+    }
+
+    /// The KV-cache block size the simulation allocates by on `device`: `--kv-block-size`, else
+    /// the simulated engine's own on an NVIDIA GPU (what `--emit` passes), else the original
+    /// tool's 128 (Ascend, the test device, the formulas).
+    pub fn kv_block_size(&self, device: &DeviceProfile) -> u32 {
+        let nvidia = device.vendor.eq_ignore_ascii_case("nvidia");
+        match self.serving.kv_block_size {
+            Some(b) => b,
+            None if nvidia && self.engine != EngineKind::Analytic => self.serving_engine(device).kv_block_size(self.model.uses_mla()),
+            None => 128,
+        }
     }
 
     /// Device count of each phase's instance.

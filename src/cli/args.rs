@@ -265,7 +265,8 @@ pub struct RawArgs {
     /// Image width in pixels (vision-language models).
     #[arg(long, value_parser = positive_u32, value_name = "PIXELS", help_heading = "SLO and serving")]
     pub image_width: Option<u32>,
-    /// KV-cache block size in tokens. [default: 128]
+    /// KV-cache block size in tokens. [default: the serving engine's on NVIDIA GPUs (vLLM 16,
+    /// 64 for MLA models; SGLang 1; TensorRT-LLM 32), else 128]
     #[arg(long, value_parser = positive_u32, value_name = "TOKENS", help_heading = "SLO and serving")]
     pub kv_block_size: Option<u32>,
     /// Which TPOT the SLO filter applies: inter-token = (finish − first token)/(O − 1), as
@@ -443,6 +444,10 @@ pub struct RawArgs {
     /// all); the report stays on stdout.
     #[arg(long, value_name = "DIR", requires = "emit", help_heading = "Launch commands")]
     pub emit_dir: Option<PathBuf>,
+    /// Launch output as shell scripts (one per node, and the router's) or as Kubernetes
+    /// manifests (k8s: Deployments or LeaderWorkerSets, Services, the router). [default: shell]
+    #[arg(long, value_name = "FORMAT", requires = "emit", help_heading = "Launch commands")]
+    pub emit_format: Option<String>,
     /// Emit row N of the top table (P/D ratio: of the P/D table; --disagg: row N of each
     /// phase) instead of the recommended row 1. [default: 1]
     #[arg(long, value_parser = positive_u32, value_name = "N", requires = "emit", help_heading = "Launch commands")]

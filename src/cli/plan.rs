@@ -93,5 +93,6 @@ pub fn validate_plan(raw: RawArgs) -> Result<Plan, PlanError> {
         warnings: warnings.into_vec(),
     };
     plan.warnings.extend(v::unused_reserve_warning(&raw, &plan));
+    v::check_calibration_engines(&plan)?;
     Ok(plan)
 }

@@ -188,10 +188,23 @@ pub struct DeviceProfile {
     /// names it (`h200_sxm`); empty = no tables, the roofline alone.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub kernel_system: String,
+    /// Devices in one node (one host): launch output puts each server's processes on whole
+    /// nodes of this many devices, and a deployment of more spans several nodes. 8 unless the
+    /// profile says otherwise (HGX / DGX boards, Atlas 800 servers).
+    #[serde(default = "eight", skip_serializing_if = "is_eight")]
+    pub gpus_per_node: u32,
 }
 
 fn one() -> f64 {
     1.0
+}
+
+fn eight() -> u32 {
+    8
+}
+
+fn is_eight(v: &u32) -> bool {
+    *v == 8
 }
 
 fn is_one(v: &f64) -> bool {
@@ -284,6 +297,9 @@ impl DeviceProfile {
         }
         if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.') {
             return Err(format!("field `name`: `{name}` may only contain letters, digits, `_`, `-` and `.`"));
+        }
+        if !(1..=1024).contains(&self.gpus_per_node) {
+            return Err(format!("field `gpus_per_node` is {}; it must be from 1 to 1024", self.gpus_per_node));
         }
         let frac = |field: &str, v: f64| -> Result<(), String> {
             if v > 0.0 && v <= 1.0 {

@@ -104,13 +104,29 @@ pub fn model_limit(model: &ModelArch, p: &ParallelConfig, with_vision: bool) -> 
     None
 }
 
+/// The largest EP an instance of `n` devices takes for a model of `experts` routed experts:
+/// `n` while it has no more ranks than experts, else the largest size dividing both (the
+/// remaining devices split each expert, MoE-TP).
+pub fn ep_cap(n: u32, experts: u32) -> u32 {
+    if n <= experts {
+        return n;
+    }
+    let (mut a, mut b) = (n, experts.max(1));
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
 /// Candidates for an instance of `n` devices in `phase`, plus why layouts were skipped.
 pub fn enumerate(plan: &Plan, n: u32, phase: Phase) -> (Vec<Candidate>, Vec<String>) {
     let model = &plan.model;
     let s = &plan.search;
     let moe = model.is_moe();
     let tps = resolve_sizes(&s.tp, n, n);
-    let eps = if moe { resolve_sizes(&s.ep, n, n) } else { vec![1] };
+    // The default EP range stops at the expert count (explicit sizes are checked against it).
+    let ep_max = model.num_experts().map_or(n, |e| ep_cap(n, e));
+    let eps = if moe { resolve_sizes(&s.ep, ep_max, ep_max) } else { vec![1] };
     let mdps = if moe { resolve_sizes(&s.moe_dp, 1, n) } else { vec![1] };
     // Decode context parallelism splits decode attention only.
     let dcps = if phase == Phase::Prefill { vec![1] } else { resolve_sizes(&s.dcp, 1, n) };

@@ -94,14 +94,18 @@ fn emit_dir_writes_the_files_and_keeps_the_report() {
     assert!(out.contains("Overall Best Configuration"), "the report stays on stdout:\n{out}");
     let mut names: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     names.sort();
-    assert_eq!(names, ["decode-options.yaml", "decode.sh", "disagg-config.yaml", "prefill-options.yaml", "prefill.sh", "router.sh"]);
+    // One script per node, the router's (which writes the disaggregated server's configuration
+    // with the nodes' addresses), and each kind's options.
+    assert_eq!(names, ["decode-options.yaml", "node0.sh", "node1.sh", "prefill-options.yaml", "router.sh"]);
     let printed = emit(PD, "trtllm");
-    let decode = std::fs::read_to_string(dir.path().join("decode.sh")).unwrap();
-    // Printed, it loses its shebang and its wait (the router comes after it).
-    let body = decode.strip_prefix("#!/bin/sh\n").unwrap().strip_suffix("wait\n").unwrap();
-    assert!(printed.contains(body), "decode.sh is part of the printed script:\n{printed}");
-    let yaml = std::fs::read_to_string(dir.path().join("disagg-config.yaml")).unwrap();
-    assert!(printed.contains(&format!("cat > disagg-config.yaml <<'EOF'\n{yaml}EOF")));
+    let node0 = std::fs::read_to_string(dir.path().join("node0.sh")).unwrap();
+    // Printed, it loses its shebang and its wait (the next node's script comes after it).
+    let body = node0.strip_prefix("#!/bin/sh\n").unwrap().strip_suffix("wait\n").unwrap();
+    assert!(printed.contains(body), "node0.sh is part of the printed script:\n{printed}");
+    let yaml = std::fs::read_to_string(dir.path().join("prefill-options.yaml")).unwrap();
+    assert!(printed.contains(&format!("cat > prefill-options.yaml <<'EOF'\n{yaml}EOF")));
+    let router = std::fs::read_to_string(dir.path().join("router.sh")).unwrap();
+    assert!(router.contains("cat > disagg-config.yaml <<EOF") && printed.ends_with(router.strip_prefix("#!/bin/sh\n").unwrap()));
 }
 
 /// `--emit-row N` takes row N of the table; past the last row it names the range.
@@ -163,4 +167,73 @@ fn an_engine_that_cannot_serve_the_plan_says_why() {
     );
     let out = cmd().args(args(AGG, &["--emit", "vllm"])).output().unwrap();
     assert!(out.status.success());
+}
+
+/// Llama-3.1-8B on 8 × H100 with BF16 weights (the examples).
+const LLAMA8: &[&str] = &[
+    "meta-llama/Meta-Llama-3.1-8B",
+    "--device",
+    "H100_SXM",
+    "--num-devices",
+    "8",
+    "--input-length",
+    "1024",
+    "--output-length",
+    "1024",
+    "--quantize-linear-action",
+    "DISABLED",
+    "-q",
+];
+
+/// ... planned as P/D instances of 1 (prefill) and 2 (decode) devices.
+const LLAMA8_PD: &[&str] =
+    &["--enable-optimize-prefill-decode-ratio", "--prefill-devices-per-instance", "1", "--decode-devices-per-instance", "2"];
+
+/// Every emitted script — the README's and the user guide's examples, the P/D emits for
+/// the three engines, the launch snapshots, TensorRT-LLM's separate data-parallel servers and
+/// an MoE instance over two nodes — starts on real nodes: disjoint GPU sets covering the
+/// plan's devices, distinct ports, and only flags the engine version defines. Fails if an
+/// emitter drops CUDA_VISIBLE_DEVICES, reuses a port (SGLang's bootstrap 8998, a NIXL side
+/// channel) or writes a flag missing from profiles/engines/flags/.
+#[test]
+fn every_emitted_script_starts_on_real_nodes() {
+    use crate::launch_check::check_script;
+    let readme = ["Qwen/Qwen3-32B", "--device", "H100_SXM", "--num-devices", "8", "--input-length", "3500", "--output-length", "1500"];
+    let readme: Vec<&str> = args(&readme, &["--tpot-limits", "50", "--quantize-linear-action", "FP8", "-q"]);
+    check_script("vllm", &emit(&readme, "vllm"), 8);
+    for e in ["vllm", "sglang", "trtllm"] {
+        check_script(e, &emit(&args(LLAMA8, LLAMA8_PD), e), 8);
+        check_script(e, &emit(AGG, e), 8);
+        check_script(e, &emit(PD, e), 16);
+    }
+    let trtllm_agg = run_ok(&args(LLAMA8, &["--serving-engine", "trtllm", "--emit", "trtllm"]));
+    check_script("trtllm", &trtllm_agg, 8);
+    // Qwen3-30B-A3B's experts over 16 devices: two nodes per instance.
+    let moe16 = ["Qwen/Qwen3-30B-A3B", "--device", "H100_SXM", "--num-devices", "16", "--input-length", "1000", "--output-length", "100"];
+    for (e, tp) in [("vllm", "1"), ("sglang", "1"), ("trtllm", "1")] {
+        let out = run_ok(&args(&moe16, &["--tp-sizes", tp, "--ep-sizes", "16", "--quantize-linear-action", "DISABLED", "-q", "--emit", e]));
+        assert!(out.contains("node1.sh") && out.contains("NODE0_HOST"), "{out}");
+        check_script(e, &out, 16);
+    }
+}
+
+/// `--emit-format k8s` requests the plan's devices as nvidia.com/gpu, a Service per kind and
+/// the router. Fails if a kind's replicas or a LeaderWorkerSet's size drop out of the sum.
+#[test]
+fn k8s_manifests_request_the_plans_devices() {
+    use crate::launch_check::k8s_gpus;
+    for e in ["vllm", "sglang", "trtllm"] {
+        let y = run_ok(&args(PD, &["--emit", e, "--emit-format", "k8s"]));
+        assert_eq!(k8s_gpus(&y), 16, "{y}");
+        assert!(y.contains("kind: Service") && y.contains("-router"), "{y}");
+        let agg = run_ok(&args(AGG, &["--emit", e, "--emit-format", "k8s"]));
+        assert_eq!(k8s_gpus(&agg), 8, "{agg}");
+    }
+    let moe16 = ["Qwen/Qwen3-30B-A3B", "--device", "H100_SXM", "--num-devices", "16", "--input-length", "1000", "--output-length", "100"];
+    let y = run_ok(&args(
+        &moe16,
+        &["--tp-sizes", "1", "--ep-sizes", "16", "--quantize-linear-action", "DISABLED", "-q", "--emit", "sglang", "--emit-format", "k8s"],
+    ));
+    assert!(y.contains("kind: LeaderWorkerSet") && y.contains("size: 2"), "{y}");
+    assert_eq!(k8s_gpus(&y), 16, "{y}");
 }

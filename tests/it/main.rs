@@ -7,6 +7,7 @@ mod help;
 mod hostile;
 mod interactive;
 mod launch;
+mod launch_check;
 mod layers;
 mod modes;
 mod msrv;

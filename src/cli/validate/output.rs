@@ -3,7 +3,7 @@
 use super::Warnings;
 use crate::cli::args::RawArgs;
 use crate::error::Error;
-use crate::plan::{EmitOptions, LaunchEngine, OutputFormat, OutputOptions};
+use crate::plan::{EmitFormat, EmitOptions, LaunchEngine, OutputFormat, OutputOptions};
 use crate::quant::NamedEnum;
 use std::path::{Path, PathBuf};
 
@@ -144,7 +144,11 @@ fn validate_emit(raw: &RawArgs, num_device_kinds: usize) -> Result<Option<EmitOp
         p if p.is_file() => p.parent().filter(|d| !d.as_os_str().is_empty()).map_or(".".to_string(), |d| d.display().to_string()),
         _ => given,
     };
-    Ok(Some(EmitOptions { engine, dir: raw.emit_dir.clone(), row: raw.emit_row.unwrap_or(1) as usize, model }))
+    let format = match raw.emit_format.as_deref() {
+        None => EmitFormat::Shell,
+        Some(f) => EmitFormat::parse_choice(f).map_err(|e| Error::choice("--emit-format", e))?,
+    };
+    Ok(Some(EmitOptions { engine, dir: raw.emit_dir.clone(), row: raw.emit_row.unwrap_or(1) as usize, model, format }))
 }
 
 /// Every file the run reads (as given), so that no output overwrites one of them.

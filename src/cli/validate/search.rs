@@ -55,6 +55,23 @@ pub(crate) fn validate_search(
     } else {
         (ep, moe_dp)
     };
+    // EP shards the routed experts: more EP ranks than experts have nothing to hold.
+    if let Some(experts) = model.num_experts() {
+        if let Some(bad) = ep.iter().flatten().find(|&&e| e > experts) {
+            return Err(Error::rejected(
+                "--ep-sizes",
+                bad,
+                format!("--ep-sizes contains {bad}, more than {}'s {experts} routed experts; use values ≤ {experts}", model.id),
+            ));
+        }
+        if ep.as_ref().is_none_or(Vec::is_empty) && limit > experts {
+            let cap = crate::search::candidates::ep_cap(limit, experts);
+            warnings.push(format!(
+                "{}: the default EP range stops at the model's {experts} routed experts (EP ≤ {cap} on {limit} devices, the rest MoE-TP)",
+                model.id
+            ));
+        }
+    }
     // None of the three given ⇒ TP search over the default range.
     let tp = if tp.is_none() && ep.is_none() && moe_dp.is_none() { Some(vec![]) } else { tp };
     let (batch_min, batch_max) = batch_range(raw)?;

@@ -159,8 +159,8 @@ pub(crate) fn validate_serving(
         Some("row") => Some(EmbeddingTp::Row),
         Some(o) => return Err(Error::invalid("--word-embedding-tp", o, "not one of col, row")),
     };
-    let kv_block_size = raw.kv_block_size.unwrap_or(128);
-    if kv_block_size > 65536 {
+    let kv_block_size = raw.kv_block_size;
+    if let Some(kv_block_size) = kv_block_size.filter(|&b| b > 65536) {
         return Err(Error::invalid("--kv-block-size", kv_block_size, "at most 65536 tokens"));
     }
     let tpot_definition = match raw.tpot_definition.as_deref() {

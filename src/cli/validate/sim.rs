@@ -126,15 +126,66 @@ pub(crate) fn validate_sim(
             None => crate::sim::Routing::LeastLoaded,
             Some(r) => crate::sim::Routing::parse_choice(r).map_err(|e| Error::choice("--pd-routing", e))?,
         },
-        serving_engine: match raw.serving_engine.as_deref() {
-            None => None,
-            Some(e) => {
-                let name = e.split_once('@').map_or(e, |(name, _)| name);
-                Some(ServingEngine::parse_choice(name).map_err(|m| Error::choice("--serving-engine", m))?)
-            }
-        },
+        serving_engine: serving_engine(raw, engine)?,
         engine_version: engine_version(raw.serving_engine.as_deref())?,
     })
+}
+
+/// `--serving-engine`, else the engine `--emit` writes commands for: the commands must run
+/// what was simulated, so an explicit engine that differs from `--emit`, or the formulas
+/// (`--engine analytic`, which simulate no engine's scheduler), are refused.
+fn serving_engine(raw: &RawArgs, engine: EngineKind) -> Result<Option<ServingEngine>, Error> {
+    let given = match raw.serving_engine.as_deref() {
+        None => None,
+        Some(e) => {
+            let name = e.split_once('@').map_or(e, |(name, _)| name);
+            Some(ServingEngine::parse_choice(name).map_err(|m| Error::choice("--serving-engine", m))?)
+        }
+    };
+    // An unknown --emit engine is reported by the output section.
+    let Some(emit) = raw.emit.as_deref().and_then(|e| crate::plan::LaunchEngine::parse_choice(e).ok()) else { return Ok(given) };
+    let planned = ServingEngine::parse_choice(emit.name()).ok();
+    if engine == EngineKind::Analytic {
+        return Err(Error::conflict(
+            "--emit",
+            "--engine analytic",
+            format!("--emit {emit} writes {emit}'s commands, sized by a simulation of {emit}'s scheduler; the formulas of --engine analytic simulate none: drop --engine analytic (the simulator plans under {emit})"),
+        ));
+    }
+    match given {
+        Some(g) if Some(g) != planned => Err(Error::conflict(
+            "--serving-engine",
+            "--emit",
+            format!("--serving-engine {g} plans under {g}'s scheduler, but --emit {emit} writes {emit}'s commands, which would run another; give --serving-engine {emit} or drop it (--emit {emit} then plans under {emit})"),
+        )),
+        Some(g) => Ok(Some(g)),
+        None => Ok(planned),
+    }
+}
+
+/// A `--calibration` file whose engine the run does not simulate on any device would be
+/// ignored without a word: refused, naming the engine it is for and the one simulated.
+pub(crate) fn check_calibration_engines(plan: &crate::plan::Plan) -> Result<(), Error> {
+    if plan.engine == EngineKind::Analytic {
+        return Ok(());
+    }
+    let simulated: Vec<ServingEngine> = plan.devices.iter().map(|d| plan.serving_engine(d)).collect();
+    for engine in ServingEngine::ALL {
+        let Some(file) = plan.engines.get(engine.name()).file.as_deref() else { continue };
+        if !simulated.contains(engine) {
+            let names: Vec<&str> = simulated.iter().map(|e| e.name()).collect();
+            return Err(Error::rejected(
+                "--calibration",
+                file,
+                format!(
+                    "--calibration {file} calibrates {engine}, but the run simulates {}; give --serving-engine {engine} (or --emit {engine}), or a calibration of {}",
+                    names.join(", "),
+                    names.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `--serving-engine ENGINE@VERSION` for an engine whose profile has no version-dependent
@@ -336,7 +387,7 @@ pub(crate) fn validate_performance_model(
             };
             let wanted: Vec<(&crate::hardware::DeviceProfile, &str)> = devices.iter().map(|d| (d, engine_of(d))).collect();
             let db = DatabaseTables::load(dir, &wanted)
-                .map_err(|e| Error::rejected("--profiling-database-path", &dir.display().to_string(), e.to_string()))?;
+                .map_err(|e| Error::rejected("--profiling-database-path", dir.display().to_string(), e.to_string()))?;
             KernelChoice::Database(std::sync::Arc::new(db))
         }
         Some(o) => return Err(Error::invalid("--performance-model", o, "not one of analytic, profiling")),

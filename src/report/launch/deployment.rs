@@ -74,7 +74,10 @@ pub struct Deployment {
     /// (msmodeling, the formulas). An emitter for that engine passes this setting instead of
     /// `memory_fraction`.
     pub kv_memory: Option<(KvMemorySetting, Option<f64>)>,
+    /// KV-cache block size in tokens, as simulated ([`Plan::kv_block_size`]).
     pub block_size: u32,
+    /// Devices per node of the device profile: servers are placed on nodes of this many.
+    pub gpus_per_node: u32,
     /// Longest prompt (sizes the KV-transfer buffer of TensorRT-LLM).
     pub max_input: u64,
     /// One mixed instance kind, or prefill then decode.
@@ -231,13 +234,11 @@ pub(super) fn instances(plan: &Plan, dev: &DeviceResult, n: usize) -> Result<(Ve
 /// The plan's side of a deployment on `device` (no instances yet), or why there is none.
 pub(super) fn base(plan: &Plan, device: &str, emit: &EmitOptions) -> Result<Deployment, String> {
     let profile = plan.devices.iter().find(|d| d.name == device).ok_or("the device of the result is not in the plan")?;
-    let flag = format!("--emit {}", emit.engine);
-    let weights = weights(plan, &emit.model).map_err(|w| format!("{flag}: {w}"))?;
+    let weights = weights(plan, &emit.model)?;
     if plan.serving.speculative.is_some() {
-        return Err(format!(
-            "{flag}: block speculative decoding (--speculative-method) loads a separate draft model, which the plan does not name; \
+        return Err("block speculative decoding (--speculative-method) loads a separate draft model, which the plan does not name; \
              the commands cannot be written without it"
-        ));
+            .into());
     }
     Ok(Deployment {
         model: emit.model.clone(),
@@ -255,7 +256,8 @@ pub(super) fn base(plan: &Plan, device: &str, emit: &EmitOptions) -> Result<Depl
             .then(|| plan.effective(profile).kv_memory)
             .flatten()
             .map(|m| (m.setting, plan.serving.gpu_memory_utilization.or(m.fraction))),
-        block_size: plan.serving.kv_block_size,
+        block_size: plan.kv_block_size(profile),
+        gpus_per_node: profile.gpus_per_node,
         max_input: plan.workload.input.max_effective(0.0),
         instances: Vec::new(),
         source: String::new(),

@@ -1,19 +1,23 @@
-//! SGLang's launch commands: `sglang.launch_server` per instance and, for P/D, the router.
+//! SGLang's launch commands: `sglang.launch_server` per instance (over several nodes with
+//! `--nnodes`, `--node-rank`, `--dist-init-addr`) and, for P/D, the router.
 //!
-//! Flag names as `server_args.py` documents them in `docs/advanced_features/server_arguments.md`
-//! (main at 004813e): `--tp-size`, `--dp-size`, `--enable-dp-attention`, `--ep-size`,
-//! `--moe-dp-size`, `--max-running-requests`, `--chunked-prefill-size`, `--kv-cache-dtype`
-//! (`fp8_e4m3`), `--speculative-algorithm EAGLE` with `--speculative-num-steps`,
-//! `--disable-radix-cache`, `--mem-fraction-static`, `--page-size`, `--disaggregation-mode`,
-//! `--disaggregation-transfer-backend`; the router is `sglang_router.launch_router`.
+//! Flag names as SGLang 0.5 defines them (`profiles/engines/flags/sglang-0.5.txt`), from
+//! `server_args.py` as `docs/advanced_features/server_arguments.md` documents it (main at
+//! 004813e): `--tp-size`, `--dp-size`, `--enable-dp-attention`, `--ep-size`, `--moe-dp-size`,
+//! `--max-running-requests`, `--chunked-prefill-size`, `--kv-cache-dtype` (`fp8_e4m3`),
+//! `--speculative-algorithm EAGLE` with `--speculative-num-steps`, `--disable-radix-cache`,
+//! `--mem-fraction-static`, `--page-size`, `--disaggregation-mode`,
+//! `--disaggregation-transfer-backend`, `--disaggregation-bootstrap-port`; the router is
+//! `sglang_router.launch_router` (`--prefill URL BOOTSTRAP_PORT`, `--decode URL`).
 
 use super::deployment::{Deployment, Instance, Role, Weights};
-use super::script::{command, header, no_dcp, no_int8_kv, placement_note};
-use super::{Emitter, LaunchFile};
+use super::placement::{PortBases, FRONT_PORT};
+use super::script::{no_dcp, no_int8_kv};
+use super::{Emitter, Endpoint, Process, Site};
 use crate::cost::ParallelConfig;
 use crate::hardware::runtime::KvMemorySetting;
+use crate::plan::LaunchEngine;
 use crate::quant::KvQuant;
-use std::fmt::Write as _;
 
 /// SGLang's [`Emitter`].
 pub struct Sglang;
@@ -45,10 +49,15 @@ impl Sglang {
         Ok(v)
     }
 
-    fn serve(&self, d: &Deployment, i: &Instance, port: u32) -> Result<Vec<String>, String> {
-        let mut v: Vec<String> = vec!["python".into(), "-m".into(), "sglang.launch_server".into(), "--model-path".into(), d.model.clone()];
-        v.extend(["--host".into(), "0.0.0.0".into(), "--port".into(), port.to_string()]);
+    fn serve(&self, d: &Deployment, i: &Instance, site: &Site) -> Result<Vec<String>, String> {
+        let s = site.server;
+        let mut v: Vec<String> = vec!["--model-path".into(), d.model.clone()];
+        v.extend(["--host".into(), "0.0.0.0".into(), "--port".into(), s.port.to_string()]);
         v.extend(self.parallel(d, &i.layout)?);
+        if s.nodes > 1 {
+            v.extend(["--nnodes".into(), s.nodes.to_string(), "--node-rank".into(), site.rank.word()]);
+            v.extend(["--dist-init-addr".into(), format!("{}:{}", site.leader, s.dist_port)]);
+        }
         // The plan's limits are per DP replica. With DP attention SGLang divides
         // --max-running-requests and --chunked-prefill-size by --dp-size; plain DP replicas
         // each take the values as given.
@@ -85,47 +94,49 @@ impl Sglang {
         if i.role != Role::Mixed {
             let backend = if d.ascend { "ascend" } else { "mooncake" };
             v.extend(["--disaggregation-mode".into(), i.role.name().into(), "--disaggregation-transfer-backend".into(), backend.into()]);
+            if i.role == Role::Prefill {
+                // Its own bootstrap port (SGLang's default 8998 would be shared on a node).
+                v.extend(["--disaggregation-bootstrap-port".into(), s.aux_port.to_string()]);
+            }
         }
         Ok(v)
     }
 }
 
 impl Emitter for Sglang {
+    fn title(&self) -> &'static str {
+        "SGLang"
+    }
+
+    fn engine(&self) -> LaunchEngine {
+        LaunchEngine::Sglang
+    }
+
+    fn notes(&self, _d: &Deployment) -> Vec<String> {
+        vec!["SGLang 0.5: every flag is one of SGLang 0.5's (profiles/engines/flags/sglang-0.5.txt)".to_string()]
+    }
+
     fn check(&self, d: &Deployment) -> Result<(), String> {
         no_int8_kv("SGLang", d)
     }
 
-    fn emit(&self, d: &Deployment) -> Result<Vec<LaunchFile>, String> {
-        let notes = vec!["SGLang server arguments as in python/sglang/srt/server_args.py (main, 2025)".to_string()];
-        if !d.is_pd() {
-            let s = header("SGLang", d, &notes) + &command("", &self.serve(d, &d.instances[0], 30000)?) + "\n";
-            return Ok(vec![LaunchFile { name: "launch.sh".into(), contents: s }]);
-        }
-        let mut files = Vec::new();
-        let mut router: Vec<String> =
-            vec!["python".into(), "-m".into(), "sglang_router.launch_router".into(), "--pd-disaggregation".into()];
-        for i in &d.instances {
-            let (base, var) = if i.role == Role::Prefill { (30000, "PREFILL_HOST") } else { (31000, "DECODE_HOST") };
-            let mut n = notes.clone();
-            n.push(placement_note(i));
-            let mut s = header("SGLang", d, &n);
-            for j in 0..i.count {
-                let _ = writeln!(s, "\n# {} instance {} of {}", i.role.name(), j + 1, i.count);
-                s += &command("", &self.serve(d, i, base + j)?);
-                s += " &\n";
-                router.extend([format!("--{}", i.role.name()), format!("http://${{{var}_{j}:-localhost}}:{}", base + j)]);
+    fn ports(&self) -> PortBases {
+        PortBases { http: 30000, aux: 8998, dist: 20000 }
+    }
+
+    fn process(&self, d: &Deployment, i: &Instance, site: &Site) -> Result<Option<Process>, String> {
+        Ok(Some(Process::new("python -m sglang.launch_server", self.serve(d, i, site)?)))
+    }
+
+    fn router(&self, _d: &Deployment, servers: &[Endpoint]) -> (String, Process) {
+        let mut args: Vec<String> = vec!["--pd-disaggregation".into()];
+        for e in servers {
+            args.extend([format!("--{}", e.role.name()), format!("http://{}:{}", e.host, e.port)]);
+            if e.role == Role::Prefill {
+                args.push(e.aux_port.to_string());
             }
-            s += "wait\n";
-            files.push(LaunchFile { name: format!("{}.sh", i.role.name()), contents: s });
         }
-        router.extend(["--host".into(), "0.0.0.0".into(), "--port".into(), "8000".into()]);
-        let s = header(
-            "SGLang",
-            d,
-            &["the router clients send requests to (port 8000); PREFILL_HOST_i / DECODE_HOST_i: where each instance runs".to_string()],
-        ) + &command("", &router)
-            + "\n";
-        files.push(LaunchFile { name: "router.sh".into(), contents: s });
-        Ok(files)
+        args.extend(["--host".into(), "0.0.0.0".into(), "--port".into(), FRONT_PORT.to_string()]);
+        (String::new(), Process::new("python -m sglang_router.launch_router", args))
     }
 }

@@ -1,8 +1,10 @@
 //! The emitters' layouts per engine and the row range of `--emit-row`.
 
 use super::deployment::nth;
+use super::placement::{place, PortBases};
 use super::*;
 use crate::cost::ParallelConfig;
+use crate::plan::EmitFormat;
 use crate::quant::KvQuant;
 
 fn moe(layout: ParallelConfig) -> Deployment {
@@ -18,7 +20,8 @@ fn moe(layout: ParallelConfig) -> Deployment {
         prefix_caching: false,
         memory_fraction: 0.86,
         kv_memory: None,
-        block_size: 128,
+        block_size: 16,
+        gpus_per_node: 8,
         max_input: 3500,
         instances: vec![Instance { role: Role::Mixed, count: 1, layout, max_num_seqs: 64, max_batched_tokens: 8192, mtp: 0 }],
         source: "test".into(),
@@ -29,8 +32,12 @@ fn layout(tp: u32, dp: u32, ep: u32, moe_tp: u32, moe_dp: u32) -> ParallelConfig
     ParallelConfig { num_devices: tp * dp, tp, dp, ep, moe_tp, moe_dp, dcp: 1 }
 }
 
+fn emit(e: &dyn Emitter, d: &Deployment) -> Result<Vec<LaunchFile>, String> {
+    files(e, d, EmitFormat::Shell)
+}
+
 fn text(e: &dyn Emitter, d: &Deployment) -> String {
-    e.emit(d).unwrap().into_iter().map(|f| f.contents).collect()
+    emit(e, d).unwrap().into_iter().map(|f| f.contents).collect()
 }
 
 /// vLLM expresses experts over every device by TP or by EP, nothing in between. Fails if
@@ -44,7 +51,7 @@ fn vllm_moe_is_all_tp_or_all_ep() {
     );
     let tp = text(&Vllm, &moe(layout(8, 1, 1, 8, 1)));
     assert!(!tp.contains("--enable-expert-parallel"), "{tp}");
-    let err = Vllm.emit(&moe(layout(8, 1, 4, 2, 1))).unwrap_err();
+    let err = emit(&Vllm, &moe(layout(8, 1, 4, 2, 1))).unwrap_err();
     assert!(err.contains("EP4 x MoE-TP2 x MoE-DP1"), "{err}");
 }
 
@@ -62,8 +69,8 @@ fn sglang_moe_with_dp_attention() {
 /// becomes `enable_attention_dp`.
 #[test]
 fn trtllm_attention_dp_needs_tp_one() {
-    assert!(Trtllm.emit(&moe(layout(2, 4, 8, 1, 1))).unwrap_err().contains("attention with TP 1"));
-    let files = Trtllm.emit(&moe(layout(1, 8, 8, 1, 1))).unwrap();
+    assert!(emit(&Trtllm, &moe(layout(2, 4, 8, 1, 1))).unwrap_err().contains("attention with TP 1"));
+    let files = emit(&Trtllm, &moe(layout(1, 8, 8, 1, 1))).unwrap();
     assert!(files[0].contents.contains("enable_attention_dp: true"), "{}", files[0].contents);
     assert!(files[1].contents.contains("--tp_size 8 --ep_size 8") || files[1].contents.contains("--ep_size 8"), "{}", files[1].contents);
 }
@@ -95,4 +102,62 @@ fn emitters_pass_the_memory_setting_the_simulation_used() {
     let sglang = text(&Sglang, &with((KvMemorySetting::GpuMemoryUtilization, Some(0.9))));
     assert!(sglang.contains("--mem-fraction-static 0.86"), "{sglang}");
     assert!(text(&Vllm, &moe(layout(8, 1, 1, 8, 1))).contains("--gpu-memory-utilization 0.86"));
+}
+
+fn kinds(instances: &[(Role, u32)]) -> Deployment {
+    let mut d = moe(layout(1, 1, 1, 1, 1));
+    let one = d.instances[0].clone();
+    d.instances = instances.iter().map(|&(role, count)| Instance { role, count, ..one.clone() }).collect();
+    d
+}
+
+const PORTS: PortBases = PortBases { http: 8100, aux: 5600, dist: 13345 };
+
+/// Eight 1-device prefill servers fill node 0, two 4-device decode servers node 1; a
+/// 16-device server takes two whole nodes. Fails if servers share GPUs or ports, or if a
+/// server straddles a node it does not fill.
+#[test]
+fn servers_pack_onto_whole_nodes() {
+    let d = kinds(&[(Role::Prefill, 8), (Role::Decode, 2)]);
+    let p = place(&d, &[(8, 1), (2, 4)], PORTS).unwrap();
+    assert_eq!(p.nodes, 2);
+    assert_eq!(p.servers[7].gpus, [7]);
+    assert_eq!((p.servers[8].node, p.servers[9].node), (1, 1));
+    assert_eq!((p.servers[8].visible_devices().as_str(), p.servers[9].visible_devices().as_str()), ("0,1,2,3", "4,5,6,7"));
+    let ports: std::collections::BTreeSet<u32> = p.servers.iter().map(|s| s.port).collect();
+    assert_eq!(ports.len(), 10);
+    assert_eq!(p.servers[9].aux_port, 5600 + 12);
+    let big = place(&kinds(&[(Role::Prefill, 1), (Role::Decode, 1)]), &[(1, 2), (1, 16)], PORTS).unwrap();
+    assert_eq!((big.servers[1].node, big.servers[1].nodes, big.nodes), (1, 2, 3));
+    assert_eq!(big.host(2), "${NODE2_HOST}");
+    assert_eq!(big.on_node(2).count(), 1);
+    assert!(place(&kinds(&[(Role::Mixed, 1)]), &[(1, 12)], PORTS).unwrap_err().contains("whole nodes of 8"));
+}
+
+/// Every flag an emitter writes is in its version's list; a flag the list lacks is refused.
+/// Fails if an emitter writes a flag its version does not have (e.g. `--block-size` spelt
+/// another way), or if the check lets one through.
+#[test]
+fn emitted_flags_are_the_versions_own() {
+    let list = FlagList::of(crate::plan::LaunchEngine::Vllm);
+    assert!(list.knows("vllm serve", "--block-size") && !list.knows("vllm serve", "--page-size"));
+    let bad = Process::new("vllm serve", vec!["M".into(), "--page-size".into(), "16".into(), "--chunked-prefill-size".into(), "-1".into()]);
+    assert_eq!(list.unknown_in(&bad), ["--page-size", "--chunked-prefill-size"]);
+    assert!(list.check(&bad).unwrap_err().contains("vLLM 0.11 has no --page-size"));
+    for e in [&Vllm as &dyn Emitter, &Sglang, &Trtllm] {
+        for d in [moe(layout(1, 8, 8, 1, 1)), kinds(&[(Role::Prefill, 3), (Role::Decode, 2)])] {
+            for format in [EmitFormat::Shell, EmitFormat::K8s] {
+                files(e, &d, format).unwrap();
+            }
+        }
+    }
+}
+
+/// TensorRT-LLM commands carry the KV share the simulation used, on the command line and in
+/// the options file (whose kv_cache_config replaces the command line's). Fails if either is
+/// dropped when the engine profile sets no value.
+#[test]
+fn trtllm_carries_the_kv_free_memory_fraction() {
+    let t = text(&Trtllm, &moe(layout(8, 1, 1, 8, 1)));
+    assert!(t.contains("--kv_cache_free_gpu_memory_fraction 0.9") && t.contains("free_gpu_memory_fraction: 0.9"), "{t}");
 }

@@ -1,17 +1,22 @@
 //! TensorRT-LLM's launch commands: `trtllm-serve` per server with its LLM API options file
-//! and, for P/D, `trtllm-serve disaggregated` with its configuration.
+//! (a server over several nodes under `mpirun … trtllm-llmapi-launch`) and, for P/D,
+//! `trtllm-serve disaggregated` with its configuration.
 //!
-//! Flag names were checked in `tensorrt_llm/commands/serve.py` at 4c05a74 (`trtllm-serve MODEL
-//! --backend pytorch --tp_size --ep_size --max_batch_size --max_num_tokens
+//! Flag names as TensorRT-LLM 1.1 defines them (`profiles/engines/flags/trtllm-1.1.txt`),
+//! read from `tensorrt_llm/commands/serve.py` at 4c05a74 (`trtllm-serve MODEL --backend pytorch
+//! --tp_size --ep_size --max_batch_size --max_num_tokens --kv_cache_free_gpu_memory_fraction
 //! --enable_chunked_prefill --extra_llm_api_options FILE`), LLM API options in that YAML
 //! (`enable_attention_dp`, `kv_cache_config`, `speculative_config`, `cache_transceiver_config`)
-//! and `trtllm-serve disaggregated -c FILE` (examples/disaggregated/README.md).
+//! and `trtllm-serve disaggregated -c FILE` (examples/disaggregated/README.md). KV blocks are
+//! TensorRT-LLM's default 32 tokens (`tokens_per_block`), which the simulation uses too.
 
 use super::deployment::{Deployment, Instance, Role, Weights};
-use super::script::{command, header, no_dcp, no_int8_kv, placement_note};
-use super::{Emitter, LaunchFile};
+use super::placement::{PortBases, FRONT_PORT};
+use super::script::{no_dcp, no_int8_kv};
+use super::{Emitter, Endpoint, LaunchFile, Process, Site};
 use crate::cost::ParallelConfig;
 use crate::hardware::runtime::KvMemorySetting;
+use crate::plan::LaunchEngine;
 use crate::quant::KvQuant;
 use std::fmt::Write as _;
 
@@ -51,10 +56,9 @@ impl Trtllm {
         }
         y += "kv_cache_config:\n";
         let _ = writeln!(y, "  enable_block_reuse: {}", d.prefix_caching);
-        // The share of free memory the simulation gave TensorRT-LLM's KV cache.
-        if let Some((KvMemorySetting::KvCacheFreeGpuMemoryFraction, f)) = d.kv_memory {
-            let _ = writeln!(y, "  free_gpu_memory_fraction: {}", f.unwrap_or(0.9));
-        }
+        // The share of free memory the simulation gave TensorRT-LLM's KV cache (this block
+        // replaces the command line's kv_cache_config, so it carries the fraction too).
+        let _ = writeln!(y, "  free_gpu_memory_fraction: {}", self.free_fraction(d));
         if d.kv == KvQuant::Fp8 {
             y += "  dtype: fp8\n";
         }
@@ -83,50 +87,48 @@ impl Trtllm {
         y
     }
 
-    fn serve(&self, d: &Deployment, i: &Instance, port: u32, par: &[String], yaml: &str) -> Vec<String> {
-        let mut v: Vec<String> = vec!["trtllm-serve".into(), d.model.clone(), "--backend".into(), "pytorch".into()];
+    /// The share of free memory the simulation gave TensorRT-LLM's KV cache: the engine
+    /// profile's setting, else TensorRT-LLM's default 0.9.
+    fn free_fraction(&self, d: &Deployment) -> f64 {
+        match d.kv_memory {
+            Some((KvMemorySetting::KvCacheFreeGpuMemoryFraction, f)) => f.unwrap_or(0.9),
+            _ => 0.9,
+        }
+    }
+
+    fn options_file(i: &Instance) -> String {
+        format!("{}-options.yaml", i.role.name())
+    }
+
+    fn serve(&self, d: &Deployment, i: &Instance, port: u32) -> Result<Vec<String>, String> {
+        let (par, _, _) = self.parallel(d, &i.layout)?;
+        let mut v: Vec<String> = vec![d.model.clone(), "--backend".into(), "pytorch".into()];
         v.extend(["--host".into(), "0.0.0.0".into(), "--port".into(), port.to_string()]);
-        v.extend(par.iter().cloned());
+        v.extend(par);
         v.extend(["--max_batch_size".into(), i.max_num_seqs.to_string(), "--max_num_tokens".into(), i.max_batched_tokens.to_string()]);
+        v.extend(["--kv_cache_free_gpu_memory_fraction".into(), self.free_fraction(d).to_string()]);
         if d.chunked_prefill {
             v.push("--enable_chunked_prefill".into());
         }
-        v.extend(["--extra_llm_api_options".into(), yaml.into()]);
-        v
-    }
-
-    /// Servers of one instance kind: the script and its options file.
-    fn servers(&self, d: &Deployment, i: &Instance, base: u32, notes: &[String]) -> Result<(String, LaunchFile, Vec<u32>), String> {
-        let (par, attention_dp, replicas) = self.parallel(d, &i.layout)?;
-        let yaml = format!("{}-options.yaml", i.role.name());
-        let mut n = notes.to_vec();
-        let servers = i.count * replicas;
-        if replicas > 1 {
-            n.push(format!("DP{replicas}: TensorRT-LLM serves each replica as its own server; balance requests over their ports"));
-        }
-        n.push(placement_note(&Instance {
-            count: servers,
-            layout: ParallelConfig { num_devices: i.layout.num_devices / replicas, ..i.layout },
-            ..i.clone()
-        }));
-        let mut s = header("TensorRT-LLM", d, &n);
-        let mut ports = Vec::new();
-        for j in 0..servers {
-            let _ = writeln!(s, "\n# {} server {} of {servers}", i.role.name(), j + 1);
-            s += &command("", &self.serve(d, i, base + j, &par, &yaml));
-            // Several servers, or a P/D side, run side by side: in the background.
-            let background = servers > 1 || i.role != Role::Mixed;
-            s += if background { " &\n" } else { "\n" };
-            ports.push(base + j);
-        }
-        if servers > 1 || i.role != Role::Mixed {
-            s += "wait\n";
-        }
-        Ok((s, LaunchFile { name: yaml, contents: self.options(d, i, attention_dp) }, ports))
+        v.extend(["--extra_llm_api_options".into(), Self::options_file(i)]);
+        Ok(v)
     }
 }
 
 impl Emitter for Trtllm {
+    fn title(&self) -> &'static str {
+        "TensorRT-LLM"
+    }
+
+    fn engine(&self) -> LaunchEngine {
+        LaunchEngine::Trtllm
+    }
+
+    fn notes(&self, _d: &Deployment) -> Vec<String> {
+        vec!["TensorRT-LLM 1.1 trtllm-serve, PyTorch backend: every flag is one of TensorRT-LLM 1.1's (profiles/engines/flags/trtllm-1.1.txt)"
+            .to_string()]
+    }
+
     fn check(&self, d: &Deployment) -> Result<(), String> {
         if !d.nvidia {
             return Err(format!("TensorRT-LLM runs on NVIDIA GPUs only, and {} is not one", d.device));
@@ -140,38 +142,55 @@ impl Emitter for Trtllm {
         Ok(())
     }
 
-    fn emit(&self, d: &Deployment) -> Result<Vec<LaunchFile>, String> {
-        let notes = vec!["TensorRT-LLM trtllm-serve (tensorrt_llm/commands/serve.py), PyTorch backend".to_string()];
-        if !d.is_pd() {
-            let (s, yaml, _) = self.servers(d, &d.instances[0], 8000, &notes)?;
-            return Ok(vec![yaml, LaunchFile { name: "launch.sh".into(), contents: s }]);
-        }
-        let mut files = Vec::new();
-        let mut cfg = String::from("hostname: 0.0.0.0\nport: 8000\nbackend: pytorch\n");
-        for i in &d.instances {
-            let (base, key, var) = if i.role == Role::Prefill {
-                (8100, "context_servers", "PREFILL_HOST")
-            } else {
-                (8200, "generation_servers", "DECODE_HOST")
-            };
-            let (s, yaml, ports) = self.servers(d, i, base, &notes)?;
-            let _ = write!(cfg, "{key}:\n  num_instances: {}\n  urls:\n", ports.len());
-            for (j, p) in ports.iter().enumerate() {
-                // The disaggregated server reads this file as is: hosts must be filled in.
-                let _ = writeln!(cfg, "    - \"localhost:{p}\"  # {var}_{j}");
+    fn ports(&self) -> PortBases {
+        PortBases { http: 8100, aux: 0, dist: 0 }
+    }
+
+    /// A dense model's data-parallel replicas are separate servers.
+    fn shape(&self, d: &Deployment, i: &Instance) -> Result<(u32, u32), String> {
+        let (_, _, replicas) = self.parallel(d, &i.layout)?;
+        Ok((i.count * replicas, i.layout.num_devices / replicas))
+    }
+
+    fn files(&self, d: &Deployment) -> Result<Vec<LaunchFile>, String> {
+        d.instances
+            .iter()
+            .map(|i| {
+                let (_, attention_dp, _) = self.parallel(d, &i.layout)?;
+                Ok(LaunchFile { name: Self::options_file(i), contents: self.options(d, i, attention_dp) })
+            })
+            .collect()
+    }
+
+    fn process(&self, d: &Deployment, i: &Instance, site: &Site) -> Result<Option<Process>, String> {
+        let s = site.server;
+        let mut p = Process::new("trtllm-serve", self.serve(d, i, s.port)?);
+        if s.nodes > 1 {
+            if site.k8s {
+                return Err("a TensorRT-LLM server over several nodes starts under mpirun; use --emit-format shell".into());
             }
-            files.push(yaml);
-            files.push(LaunchFile { name: format!("{}.sh", i.role.name()), contents: s });
+            if !site.rank.is_leader() {
+                return Ok(None);
+            }
+            let per_node = s.devices / s.nodes;
+            let hosts: Vec<String> = site.hosts.iter().map(|h| format!("{h}:{per_node}")).collect();
+            p.launcher =
+                vec!["mpirun".into(), "-H".into(), hosts.join(","), "-np".into(), s.devices.to_string(), "trtllm-llmapi-launch".into()];
         }
-        files.push(LaunchFile { name: "disagg-config.yaml".into(), contents: cfg });
-        let s = header(
-            "TensorRT-LLM",
-            d,
-            &["the disaggregated server clients send requests to (port 8000); in disagg-config.yaml, replace localhost \
-               with the host of each server (PREFILL_HOST_i / DECODE_HOST_i) when they run elsewhere"
-                .to_string()],
-        ) + "trtllm-serve disaggregated -c disagg-config.yaml\n";
-        files.push(LaunchFile { name: "router.sh".into(), contents: s });
-        Ok(files)
+        Ok(Some(p))
+    }
+
+    fn router(&self, _d: &Deployment, servers: &[Endpoint]) -> (String, Process) {
+        // Written when the router starts, so that the node addresses are filled in.
+        let mut cfg = format!("cat > disagg-config.yaml <<EOF\nhostname: 0.0.0.0\nport: {FRONT_PORT}\nbackend: pytorch\n");
+        for (role, key) in [(Role::Prefill, "context_servers"), (Role::Decode, "generation_servers")] {
+            let side: Vec<&Endpoint> = servers.iter().filter(|e| e.role == role).collect();
+            let _ = write!(cfg, "{key}:\n  num_instances: {}\n  urls:\n", side.len());
+            for e in side {
+                let _ = writeln!(cfg, "    - \"{}:{}\"", e.host, e.port);
+            }
+        }
+        cfg += "EOF\n";
+        (cfg, Process::new("trtllm-serve disaggregated", vec!["-c".into(), "disagg-config.yaml".into()]))
     }
 }

@@ -1,20 +1,21 @@
-//! vLLM's launch commands: `vllm serve` per instance and, for P/D, the NixlConnector proxy.
+//! vLLM's launch commands: `vllm serve` per instance (a data-parallel instance over several
+//! nodes as a head and `--headless` members) and, for P/D, the NixlConnector proxy.
 //!
-//! Flag names were checked in vLLM's sources: `vllm/engine/arg_utils.py` at 99d7eb5 (v0.11
-//! line: `--tensor-parallel-size`, `--data-parallel-size`, `--enable-expert-parallel`,
-//! `--decode-context-parallel-size`, `--max-num-seqs`, `--max-num-batched-tokens`,
-//! `--kv-cache-dtype`, `--quantization`, `--speculative-config`, `--kv-transfer-config`,
-//! `--enable-prefix-caching`, `--gpu-memory-utilization`, `--block-size`), the `mtp` method of
-//! `vllm/config/speculative.py` (main at 002e77c) and the NixlConnector guide
-//! (`kv_role: kv_both`, `toy_proxy_server.py`).
+//! Flag names as vLLM 0.11 defines them (`profiles/engines/flags/vllm-0.11.txt`, read from
+//! `vllm/engine/arg_utils.py` at 99d7eb5), the `mtp` method of `vllm/config/speculative.py`
+//! (main at 002e77c), the multi-node data-parallel guide (`--data-parallel-size-local`,
+//! `--data-parallel-start-rank`, `--data-parallel-address`, `--headless`) and the
+//! NixlConnector guide (`kv_role: kv_both`, `VLLM_NIXL_SIDE_CHANNEL_HOST/PORT`,
+//! `toy_proxy_server.py`).
 
 use super::deployment::{Deployment, Instance, Role, Weights};
-use super::script::{command, header, no_int8_kv, placement_note, quote};
-use super::{Emitter, LaunchFile};
+use super::placement::{PortBases, FRONT_PORT};
+use super::script::{no_int8_kv, quote};
+use super::{Emitter, Endpoint, Process, Site};
 use crate::cost::ParallelConfig;
 use crate::hardware::runtime::KvMemorySetting;
+use crate::plan::LaunchEngine;
 use crate::quant::KvQuant;
-use std::fmt::Write as _;
 
 /// vLLM's [`Emitter`].
 pub struct Vllm;
@@ -46,9 +47,38 @@ impl Vllm {
         Ok(v)
     }
 
-    fn serve(&self, d: &Deployment, i: &Instance, port: u32) -> Result<Vec<String>, String> {
-        let mut v: Vec<String> = vec!["vllm".into(), "serve".into(), d.model.clone(), "--port".into(), port.to_string()];
+    /// Data parallelism over the server's nodes: each node runs `local` replicas, the first
+    /// node the API server, the others `--headless` from their first rank.
+    fn nodes(&self, l: &ParallelConfig, site: &Site) -> Result<Vec<String>, String> {
+        let s = site.server;
+        let mut v = Vec::new();
+        if s.nodes == 1 {
+            if l.dp > 1 {
+                // Its own RPC port, so that several instances can share a node.
+                v.extend(["--data-parallel-rpc-port".into(), s.dist_port.to_string()]);
+            }
+            return Ok(v);
+        }
+        let per_node = s.devices / s.nodes;
+        if l.tp > per_node || !per_node.is_multiple_of(l.tp) {
+            return Err(format!(
+                "vLLM 0.11 runs a tensor-parallel group within one node (multi-node TP needs a Ray cluster); the plan's TP{} does not fit the {per_node} GPUs of a node",
+                l.tp
+            ));
+        }
+        let local = per_node / l.tp;
+        v.extend(["--data-parallel-size-local".into(), local.to_string(), "--data-parallel-address".into(), site.leader.clone()]);
+        v.extend(["--data-parallel-rpc-port".into(), s.dist_port.to_string()]);
+        if !site.rank.is_leader() {
+            v.extend(["--headless".into(), "--data-parallel-start-rank".into(), site.rank.times(local)]);
+        }
+        Ok(v)
+    }
+
+    fn serve(&self, d: &Deployment, i: &Instance, site: &Site) -> Result<Vec<String>, String> {
+        let mut v: Vec<String> = vec![d.model.clone(), "--port".into(), site.server.port.to_string()];
         v.extend(self.parallel(d, &i.layout)?);
+        v.extend(self.nodes(&i.layout, site)?);
         v.extend([
             "--max-num-seqs".into(),
             i.max_num_seqs.to_string(),
@@ -73,9 +103,8 @@ impl Vllm {
         if i.mtp > 0 {
             v.extend(["--speculative-config".into(), quote(&format!("{{\"method\":\"mtp\",\"num_speculative_tokens\":{}}}", i.mtp))]);
         }
-        if d.prefix_caching {
-            v.push("--enable-prefix-caching".into());
-        }
+        // vLLM V1 caches prefixes by default; the plan priced hits only where it has some.
+        v.push(if d.prefix_caching { "--enable-prefix-caching" } else { "--no-enable-prefix-caching" }.into());
         if i.role != Role::Mixed {
             v.extend(["--kv-transfer-config".into(), quote("{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\"}")]);
         }
@@ -84,66 +113,65 @@ impl Vllm {
 }
 
 impl Emitter for Vllm {
-    fn check(&self, d: &Deployment) -> Result<(), String> {
-        no_int8_kv("vLLM", d)
+    fn title(&self) -> &'static str {
+        "vLLM"
     }
 
-    fn emit(&self, d: &Deployment) -> Result<Vec<LaunchFile>, String> {
-        let mut notes = vec!["vLLM v0.11 or newer (vllm serve flags as in vllm/engine/arg_utils.py)".to_string()];
+    fn engine(&self) -> LaunchEngine {
+        LaunchEngine::Vllm
+    }
+
+    fn notes(&self, d: &Deployment) -> Vec<String> {
+        let mut notes = vec!["vLLM 0.11 or newer: every flag is one of vLLM 0.11's (profiles/engines/flags/vllm-0.11.txt)".to_string()];
         if d.ascend {
             notes.push("Ascend: vLLM with the vllm-ascend plugin takes the same flags".into());
         }
-        if !d.is_pd() {
-            let i = &d.instances[0];
-            let s = header("vLLM", d, &notes) + &command("", &self.serve(d, i, 8000)?) + "\n";
-            return Ok(vec![LaunchFile { name: "launch.sh".into(), contents: s }]);
+        if d.is_pd() {
+            notes.push(
+                "KV hand-off: NixlConnector, each instance on its own side-channel ports (VLLM_NIXL_SIDE_CHANNEL_PORT and up)".into(),
+            );
         }
-        notes.push("KV hand-off: NixlConnector (each instance needs its own VLLM_NIXL_SIDE_CHANNEL_PORT if several share a host)".into());
-        let mut files = Vec::new();
-        let mut ports: Vec<(Role, Vec<u32>)> = Vec::new();
-        for (k, i) in d.instances.iter().enumerate() {
-            let base = if i.role == Role::Prefill { 8100 } else { 8200 };
-            let mut n = notes.clone();
-            n.push(placement_note(i));
-            let mut s = header("vLLM", d, &n);
-            let mut used = Vec::new();
-            for j in 0..i.count {
-                let port = base + j;
-                let _ = writeln!(s, "\n# {} instance {} of {}", i.role.name(), j + 1, i.count);
-                s += &command("", &self.serve(d, i, port)?);
-                s += " &\n";
-                used.push(port);
-            }
-            s += "wait\n";
-            files.push(LaunchFile { name: format!("{}.sh", i.role.name()), contents: s });
-            ports.push((d.instances[k].role, used));
+        notes
+    }
+
+    fn check(&self, d: &Deployment) -> Result<(), String> {
+        if d.nvidia && d.block_size > 32 && d.block_size != 64 {
+            return Err(format!(
+                "vLLM on CUDA takes KV blocks of at most 32 tokens (64 for MLA models), and the plan simulated {}; plan with --kv-block-size 16",
+                d.block_size
+            ));
         }
-        let hosts = |role: Role, var: &str| -> (Vec<String>, Vec<String>) {
-            let p = &ports.iter().find(|(r, _)| *r == role).expect("both roles").1;
-            (p.iter().enumerate().map(|(j, _)| format!("${{{var}_{j}:-localhost}}")).collect(), p.iter().map(u32::to_string).collect())
-        };
-        let (ph, pp) = hosts(Role::Prefill, "PREFILL_HOST");
-        let (dh, dp) = hosts(Role::Decode, "DECODE_HOST");
-        let mut words: Vec<String> =
-            vec!["python".into(), "tests/v1/kv_connector/nixl_integration/toy_proxy_server.py".into(), "--port".into(), "8000".into()];
-        words.push("--prefiller-hosts".into());
-        words.extend(ph);
-        words.push("--prefiller-ports".into());
-        words.extend(pp);
-        words.push("--decoder-hosts".into());
-        words.extend(dh);
-        words.push("--decoder-ports".into());
-        words.extend(dp);
-        let mut s = header(
-            "vLLM",
-            d,
-            &["the proxy clients send requests to (port 8000); run from a vLLM source checkout, \
-            with PREFILL_HOST_i / DECODE_HOST_i set to where each instance runs"
-                .to_string()],
-        );
-        s += &command("", &words);
-        s += "\n";
-        files.push(LaunchFile { name: "router.sh".into(), contents: s });
-        Ok(files)
+        no_int8_kv("vLLM", d)
+    }
+
+    fn ports(&self) -> PortBases {
+        PortBases { http: 8100, aux: 5600, dist: 13345 }
+    }
+
+    fn process(&self, d: &Deployment, i: &Instance, site: &Site) -> Result<Option<Process>, String> {
+        let mut p = Process::new("vllm serve", self.serve(d, i, site)?);
+        if i.role != Role::Mixed {
+            // The side channel other instances pull KV from: this node's address, this
+            // instance's own ports.
+            let host = if site.k8s { "${POD_IP}".to_string() } else { site.host.clone() };
+            p.env.push(("VLLM_NIXL_SIDE_CHANNEL_HOST".into(), host));
+            p.env.push(("VLLM_NIXL_SIDE_CHANNEL_PORT".into(), site.server.aux_port.to_string()));
+        }
+        Ok(Some(p))
+    }
+
+    fn router(&self, _d: &Deployment, servers: &[Endpoint]) -> (String, Process) {
+        let mut args: Vec<String> = vec!["--port".into(), FRONT_PORT.to_string()];
+        for (role, hosts, ports) in
+            [(Role::Prefill, "--prefiller-hosts", "--prefiller-ports"), (Role::Decode, "--decoder-hosts", "--decoder-ports")]
+        {
+            let side: Vec<&Endpoint> = servers.iter().filter(|e| e.role == role).collect();
+            args.push(hosts.into());
+            args.extend(side.iter().map(|e| e.host.clone()));
+            args.push(ports.into());
+            args.extend(side.iter().map(|e| e.port.to_string()));
+        }
+        let pre = "# run from a vLLM source checkout (the proxy is vLLM's NixlConnector example)\n".to_string();
+        (pre, Process::new("python tests/v1/kv_connector/nixl_integration/toy_proxy_server.py", args))
     }
 }

@@ -92,7 +92,7 @@ impl<'a> RooflineOracle<'a> {
         RooflineOracle {
             shapes: Shapes::new(ctx),
             dp: ctx.cand.parallel.dp as u64,
-            block: ctx.plan.serving.kv_block_size as u64,
+            block: ctx.plan.kv_block_size(ctx.device) as u64,
             reserved: ctx.reserved_bytes(),
             ctx,
         }

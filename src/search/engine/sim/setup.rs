@@ -289,7 +289,7 @@ fn instance_template(ctx: &CandidateCtx, engine: ServingEngine) -> InstanceConfi
         slack: if scheduler.uses_slack() { plan.serving.token_budget_slack } else { 0.0 },
         max_num_seqs: 0,
         chunked_prefill: plan.sim.chunked_prefill,
-        block_size: plan.serving.kv_block_size as u64,
+        block_size: plan.kv_block_size(ctx.device) as u64,
         kv_blocks: 0,
         decode: if ctx.phase == Phase::Prefill { DecodeMode::Plain } else { decode_mode(ctx) },
         prefix_hit_rate: plan.workload.prefix_cache_hit_rate,
