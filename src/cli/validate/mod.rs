@@ -108,4 +108,56 @@ mod tests {
         // Fails if validate_devices stringifies the registry's error instead of wrapping it.
         assert!(matches!(reject(&["--device", "NOPE"]), Error::Device(crate::hardware::DeviceError::Unknown { .. })));
     }
+
+    fn plan(argv: &[&str]) -> Result<crate::plan::Plan, Error> {
+        let argv: Vec<&str> = ["t"].iter().chain(argv).copied().collect();
+        match build_checked(RawArgs::try_parse_from(argv).unwrap())? {
+            crate::cli::plan::Command::Run(p) => Ok(*p),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Without --serving-engine, `--emit E` plans under E; an explicit engine that differs, or
+    /// the formulas, are refused naming both flags. Fails if the emit engine stops choosing the
+    /// simulated one, or a mismatch is planned silently.
+    #[test]
+    fn emit_picks_the_simulated_engine_and_refuses_another() {
+        use crate::plan::ServingEngine;
+        let h100 = ["Qwen/Qwen3-8B", "--device", "H100_SXM", "--num-devices", "1", "--input-length", "100", "--output-length", "10"];
+        let with = |extra: &[&str]| plan(&h100.iter().chain(extra).copied().collect::<Vec<_>>());
+        assert_eq!(with(&["--emit", "sglang"]).unwrap().sim.serving_engine, Some(ServingEngine::Sglang));
+        assert_eq!(with(&["--emit", "trtllm", "--serving-engine", "trtllm"]).unwrap().sim.serving_engine, Some(ServingEngine::Trtllm));
+        let e = with(&["--emit", "vllm", "--serving-engine", "msmodeling"]).unwrap_err();
+        assert!(matches!(&e, Error::Conflict { field, other, .. } if field == "--serving-engine" && other == "--emit"), "{e:?}");
+        assert_eq!(e.kind(), ErrorKind::Usage);
+        let e = with(&["--emit", "vllm", "--engine", "analytic"]).unwrap_err();
+        assert!(e.to_string().contains("--engine analytic") && e.kind() == ErrorKind::Usage, "{e}");
+    }
+
+    /// A --calibration file of an engine the run does not simulate is refused (it would be
+    /// ignored). Fails if validate_calibration's engine goes unchecked.
+    #[test]
+    fn a_calibration_of_another_engine_is_refused() {
+        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/engines/sglang.yaml");
+        let base = ["Qwen/Qwen3-8B", "--device", "H100_SXM", "--num-devices", "1", "--input-length", "100", "--output-length", "10"];
+        let argv: Vec<&str> = base.iter().copied().chain(["--calibration", file]).collect();
+        let e = plan(&argv).unwrap_err();
+        assert!(e.to_string().contains("calibrates sglang, but the run simulates vllm"), "{e}");
+        let argv: Vec<&str> = argv.iter().copied().chain(["--serving-engine", "sglang"]).collect();
+        assert!(plan(&argv).is_ok());
+    }
+
+    /// EP above the expert count: the default range stops at the experts (with a warning),
+    /// an explicit size above them is a usage error. Fails (NoLayout) for DeepSeek-V3 on 1,024
+    /// devices if the default EP is the device count again.
+    #[test]
+    fn ep_stops_at_the_expert_count() {
+        let ds =
+            ["deepseek-ai/DeepSeek-V3", "--device", "H100_SXM", "--num-devices", "1024", "--input-length", "100", "--output-length", "10"];
+        let p = plan(&ds).unwrap();
+        assert!(p.warnings.iter().any(|w| w.contains("stops at the model's 256 routed experts")), "{:?}", p.warnings);
+        let argv: Vec<&str> = ds.iter().copied().chain(["--ep-sizes", "512"]).collect();
+        let e = plan(&argv).unwrap_err();
+        assert!(e.field() == Some("--ep-sizes") && e.to_string().contains("256 routed experts"), "{e}");
+    }
 }
