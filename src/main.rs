@@ -164,6 +164,12 @@ fn run(raw: RawArgs) -> Result<(), PlanError> {
             if let Some(why) = throughput_optimizer::search::work_budget_spent(&report) {
                 return Err(PlanError::WorkBudget(why));
             }
+            // What the search found that needs saying (the plan's own warnings came first).
+            if !plan.output.quiet {
+                for w in report.warnings.iter().skip(plan.warnings.len()) {
+                    let _ = writeln!(std::io::stderr(), "warning: {w}");
+                }
+            }
             // The per-configuration outputs' simulations and pricing (only those the plan asks for).
             let recordings = throughput_optimizer::search::record(&plan, &report);
             for exporter in report::exporters(&plan) {

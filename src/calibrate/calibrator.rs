@@ -282,7 +282,19 @@ fn record_fits(
             models.sort();
             models.dedup();
             let (b, a) = (medians(runs, idx, before), medians(runs, idx, after));
-            d.fit = Some(FitRecord { runs: idx.len() as u32, models, ttft_median_pct: [b[0], a[0]], tpot_median_pct: [b[1], a[1]] });
+            // The ranges the fit covers, so that a plan outside them can say it extrapolates.
+            let range = |v: &dyn Fn(&MeasuredRun) -> u64| {
+                let x: Vec<u64> = idx.iter().map(|&i| v(&runs[i])).collect();
+                Some([x.iter().copied().min().unwrap_or(0), x.iter().copied().max().unwrap_or(0)])
+            };
+            d.fit = Some(FitRecord {
+                runs: idx.len() as u32,
+                models,
+                ttft_median_pct: [b[0], a[0]],
+                tpot_median_pct: [b[1], a[1]],
+                concurrency: range(&|r| r.concurrency / u64::from(r.attention_dp.max(1))),
+                context: range(&|r| r.isl + r.osl),
+            });
             let o = d.overheads;
             let n = idx.len() as f64;
             weighted[0] += o.step_overhead_us * n;

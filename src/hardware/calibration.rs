@@ -81,6 +81,14 @@ pub struct FitRecord {
     /// Median |error| of TTFT and TPOT on those runs before and after the fit, percent.
     pub ttft_median_pct: [f64; 2],
     pub tpot_median_pct: [f64; 2],
+    /// Smallest and largest concurrency per data-parallel replica of those runs (absent in a
+    /// fit recorded before it was kept): a plan running more sequences per replica is
+    /// extrapolated, and says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<[u64; 2]>,
+    /// Smallest and largest context (prompt + output tokens) of those runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<[u64; 2]>,
 }
 
 /// The fitted costs of one engine on one device: host work only. What the device's kernels

@@ -12,6 +12,7 @@ pub mod price;
 pub mod ranking;
 pub mod record;
 pub mod sweep;
+pub mod warnings;
 
 #[cfg(test)]
 mod properties;
@@ -457,6 +458,7 @@ fn assemble(plan: &Plan, report: ProgressFn, source: Source) -> Report {
         Ok(pool) => pool.install(|| plan.devices.iter().map(|d| run_device(plan, engine.as_ref(), d, &progress, source)).collect()),
         Err(_) => plan.devices.iter().map(|d| run_device(plan, engine.as_ref(), d, &progress, source)).collect(),
     };
+    let found = warnings::after_search(plan, &devices);
     Report {
         schema_version: crate::outcome::SCHEMA_VERSION,
         tool: env!("CARGO_PKG_NAME").to_string(),
@@ -464,7 +466,7 @@ fn assemble(plan: &Plan, report: ProgressFn, source: Source) -> Report {
         engine: plan.engine.to_string(),
         inputs: inputs(plan),
         devices,
-        warnings: plan.warnings.clone(),
+        warnings: plan.warnings.iter().cloned().chain(found).collect(),
         disclaimer: DISCLAIMER.to_string(),
         shard: plan.search.shard.as_ref().map(|s| crate::outcome::ShardInfo { index: s.index, count: s.count, args: s.args.clone() }),
     }

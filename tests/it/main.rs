@@ -19,4 +19,5 @@ mod shard;
 mod timeline;
 mod util;
 mod validation;
+mod warnings;
 mod width;
