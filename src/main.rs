@@ -53,8 +53,10 @@ fn calibrate(argv: &[std::ffi::OsString]) -> ExitCode {
     let started = std::time::Instant::now();
     exit_with(cli::calibrate::run(&args).and_then(|out| {
         report::write_stdout(&out.text)?;
-        let _ = write!(std::io::stderr(), "{}", out.dropped);
-        let _ = writeln!(std::io::stderr(), "Calibration table computed in {:.2} seconds.", started.elapsed().as_secs_f64());
+        if !args.quiet {
+            let _ = write!(std::io::stderr(), "{}", out.dropped);
+            let _ = writeln!(std::io::stderr(), "Calibration table computed in {:.2} seconds.", started.elapsed().as_secs_f64());
+        }
         Ok(())
     }))
 }

@@ -55,6 +55,9 @@ pub struct CalibrateArgs {
     /// efficiencies and its engine's default overheads (the mean of the fitted devices').
     #[arg(long, requires = "fit")]
     pub leave_one_device_out: bool,
+    /// No notes on stderr (the dropped runs, the time taken), as on every command.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// What `calibrate` prints: the tables (stdout) and the report of the runs it dropped (stderr,

@@ -23,9 +23,14 @@ pub use plan::{
 /// Validate the raw arguments (or the scenario file they name, with the flags given next to
 /// it) into a command.
 pub fn build(raw: RawArgs) -> Result<Command, PlanError> {
-    let Some(path) = &raw.scenario else { return plan::build_checked(raw) };
+    let Some(path) = &raw.scenario else {
+        let cmd = plan::build_checked(raw)?;
+        plan::check_user_run(&cmd)?;
+        return Ok(cmd);
+    };
     let loaded = scenario::load(path, &raw)?;
     let mut cmd = plan::build_checked(loaded.raw.clone()).map_err(|e| loaded.locate(e))?;
+    plan::check_user_run(&cmd).map_err(|e| loaded.locate(e))?;
     if let Command::Run(plan) = &mut cmd {
         plan.warnings.extend(loaded.override_warnings());
     }

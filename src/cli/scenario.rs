@@ -22,7 +22,14 @@ fn err(path: &str, line: Option<usize>, message: String) -> PlanError {
 
 /// Every long flag of the command line, snake_case.
 fn known_keys() -> Vec<String> {
-    RawArgs::command().get_arguments().filter_map(|a| a.get_long().map(|l| l.replace('-', "_"))).collect()
+    // Each flag's long name and its aliases (`devices` for `--device`), as the command line
+    // takes them.
+    RawArgs::command()
+        .get_arguments()
+        .flat_map(|a| {
+            a.get_long().into_iter().chain(a.get_all_aliases().unwrap_or_default()).map(|l| l.replace('-', "_")).collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 fn scalar(v: &Value) -> Option<String> {

@@ -45,7 +45,9 @@ pub fn budgets(plan: &Plan, device: &DeviceProfile) -> (Vec<u64>, bool) {
             let e = plan.workload.input.mean_raw() + image_tokens(plan);
             let mut v = Vec::new();
             for m in [4, 2, 1] {
-                let b = (e * m).max(1);
+                // At least MIN_AUTO_BUDGET tokens: a budget of a few tokens (a prompt of one)
+                // lets a few decodes run per step and spends the work budget.
+                let b = (e * m).max(MIN_AUTO_BUDGET);
                 if !v.contains(&b) {
                     v.push(b);
                 }
@@ -54,6 +56,9 @@ pub fn budgets(plan: &Plan, device: &DeviceProfile) -> (Vec<u64>, bool) {
         }
     }
 }
+
+/// The smallest automatic token budget.
+pub const MIN_AUTO_BUDGET: u64 = 64;
 
 /// Running sequences per replica for open-loop simulations without `--max-num-seqs` or a
 /// serving engine's default (vLLM's default on small GPUs).

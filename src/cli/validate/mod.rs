@@ -111,7 +111,9 @@ mod tests {
 
     fn plan(argv: &[&str]) -> Result<crate::plan::Plan, Error> {
         let argv: Vec<&str> = ["t"].iter().chain(argv).copied().collect();
-        match build_checked(RawArgs::try_parse_from(argv).unwrap())? {
+        let cmd = build_checked(RawArgs::try_parse_from(argv).unwrap())?;
+        crate::cli::plan::check_user_run(&cmd)?;
+        match cmd {
             crate::cli::plan::Command::Run(p) => Ok(*p),
             other => panic!("{other:?}"),
         }

@@ -74,6 +74,15 @@ pub(crate) fn validate_output(
             check_output_path(flag, p, &input_files(raw))?;
         }
     }
+    // With --emit and no --emit-dir the commands replace the report on stdout: a report format
+    // then needs --output-file to go anywhere.
+    if raw.emit.is_some() && raw.emit_dir.is_none() && raw.output_file.is_none() && raw.output.is_some() {
+        return Err(Error::conflict(
+            "--output",
+            "--emit",
+            "--emit prints launch commands in place of the report, so --output has no report to format; add --output-file FILE (the report goes there) or --emit-dir DIR (the commands go there)",
+        ));
+    }
     let output = OutputOptions {
         format,
         file: raw.output_file.clone(),
@@ -179,5 +188,20 @@ fn check_output_path(flag: &str, path: &Path, inputs: &[PathBuf]) -> Result<(), 
             return Err(Error::invalid(flag, path.display(), "is an input file of this run; writing there would destroy it"));
         }
     }
-    Ok(())
+    writable(flag, path)
+}
+
+/// Whether `path` can be written, tried before the search (a file that did not exist is
+/// removed again): /proc, /sys and read-only directories fail here, not after the report.
+fn writable(flag: &str, path: &Path) -> Result<(), Error> {
+    let existed = path.exists();
+    match std::fs::OpenOptions::new().append(true).create(true).open(path) {
+        Ok(_) => {
+            if !existed {
+                let _ = std::fs::remove_file(path);
+            }
+            Ok(())
+        }
+        Err(e) => Err(Error::invalid(flag, path.display(), format!("cannot be written ({e})"))),
+    }
 }

@@ -112,6 +112,10 @@ pub(crate) fn validate_sim(
             format!("at most {MAX_REQUESTS} requests per simulation (each candidate layout simulates all of them)"),
         ));
     }
+    // More running sequences than any batch the search probes (2^20) is no limit at all.
+    if let Some(n) = raw.max_num_seqs.filter(|&n| n > 1 << 20) {
+        return Err(Error::invalid("--max-num-seqs", n, "at most 1048576 running sequences per replica"));
+    }
     let measure = validate_measure(raw, &arrival)?;
     Ok(SimOptions {
         measure,

@@ -14,12 +14,12 @@ pub(super) fn pd_block(plan: &Plan, report: &Report, dev: &DeviceResult, pd: &Pd
     const W: usize = 120;
     let mut s = block_header(plan, report, dev, W);
     let Some(b) = pd.rows.first() else {
-        s += "No configurations satisfy the current TTFT/TPOT filters.\n";
+        s += super::phase::no_rows_heading(plan);
         for p in &dev.phases {
             if p.best.is_empty() {
                 let what = if p.phase == Phase::Prefill { "prefill" } else { "decode" };
                 let _ = writeln!(s, "No feasible {what} instance:");
-                s += &no_result(p);
+                s += &no_result(plan, p);
             }
         }
         let _ = writeln!(s, "{}", banner(W));

@@ -175,8 +175,18 @@ fn tpot_is_amortized(r: &Row) -> bool {
 }
 
 /// Why a phase has no row, in plain words.
-pub(super) fn no_result(p: &PhaseResult) -> String {
-    let mut s = String::from("No configurations satisfy the current TTFT/TPOT filters.\n");
+/// The heading of a table without rows: the limits' when any was given, else what is left
+/// (no layout fits at all, e.g. out of memory).
+pub(super) fn no_rows_heading(plan: &Plan) -> &'static str {
+    if plan.slo.ttft_ms.is_some() || plan.slo.tpot_ms.is_some() {
+        "No configurations satisfy the current TTFT/TPOT filters.\n"
+    } else {
+        "No configuration runs (no TTFT/TPOT limit was given): every layout failed, as below.\n"
+    }
+}
+
+pub(super) fn no_result(plan: &Plan, p: &PhaseResult) -> String {
+    let mut s = String::from(no_rows_heading(plan));
     if !p.failures.is_empty() {
         s += "Why:\n";
         for f in &p.failures {
@@ -197,7 +207,7 @@ pub(super) fn no_result(p: &PhaseResult) -> String {
 pub(super) fn phase_block(plan: &Plan, report: &Report, dev: &DeviceResult, p: &PhaseResult) -> String {
     let mut s = block_header(plan, report, dev, STARS);
     match p.best.first() {
-        None => s += &no_result(p),
+        None => s += &no_result(plan, p),
         Some(best) => {
             s += &overall_best(best);
             if best.sim.is_some() {

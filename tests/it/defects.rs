@@ -1,0 +1,67 @@
+//! Regression tests of issue 24's smaller defects: each fails on the code before its fix.
+
+use crate::util::{args, cmd, run_ok, usage_error};
+
+const SMALL: &[&str] =
+    &["Qwen/Qwen3-8B", "--device", "TEST_DEVICE", "--num-devices", "1", "--input-length", "100", "--output-length", "10"];
+
+/// An output file that cannot be written is a usage error before the search (exit 2), not a
+/// failure after the whole report. Fails if check_output_path stops at the directory test
+/// (/proc exists).
+#[test]
+fn an_unwritable_output_file_is_refused_before_the_search() {
+    usage_error(&args(SMALL, &["--requests-file", "/proc/x.csv"]), &["--requests-file", "/proc/x.csv", "cannot be written"]);
+    usage_error(&args(SMALL, &["--chrome-trace-file", "/sys/x.json"]), &["--chrome-trace-file", "cannot be written"]);
+}
+
+/// `--emit vllm --output json` has no report to format on stdout: refused, naming the ways out.
+/// Fails if --output is ignored silently again.
+#[test]
+fn a_report_format_with_printed_commands_is_refused() {
+    usage_error(&args(SMALL, &["--emit", "vllm", "--output", "json"]), &["--output", "--emit", "--output-file"]);
+}
+
+/// `calibrate -q` is accepted and keeps stderr quiet. Fails if the calibrate parser has no -q.
+#[test]
+fn calibrate_takes_quiet() {
+    let csv = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/calibration/measured_sample.csv");
+    let out = cmd().args(["calibrate", "--measured", csv, "-q"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("computed in"));
+}
+
+/// A scenario file takes a flag's alias as its key (`devices:` as `--devices`). Fails if the
+/// scenario's known keys are the long names only.
+#[test]
+fn a_scenario_takes_the_cli_aliases() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.yaml");
+    std::fs::write(&f, "model: Qwen/Qwen3-8B\ndevices: TEST_DEVICE\nnum_devices: 1\ninput_length: 100\noutput_length: 10\n").unwrap();
+    run_ok(&["--scenario", f.to_str().unwrap(), "-q"]);
+}
+
+/// Without TTFT/TPOT limits, a run where nothing fits is not headed by the limits' message.
+/// Fails if the heading names filters that were never given.
+#[test]
+fn no_rows_without_limits_does_not_blame_the_limits() {
+    let oom =
+        ["Qwen/Qwen3-235B-A22B", "--device", "TEST_DEVICE", "--num-devices", "1", "--input-length", "100", "--output-length", "10", "-q"];
+    let out = cmd().args(oom).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("TTFT/TPOT filters") && text.contains("no TTFT/TPOT limit was given"), "{text}");
+}
+
+/// `--max-num-seqs 4294967295` is a usage error, not an out-of-memory at batch size 1.
+#[test]
+fn an_unbounded_max_num_seqs_is_refused() {
+    usage_error(&args(SMALL, &["--max-num-seqs", "4294967295"]), &["--max-num-seqs", "at most 1048576"]);
+}
+
+/// A one-token prompt gets a token budget that runs (the automatic 4 × 1 tokens spent the
+/// work budget). Fails if the automatic budget has no floor.
+#[test]
+fn a_one_token_prompt_gets_a_workable_budget() {
+    let out =
+        run_ok(&["Qwen/Qwen3-8B", "--device", "TEST_DEVICE", "--num-devices", "1", "--input-length", "1", "--output-length", "100", "-q"]);
+    assert!(out.contains("Best Throughput"), "{out}");
+}
