@@ -283,6 +283,13 @@ fn parse_json_lines<R: BufRead>(mut input: R, err: Err) -> Result<Parsed, TraceE
             let m: MooncakeLine = serde_json::from_str(text).map_err(|e| err(format!("line {line}: {e}")))?;
             ignored.extend(m.other.into_keys().take(MAX_IGNORED_NAMES));
             trie.insert(&m.hash_ids, m.input_length).map_err(|m| err(format!("line {line}: field `hash_ids`: {m}")))?;
+            // Said in the file's own field and unit (ms), not as the seconds it becomes.
+            if !m.timestamp.is_finite() || m.timestamp < 0.0 {
+                return Err(err(format!(
+                    "line {line}: field `timestamp`: {} is negative or not finite; Mooncake timestamps are milliseconds ≥ 0",
+                    m.timestamp
+                )));
+            }
             TraceRequest {
                 arrival_s: m.timestamp / 1e3,
                 input_tokens: m.input_length,

@@ -65,3 +65,23 @@ fn a_one_token_prompt_gets_a_workable_budget() {
         run_ok(&["Qwen/Qwen3-8B", "--device", "TEST_DEVICE", "--num-devices", "1", "--input-length", "1", "--output-length", "100", "-q"]);
     assert!(out.contains("Best Throughput"), "{out}");
 }
+
+/// A Mooncake timestamp of −500 ms is refused in the file's own field and unit. Fails if the
+/// message speaks of −0.5 seconds (the converted arrival time).
+#[test]
+fn a_negative_mooncake_timestamp_is_named_in_milliseconds() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("t.jsonl");
+    std::fs::write(&f, "{\"timestamp\": -500, \"input_length\": 100, \"output_length\": 10, \"hash_ids\": [1]}\n").unwrap();
+    let err = usage_error(&args(SMALL, &["--arrival", "trace", f.to_str().unwrap()]), &["`timestamp`", "-500", "milliseconds"]);
+    assert!(!err.contains("-0.5"), "{err}");
+}
+
+/// An overloaded open loop is not told to raise --num-requests (no run length settles a queue
+/// that grows). Fails if the unsettled-open-loop advice ignores the offered rate.
+#[test]
+fn an_overloaded_open_loop_is_not_told_to_run_longer() {
+    let a = args(SMALL, &["--arrival", "poisson", "--request-rate", "1000", "--num-requests", "2000", "-q"]);
+    let out = run_ok(&a);
+    assert!(out.contains("open loop overloaded") && !out.contains("raise --num-requests"), "{out}");
+}

@@ -54,6 +54,9 @@ pub(super) fn sim_block(plan: &Plan, r: &Row) -> String {
             (crate::workload::arrival::ArrivalProcess::Closed, false) => " (NOT converged within the window limit)",
             (crate::workload::arrival::ArrivalProcess::Burst, _) => " (one pass from t = 0)",
             (_, true) => " (open loop: the middle 80 % of arrivals; rates from when the system filled to the last of them)",
+            (a, false) if overloaded(a, sm) => {
+                " (open loop overloaded: requests arrive faster than they are served, so the queue grows however long the run; rates over the whole run, drain included — lower --request-rate or add capacity)"
+            }
             (_, false) => " (open loop too short for a steady window: the middle 80 % of arrivals; rates over the whole run, drain included — raise --num-requests)",
         },
         sm.steps,
@@ -178,4 +181,15 @@ pub(super) fn sweep_block(p: &PhaseResult, w: Option<usize>) -> String {
         s.push('\n');
     }
     s
+}
+
+/// An open loop whose offered rate exceeds what the run served by more than a tenth: no
+/// longer run reaches a steady window, so more requests are not the advice.
+fn overloaded(a: &crate::workload::arrival::ArrivalProcess, sm: &crate::outcome::SimSummary) -> bool {
+    use crate::workload::arrival::ArrivalProcess::{Constant, Gamma, Poisson};
+    let offered = match a {
+        Poisson { rate } | Constant { rate } | Gamma { rate, .. } => *rate,
+        _ => return false,
+    };
+    sm.window_s > 0.0 && (sm.measured_requests as f64 / sm.window_s) < 0.9 * offered
 }
