@@ -85,3 +85,16 @@ fn an_overloaded_open_loop_is_not_told_to_run_longer() {
     let out = run_ok(&a);
     assert!(out.contains("open loop overloaded") && !out.contains("raise --num-requests"), "{out}");
 }
+
+/// A two-request trace has no steady window: its rates cover the whole run, not the near-empty
+/// span between the two arrivals. Fails if the open-loop window opens for two requests.
+#[test]
+fn a_two_request_trace_is_not_a_steady_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("t.csv");
+    std::fs::write(&f, "arrival_s,input_tokens,output_tokens\n0,100,50\n10,120,40\n").unwrap();
+    let out = run_ok(&args(SMALL, &["--arrival", "trace", f.to_str().unwrap(), "-q"]));
+    assert!(out.contains("open loop too short for a steady window"), "{out}");
+    let best: f64 = out.lines().find_map(|l| l.strip_prefix("Best Throughput: ")?.split(' ').next()?.parse().ok()).unwrap();
+    assert!(best > 5.0, "{out}");
+}

@@ -21,6 +21,9 @@ const ABANDON_MIN_REQUESTS: u64 = 16;
 /// least this share of their span for rates to be read from it; otherwise the run is too short
 /// and rates cover the whole run, drain included.
 const OPEN_MIN_STEADY_SHARE: f64 = 0.25;
+/// Open loop: fewer measured arrivals than this have no steady window (two requests ten
+/// seconds apart are not a steady state, and rates read between them are near zero).
+const OPEN_MIN_STEADY_REQUESTS: u64 = 8;
 
 impl<'s, 'a> Simulation<'s, 'a> {
     /// Share of the admitted prompts' tokens found in the prefix cache: the folded records'
@@ -138,7 +141,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
     fn open_window(&self) -> Option<(Nanos, Nanos)> {
         let (a, b) = self.open_marks;
         let (Some(t_a), Some(t_b)) = self.tally.edges else { return None };
-        if !(self.open && self.sys.run.measure == Measure::Steady && b >= a) {
+        if !(self.open && self.sys.run.measure == Measure::Steady && b >= a && b - a + 1 >= OPEN_MIN_STEADY_REQUESTS) {
             return None;
         }
         let t = &self.tally;
