@@ -205,6 +205,10 @@ pub struct Workload {
     /// `--random-range-ratio R`: the simulator draws each fixed length uniformly from
     /// [⌊(1 − R)·L⌋, ⌊(1 + R)·L⌋], as vLLM's random dataset does; the formulas use L.
     pub range_ratio: Option<f64>,
+    /// `--ignore-eos`: every request generates its output length exactly, whatever the serving
+    /// engine's benchmark client does by default.
+    #[serde(default)]
+    pub ignore_eos: bool,
     /// Where the lengths come from, as the report's Input Configuration says it.
     pub input_label: String,
     pub output_label: String,
@@ -409,6 +413,18 @@ impl Plan {
             _ => None,
         };
         EngineLimits { engine, default_budget, max_num_seqs: self.sim.max_num_seqs.or(defaults.map(|d| d.1)) }
+    }
+
+    /// How the simulator spreads fixed output lengths on `device` (`None`: it does not): the
+    /// serving engine's benchmark client honours end-of-sequence by default
+    /// (`EngineProfile::benchmark_client`), unless `--ignore-eos` or `--random-range-ratio`
+    /// (which spreads lengths as the user asked) says otherwise.
+    pub fn output_spread(&self, device: &DeviceProfile) -> Option<u64> {
+        if self.workload.ignore_eos || self.workload.range_ratio.is_some() || !matches!(self.workload.output, Lengths::Fixed(_)) {
+            return None;
+        }
+        let profile = self.engines.get(self.serving_engine(device).name());
+        profile.benchmark_client.as_ref().map(|c| c.output_spread_tokens).filter(|k| *k > 0)
     }
 
     /// Device count of each phase's instance.

@@ -293,6 +293,12 @@ pub struct RawArgs {
     /// below 1). [default: fixed lengths]
     #[arg(long, value_parser = finite_f64, value_name = "R", help_heading = "Simulator")]
     pub random_range_ratio: Option<f64>,
+    /// Every request generates exactly --output-length tokens, as a benchmark client that sends
+    /// `ignore_eos` gets them. [default: the serving engine's own benchmark client's default:
+    /// vllm and trtllm honour end-of-sequence (outputs spread around the length, see the
+    /// profile's `benchmark_client`), sglang ignores it]
+    #[arg(long, help_heading = "Simulator")]
+    pub ignore_eos: bool,
     /// Mean request rate for poisson/constant/gamma arrivals, requests per second over all
     /// replicas.
     #[arg(long, value_parser = finite_f64, value_name = "REQ/S", help_heading = "Simulator")]

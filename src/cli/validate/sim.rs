@@ -33,6 +33,7 @@ fn sim_flags(raw: &RawArgs) -> Vec<&'static str> {
         (raw.slo_percentile.is_some(), "--slo-percentile"),
         (raw.measure.is_some(), "--measure"),
         (raw.random_range_ratio.is_some(), "--random-range-ratio"),
+        (raw.ignore_eos, "--ignore-eos"),
         (raw.prefix_groups.is_some(), "--prefix-groups"),
         (raw.prefix_length.is_some(), "--prefix-length"),
         (raw.pd_routing.is_some(), "--pd-routing"),

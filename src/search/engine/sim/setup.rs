@@ -79,7 +79,7 @@ impl SimSetup {
         let open = so.arrival.is_open();
         let serving_engine = plan.serving_engine(ctx.device);
         let instance = instance_template(ctx, serving_engine);
-        let factory = request_factory(plan, so.arrival.clone());
+        let factory = request_factory(plan, so.arrival.clone(), plan.output_spread(ctx.device));
         let (ttft_limit_ms, tpot_limit_ms) = crate::search::phase_limits(plan, ctx.phase);
         let run = RunParams {
             measure: so.measure,
@@ -342,9 +342,11 @@ fn decode_mode(ctx: &CandidateCtx) -> DecodeMode {
 }
 
 /// The plan's request stream under `arrival` (the plan's own, or a P/D verification's rate).
-pub fn request_factory(plan: &Plan, arrival: ArrivalProcess) -> RequestFactory {
+/// `output_spread`: see [`Plan::output_spread`].
+pub fn request_factory(plan: &Plan, arrival: ArrivalProcess, output_spread: Option<u64>) -> RequestFactory {
     RequestFactory::new(plan.workload.input.clone(), plan.workload.output.clone(), plan.sim.shared_prefix, arrival, plan.seed)
         .with_range_ratio(plan.workload.range_ratio)
+        .with_output_spread(output_spread)
 }
 
 /// Bins of a variable-length input, for per-bin latencies.
