@@ -377,9 +377,12 @@ fn read_csv(path: &Path) -> Result<Columns, String> {
 
 /// Points per table, merged across sources: the first measurement of a shape is kept (the
 /// current version before older ones; the densest kernel before others).
+/// A table's points (coordinates, time) and the shapes already taken (coordinates' bits).
+type TablePoints = (Vec<(Vec<f64>, f64)>, std::collections::HashSet<Vec<u64>>);
+
 #[derive(Default)]
 struct Accumulator {
-    points: BTreeMap<TableId, (Vec<(Vec<f64>, f64)>, std::collections::HashSet<Vec<u64>>)>,
+    points: BTreeMap<TableId, TablePoints>,
 }
 
 impl Accumulator {
