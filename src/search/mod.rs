@@ -79,6 +79,24 @@ fn batch_bounds(plan: &Plan, device: &DeviceProfile) -> (u32, Option<u32>) {
     (s.batch_min, cap)
 }
 
+/// Without `--batch-range`, a closed loop under vLLM, SGLang or TensorRT-LLM searches batches
+/// up to the number of prompts its KV pool holds at once: a running request holds at least its
+/// prompt, so the engines queue or preempt any client beyond that, which adds waiting and no
+/// throughput, and a search past it only simulates ever longer queues (Qwen3-32B in BF16 on one
+/// H100 holds a dozen 3,500-token prompts; at the default max-num-seqs of 1024 the search ran
+/// out of its work budget).
+fn kv_bound(ctx: &CandidateCtx, budget: u64, batch_min: u32, batch_max: Option<u32>) -> Option<u32> {
+    let plan = ctx.plan;
+    if plan.engine == EngineKind::Analytic || plan.search.batch_max.is_some() {
+        return batch_max;
+    }
+    let seqs = plan.engine_limits(ctx.device).max_num_seqs.unwrap_or(batch_max.unwrap_or(batch_min) as u64);
+    let Some(tokens) = ctx.sim_setup().closed_loop_kv_tokens(budget, seqs) else { return batch_max };
+    let per_request = plan.workload.input.mean_raw().max(1);
+    let held = u32::try_from(tokens.div_ceil(per_request)).unwrap_or(u32::MAX).max(batch_min);
+    Some(batch_max.map_or(held, |m| m.min(held)))
+}
+
 /// Search one candidate: try budgets, run the batch search, return every probe.
 ///
 /// With open-loop arrivals the offered load is fixed and latency falls as the running cap
@@ -87,6 +105,7 @@ fn batch_bounds(plan: &Plan, device: &DeviceProfile) -> (u32, Option<u32>) {
 pub fn search_candidate(engine: &dyn Engine, ctx: &CandidateCtx) -> (Vec<Row>, Option<String>) {
     let (budgets, explicit) = budgets(ctx.plan, ctx.device);
     let (batch_min, batch_max) = batch_bounds(ctx.plan, ctx.device);
+    let batch_max = kv_bound(ctx, budgets[0], batch_min, batch_max);
     if explicit && budgets.len() > 1 {
         // A chunk-budget study: every budget is searched on its own.
         let mut rows = Vec::new();

@@ -183,6 +183,14 @@ impl SimSetup {
         ic
     }
 
+    /// Tokens the KV pool of one instance holds under a `budget`-token step with `max_num_seqs`
+    /// running, where the engine's own scheduler runs a closed loop (`None` for open loops, the
+    /// decode-first policy and P/D phase searches, whose KV demand is checked instead).
+    pub fn closed_loop_kv_tokens(&self, budget: u64, max_num_seqs: u64) -> Option<u64> {
+        let engine_loop = !self.open && self.demand.is_none() && self.instance.scheduler != SchedulerKind::DecodeFirst;
+        engine_loop.then(|| self.kv_blocks(budget, max_num_seqs) * self.instance.block_size)
+    }
+
     /// KV blocks one instance holds once weights, the reserve and the largest step's
     /// activations are set aside.
     fn kv_blocks(&self, budget: u64, max_seqs: u64) -> u64 {
