@@ -30,8 +30,9 @@ fn config(decode: DecodeMode) -> SimConfig {
             image_patches_per_image: 0,
             image_patches: 0,
             image_tokens: 0,
-            admissions_per_step: None,
             overlap_scheduling: false,
+            frontend: None,
+            graphs: None,
         },
         instances: 1,
         role: Role::Mixed,
@@ -78,13 +79,12 @@ fn decode_heavy_256_mtp2_roofline(bencher: divan::Bencher) {
 }
 
 /// The roofline run under vLLM's scheduler (no slack, chunks cut to the budget left) and the
-/// vLLM execution profile's one new request per step and overlapped scheduling.
+/// vLLM execution profile's overlapped scheduling.
 #[divan::bench(sample_count = 10)]
 fn decode_heavy_256_roofline_vllm(bencher: divan::Bencher) {
     let cost = roofline();
     let mut cfg = config(DecodeMode::Plain);
     cfg.instance.scheduler = throughput_optimizer::sim::scheduler::SchedulerKind::Vllm;
-    cfg.instance.admissions_per_step = Some(1);
     cfg.instance.overlap_scheduling = true;
     let steps = simulate(&cfg, &cost, factory()).unwrap().steps;
     bencher.counter(divan::counter::ItemsCount::new(steps)).bench(|| simulate(&cfg, &cost, factory()).unwrap());

@@ -205,6 +205,7 @@ fn main() {
             with_vision: false,
             causal_attention: false,
             moe_all_reduce: false,
+            kernels: None,
         };
         let cost = RooflineCost::new(&model, dev, &par, &opts);
         let (s, q, ctx, decode) = a.shape;

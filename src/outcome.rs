@@ -8,6 +8,7 @@
 
 mod frontier;
 mod pd;
+pub mod price;
 pub mod recording;
 
 use crate::cost::memory::MemoryUse;

@@ -84,6 +84,12 @@ pub enum LinearQuant {
     W4A16Mxfp4,
     /// MXFP4 weights × MXFP8 activations on tensor cores running FP4 operands at the FP8 rate.
     W4A8Mxfp4Mxfp8,
+    /// FP8 E4M3 weights in 128 × 128 blocks with one fp32 scale each, activations quantized
+    /// per token in groups of 128 (DeepSeek-V3 and Qwen3 FP8 checkpoints).
+    Fp8Block,
+    /// NVFP4: FP4 E2M1 weights and activations in groups of 16 with FP8 E4M3 scales (plus one
+    /// fp32 scale per tensor), on FP4 tensor cores.
+    Nvfp4,
 }
 named_enum!(LinearQuant {
     Disabled => "DISABLED",
@@ -97,6 +103,8 @@ named_enum!(LinearQuant {
     Mxfp4 => "MXFP4",
     W4A16Mxfp4 => "W4A16_MXFP4",
     W4A8Mxfp4Mxfp8 => "W4A8_MXFP4_MXFP8",
+    Fp8Block => "FP8_BLOCK",
+    Nvfp4 => "NVFP4",
 });
 
 /// `--quantize-attention-action` (KV cache)
@@ -121,6 +129,10 @@ pub enum ActQuant {
     Mxfp4,
     /// Dynamic MXFP8 quantization (fp8 payload + one scale per group).
     Mxfp8,
+    /// Dynamic FP8 quantization per token in groups of 128 (one fp32 scale each).
+    Fp8Group,
+    /// Dynamic NVFP4 quantization (FP4 payload + one FP8 scale per 16).
+    Nvfp4,
 }
 
 /// The model's native dtype for weights, activations and unquantized KV.
@@ -142,6 +154,8 @@ impl LinearQuant {
             | LinearQuant::Fp8 => 1.0,
             LinearQuant::W4A8Static | LinearQuant::W4A8Dynamic => 0.5,
             LinearQuant::Mxfp4 | LinearQuant::W4A16Mxfp4 | LinearQuant::W4A8Mxfp4Mxfp8 => 0.5 + 1.0 / mxfp4_group.max(1) as f64,
+            LinearQuant::Fp8Block => 1.0 + 4.0 / (128.0 * 128.0),
+            LinearQuant::Nvfp4 => 0.5 + 1.0 / 16.0,
         }
     }
 
@@ -167,7 +181,12 @@ impl LinearQuant {
     /// Bytes per per-output-channel scale (fp32) for the integer formats.
     pub fn channel_scale_bytes(self) -> f64 {
         match self {
-            LinearQuant::Disabled | LinearQuant::Mxfp4 | LinearQuant::W4A16Mxfp4 | LinearQuant::W4A8Mxfp4Mxfp8 => 0.0,
+            LinearQuant::Disabled
+            | LinearQuant::Mxfp4
+            | LinearQuant::W4A16Mxfp4
+            | LinearQuant::W4A8Mxfp4Mxfp8
+            | LinearQuant::Fp8Block
+            | LinearQuant::Nvfp4 => 0.0,
             _ => 4.0,
         }
     }
@@ -179,8 +198,8 @@ impl LinearQuant {
     pub fn gemm_dtype(self) -> Dtype {
         match self {
             LinearQuant::Disabled | LinearQuant::W4A16Mxfp4 => MODEL_DTYPE,
-            LinearQuant::Mxfp4 => Dtype::Fp4,
-            LinearQuant::W4A8Mxfp4Mxfp8 => Dtype::Fp8,
+            LinearQuant::Mxfp4 | LinearQuant::Nvfp4 => Dtype::Fp4,
+            LinearQuant::W4A8Mxfp4Mxfp8 | LinearQuant::Fp8Block => Dtype::Fp8,
             _ => Dtype::Int8,
         }
     }
@@ -192,6 +211,8 @@ impl LinearQuant {
             ActQuant::Static | ActQuant::Dynamic => 1.0,
             ActQuant::Mxfp4 => 0.5 + 1.0 / mxfp4_group.max(1) as f64,
             ActQuant::Mxfp8 => 1.0 + 1.0 / mxfp4_group.max(1) as f64,
+            ActQuant::Fp8Group => 1.0 + 4.0 / 128.0,
+            ActQuant::Nvfp4 => 0.5 + 1.0 / 16.0,
         }
     }
 
@@ -202,6 +223,8 @@ impl LinearQuant {
             LinearQuant::W8A16Dynamic | LinearQuant::W8A8Dynamic | LinearQuant::W4A8Dynamic | LinearQuant::Fp8 => ActQuant::Dynamic,
             LinearQuant::Mxfp4 => ActQuant::Mxfp4,
             LinearQuant::W4A8Mxfp4Mxfp8 => ActQuant::Mxfp8,
+            LinearQuant::Fp8Block => ActQuant::Fp8Group,
+            LinearQuant::Nvfp4 => ActQuant::Nvfp4,
         }
     }
 
@@ -259,6 +282,22 @@ pub struct QuantConfig {
 }
 
 impl QuantConfig {
+    /// The quantization a checkpoint ships in: its linears as stored (MXFP4 experts with the
+    /// rest bf16 for gpt-oss), the KV cache in the model's dtype.
+    pub fn checkpoint(model: &crate::model::ModelArch) -> QuantConfig {
+        use crate::model::WeightFormat;
+        let (linear, non_expert) = match model.weights {
+            WeightFormat::Bf16 => (LinearQuant::Disabled, None),
+            WeightFormat::Fp8Tensor => (LinearQuant::Fp8, None),
+            WeightFormat::Fp8Block => (LinearQuant::Fp8Block, None),
+            WeightFormat::Nvfp4 => (LinearQuant::Nvfp4, None),
+            WeightFormat::Mxfp4Experts if model.is_moe() => (LinearQuant::Mxfp4, Some(LinearQuant::Disabled)),
+            WeightFormat::Mxfp4Experts => (LinearQuant::Mxfp4, None),
+        };
+        let kv = if model.fp8_kv_cache { KvQuant::Fp8 } else { KvQuant::Disabled };
+        QuantConfig { linear, non_expert, kv, mxfp4_group_size: 32 }
+    }
+
     pub fn for_experts(&self) -> LinearQuant {
         self.linear
     }

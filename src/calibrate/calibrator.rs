@@ -8,7 +8,6 @@ use super::measured::MeasuredRun;
 use super::predict::{Prediction, Predictor};
 use super::table::{error_pct, summarise};
 use crate::hardware::calibration::{DeviceCalibration, EngineProfile, EngineProfiles, FitRecord, Overheads};
-use crate::hardware::DeviceProfile;
 use std::collections::BTreeMap;
 
 /// Rounds of simulate-then-fit (the calibration after the last one is simulated too).
@@ -87,44 +86,40 @@ fn engine_of(run: &MeasuredRun) -> String {
 /// Host overheads the fit starts from and is pulled toward, the same for every engine so that
 /// no engine's figures are presumed: 0.5 ms a step (a CUDA-graph replay and the scheduler's
 /// Python), 0.2 µs a running sequence per decoder layer (10 µs a sequence in a 48-layer
-/// model), 10 ms a request (HTTP and tokenization). The per-sequence cost is fitted per layer
+/// model), 2 ms of the front end's time a request (HTTP and the tokenizer call; the per-token
+/// front-end times are not fitted and keep the profile's). The per-sequence cost is fitted per layer
 /// only (`seq_overhead_us`, the part that does not grow with the model, stays 0): fitted per
 /// sequence, it came out at 50 µs on Qwen3-32B's 64 layers and 24 µs once Llama-3.1-8B's 32
 /// were added, and left out, Llama's TPOT was 13 % too high. Fixed here, not read from the
 /// profiles, so that re-fitting the built-in profiles gives the same result.
-pub const PRIOR_OVERHEADS: Overheads =
-    Overheads { step_overhead_us: 500.0, seq_overhead_us: 0.0, seq_layer_overhead_us: 0.2, request_overhead_ms: 10.0 };
+pub const PRIOR_OVERHEADS: Overheads = Overheads {
+    step_overhead_us: 500.0,
+    seq_overhead_us: 0.0,
+    seq_layer_overhead_us: 0.2,
+    frontend_request_us: Some(2000.0),
+    frontend_input_token_us: None,
+    frontend_output_token_us: None,
+};
 
-/// The prior of one group: the device profile's efficiencies and [`PRIOR_OVERHEADS`].
-fn prior_for(device: &DeviceProfile) -> Prior {
+/// The prior of every group: [`PRIOR_OVERHEADS`].
+fn prior() -> Prior {
     let o = PRIOR_OVERHEADS;
-    let comm = device.comm_grid.last().map_or(1.0, |l| l.efficiency);
-    let at = Params {
-        memory_efficiency: device.memory_efficiency,
-        matrix_efficiency_scale: 1.0,
-        comm_efficiency: comm,
-        grouped_gemm_efficiency: device.grouped_gemm_efficiency,
+    Prior::new(Params {
         step_overhead_us: o.step_overhead_us,
         seq_layer_overhead_us: o.seq_layer_overhead_us,
-        request_overhead_ms: o.request_overhead_ms,
-    };
-    let top = std::iter::once(device.compute_efficiency).chain(device.matrix_efficiency.values()).fold(0.0, f64::max);
-    Prior::new(at, 1.0 / top.max(1e-3))
+        frontend_request_us: o.frontend_request_us.unwrap_or(0.0),
+    })
 }
 
-/// `p` rounded as a profile keeps it (3 decimals of an efficiency, whole µs per step,
-/// hundredths of a µs per sequence per layer, tenths of a ms per request), so what the fit
-/// simulates and reports is what the file says.
+/// `p` rounded as a profile keeps it (whole µs per step, hundredths of a µs per sequence per
+/// layer, whole µs of front end per request), so what the fit simulates and reports is what
+/// the file says.
 fn rounded(p: &Params) -> Params {
     let r = |x: f64, per_unit: f64| (x * per_unit).round() / per_unit;
     Params {
-        memory_efficiency: r(p.memory_efficiency, 1e3),
-        matrix_efficiency_scale: r(p.matrix_efficiency_scale, 1e3),
-        comm_efficiency: r(p.comm_efficiency, 1e3),
-        grouped_gemm_efficiency: r(p.grouped_gemm_efficiency, 1e3),
         step_overhead_us: r(p.step_overhead_us, 1.0),
         seq_layer_overhead_us: r(p.seq_layer_overhead_us, 100.0),
-        request_overhead_ms: r(p.request_overhead_ms, 10.0),
+        frontend_request_us: r(p.frontend_request_us, 1.0),
     }
 }
 
@@ -133,15 +128,13 @@ fn entry(device: &str, p: &Params) -> DeviceCalibration {
     let p = rounded(p);
     DeviceCalibration {
         device: device.to_string(),
-        memory_efficiency: p.memory_efficiency,
-        matrix_efficiency_scale: p.matrix_efficiency_scale,
-        comm_efficiency: p.comm_efficiency,
-        grouped_gemm_efficiency: p.grouped_gemm_efficiency,
         overheads: Overheads {
             step_overhead_us: p.step_overhead_us,
             seq_overhead_us: 0.0,
             seq_layer_overhead_us: p.seq_layer_overhead_us,
-            request_overhead_ms: p.request_overhead_ms,
+            frontend_request_us: Some(p.frontend_request_us),
+            frontend_input_token_us: None,
+            frontend_output_token_us: None,
         },
         fit: None,
     }
@@ -173,38 +166,26 @@ pub fn fit(predictor: &Predictor, runs: &[MeasuredRun]) -> FitOutcome {
             groups.entry((engine_of(r), r.target.device.clone())).or_default().push(i);
         }
     }
-    let priors: BTreeMap<GroupKey, Prior> =
-        groups.keys().map(|k| (k.clone(), prior_for(predictor.device(&k.1).expect("grouped runs have a device")))).collect();
-    let chips: BTreeMap<String, String> = groups
-        .keys()
-        .map(|(_, d)| {
-            let dev = predictor.device(d).expect("grouped runs have a device");
-            (d.clone(), if dev.chip.is_empty() { d.clone() } else { dev.chip.clone() })
-        })
-        .collect();
+    let priors: BTreeMap<GroupKey, Prior> = groups.keys().map(|k| (k.clone(), prior())).collect();
     let mut current: BTreeMap<GroupKey, Params> = priors.iter().map(|(k, p)| (k.clone(), p.at)).collect();
     let to_pred =
         |s: &Result<Sensitivity, String>| s.as_ref().map(|s| Prediction { ttft_ms: s.ttft_ms, tpot_ms: s.tpot_ms }).map_err(Clone::clone);
     let mut before = Vec::new();
-    // Per chip, the simulated calibration with the lowest loss so far, and its predictions:
+    // Per group, the simulated calibration with the lowest loss so far, and its predictions:
     // the first-order fit can overshoot, so the result is the best simulated round, never
-    // the linear model's promise. (Per chip, not per device: devices on one die share
-    // parameters, so their rounds must be chosen together.)
-    let mut best: BTreeMap<String, (f64, BTreeMap<GroupKey, Params>)> = BTreeMap::new();
+    // the linear model's promise.
+    let mut best: BTreeMap<GroupKey, (f64, Params)> = BTreeMap::new();
     let mut after: Vec<Result<Prediction, String>> = vec![Err("not predicted".into()); runs.len()];
     for round in 0..=ROUNDS {
         let sens = predictor.with_engines(profiles_with(&base, &current)).sensitivity_all(runs);
         if round == 0 {
             before = sens.iter().map(to_pred).collect();
         }
-        for (chip, loss) in chip_losses(&groups, &chips, runs, &sens) {
-            if best.get(&chip).is_none_or(|(b, _)| loss < *b) {
-                let params = current.iter().filter(|((_, d), _)| chips[d] == chip).map(|(k, p)| (k.clone(), *p)).collect();
-                best.insert(chip.clone(), (loss, params));
-                for (_, idx) in groups.iter().filter(|((_, d), _)| chips[d] == chip) {
-                    for &i in idx {
-                        after[i] = to_pred(&sens[i]);
-                    }
+        for (key, loss) in group_losses(&groups, runs, &sens) {
+            if best.get(&key).is_none_or(|(b, _)| loss < *b) {
+                best.insert(key.clone(), (loss, current[&key]));
+                for &i in &groups[&key] {
+                    after[i] = to_pred(&sens[i]);
                 }
             }
         }
@@ -221,10 +202,14 @@ pub fn fit(predictor: &Predictor, runs: &[MeasuredRun]) -> FitOutcome {
                 )
             })
             .collect();
-        fit_blocks(&groups, &chips, &members, &priors, &mut current);
+        for (k, m) in &members {
+            let all: Vec<usize> = (0..super::fit::P).collect();
+            let v = fit_block(m, &all, &priors[k]);
+            current.insert(k.clone(), current[k].with_values(&all, &v));
+        }
     }
-    for (_, params) in best.into_values() {
-        current.extend(params);
+    for (k, (_, params)) in best {
+        current.insert(k, params);
     }
     let mut engines = profiles_with(&base, &current);
     record_fits(&mut engines, &groups, runs, &before, &after);
@@ -237,71 +222,15 @@ pub fn fit(predictor: &Predictor, runs: &[MeasuredRun]) -> FitOutcome {
     FitOutcome { engines, before, after, params, screened }
 }
 
-/// Parameters of the hardware, shared by every engine on a device: the bandwidth share (its
-/// memory); and by every device on the same die: matrix efficiency and bus efficiency (H100
-/// and H200 are one GH100 die with different HBM, so a GEMM or an NVLink transfer runs
-/// alike on both). The engine's own on each device: grouped-GEMM kernels and the host
-/// overheads.
-const DEVICE_PARAMS: [usize; 1] = [0];
-const CHIP_PARAMS: [usize; 2] = [1, 2];
-const ENGINE_PARAMS: [usize; 4] = [3, 4, 5, 6];
-/// Alternations between the device block and the engine blocks per round.
-const BLOCK_PASSES: usize = 3;
-
-/// One round's fit, block by block: each die's and each device's hardware parameters on the
-/// runs of every engine on them (a model measured under one engine informs the hardware's
-/// efficiencies for the others), then each engine × device's own parameters on its runs.
-fn fit_blocks(
+/// Mean simulated loss of each group's runs, as the fit scores them.
+fn group_losses(
     groups: &BTreeMap<GroupKey, Vec<usize>>,
-    chips: &BTreeMap<String, String>,
-    members: &BTreeMap<GroupKey, Vec<Member>>,
-    priors: &BTreeMap<GroupKey, Prior>,
-    current: &mut BTreeMap<GroupKey, Params>,
-) {
-    let chip_set: std::collections::BTreeSet<&String> = chips.values().collect();
-    for _ in 0..BLOCK_PASSES {
-        for c in &chip_set {
-            fit_shared(groups, members, priors, current, &CHIP_PARAMS, |d| chips[d] == **c);
-        }
-        for d in chips.keys() {
-            fit_shared(groups, members, priors, current, &DEVICE_PARAMS, |gd| gd == d);
-        }
-        for k in groups.keys() {
-            let block: Vec<Member> = members[k].iter().map(|m| Member { cur: current[k], ..*m }).collect();
-            let v = fit_block(&block, &ENGINE_PARAMS, &priors[k]);
-            current.insert(k.clone(), current[k].with_values(&ENGINE_PARAMS, &v));
-        }
-    }
-}
-
-/// Fit `params`, shared by every group whose device `on` selects, on all their runs.
-fn fit_shared(
-    groups: &BTreeMap<GroupKey, Vec<usize>>,
-    members: &BTreeMap<GroupKey, Vec<Member>>,
-    priors: &BTreeMap<GroupKey, Prior>,
-    current: &mut BTreeMap<GroupKey, Params>,
-    params: &[usize],
-    on: impl Fn(&String) -> bool,
-) {
-    let keys: Vec<&GroupKey> = groups.keys().filter(|(_, d)| on(d)).collect();
-    let block: Vec<Member> = keys.iter().flat_map(|k| members[*k].iter().map(|m| Member { cur: current[*k], ..*m })).collect();
-    let v = fit_block(&block, params, &priors[keys[0]]);
-    for k in keys {
-        current.insert(k.clone(), current[k].with_values(params, &v));
-    }
-}
-
-/// Mean simulated loss of each die's runs (every engine on every device of it), as the fit
-/// scores them.
-fn chip_losses(
-    groups: &BTreeMap<GroupKey, Vec<usize>>,
-    chips: &BTreeMap<String, String>,
     runs: &[MeasuredRun],
     sens: &[Result<Sensitivity, String>],
-) -> Vec<(String, f64)> {
-    let mut acc: BTreeMap<String, (f64, usize)> = BTreeMap::new();
-    for ((_, d), idx) in groups {
-        let e = acc.entry(chips[d].clone()).or_default();
+) -> Vec<(GroupKey, f64)> {
+    let mut acc: BTreeMap<GroupKey, (f64, usize)> = BTreeMap::new();
+    for (k, idx) in groups {
+        let e = acc.entry(k.clone()).or_default();
         for &i in idx {
             if let Some(s) = sample(&runs[i], &sens[i]) {
                 e.0 += super::fit::run_loss(s.sens.ttft_ms, s.sens.tpot_ms, &s);
@@ -359,7 +288,7 @@ fn record_fits(
             weighted[0] += o.step_overhead_us * n;
             weighted[1] += o.seq_overhead_us * n;
             weighted[2] += o.seq_layer_overhead_us * n;
-            weighted[3] += o.request_overhead_ms * n;
+            weighted[3] += o.frontend_request_us.unwrap_or(0.0) * n;
             total += n;
         }
         if total > 0.0 {
@@ -368,7 +297,9 @@ fn record_fits(
                 step_overhead_us: r(weighted[0]),
                 seq_overhead_us: r(weighted[1]),
                 seq_layer_overhead_us: (weighted[2] / total * 100.0).round() / 100.0,
-                request_overhead_ms: r(weighted[3]),
+                frontend_request_us: Some(r(weighted[3])),
+                // Not fitted: the profile's own.
+                ..profile.defaults
             };
         }
         engines.replace(profile);
@@ -463,15 +394,7 @@ pub fn render_params(params: &BTreeMap<GroupKey, (Params, usize)>) -> String {
     for ((e, d), (p, n)) in params {
         let mut row = vec![e.clone(), d.clone(), n.to_string()];
         let v = p.to_vec();
-        row.extend([
-            format!("{:.3}", v[0]),
-            format!("{:.3}", v[1]),
-            format!("{:.3}", v[2]),
-            format!("{:.3}", v[3]),
-            format!("{:.0}", v[4]),
-            format!("{:.2}", v[5]),
-            format!("{:.1}", v[6]),
-        ]);
+        row.extend([format!("{:.0}", v[0]), format!("{:.2}", v[1]), format!("{:.1}", v[2])]);
         table.add_row(row);
     }
     format!("{table}\n")

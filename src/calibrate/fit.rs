@@ -1,39 +1,37 @@
-//! Fitting a device × engine calibration to measured runs with the simulator in the loop.
+//! Fitting a serving engine's costs on one device to measured runs, with the simulator in the
+//! loop.
 //!
-//! Six parameters per serving engine on one device ([`Params`]): the HBM bandwidth share, a
-//! scale on the matrix efficiencies, the scale-up collectives' bus efficiency, and the
-//! engine's per-step, per-sequence and per-request overheads. A full re-simulation per trial
-//! would cost seconds per trial, so the fit alternates two steps:
+//! Three parameters per serving engine on one device ([`Params`]): the engine's per-step host
+//! time, its per-sequence per-decoder-layer cost and its per-request front-end time. What the
+//! device's kernels do (bandwidth, matrix efficiency, grouped GEMMs, collectives) is not
+//! fitted: it comes from the device profile and the measured kernel tables, and every engine on
+//! a device shares it. A full re-simulation per trial would cost seconds per trial, so the fit
+//! alternates two steps:
 //!
 //! 1. Simulate every run under the current calibration, recording how its mean TTFT and TPOT
 //!    depend on each priced component of its steps ([`Sensitivity`]: milliseconds of mean
-//!    latency per unit of each component's scale).
+//!    latency per second of each component).
 //! 2. Minimise the error of the first-order prediction those sensitivities give, per device ×
 //!    engine, with a derivative-free simplex search ([`nelder_mead`]), regularised toward the
-//!    datasheet values and the engine's documented overheads ([`Prior`]).
+//!    engines' documented overheads ([`Prior`]) and held inside the bounds a real engine stays
+//!    within (`hardware::calibration`'s `MAX_*`).
 //!
 //! Three rounds, then one plain simulation at the result: what the fit reports is always a
 //! simulated figure, never the linear model's.
 
+use crate::hardware::calibration::{MAX_FRONTEND_REQUEST_US, MAX_SEQ_LAYER_OVERHEAD_US, MAX_STEP_OVERHEAD_US};
 use serde::Serialize;
 
-/// Components of a step's price the calibration scales: memory-bound seconds, compute-bound
-/// seconds (matrix and vector), communication-bound seconds of every operator but the routed
-/// experts; the routed experts' seconds; one per step (the per-step overhead); running
-/// sequences × decoder layers (the per-sequence per-layer overhead).
-pub const COMPONENTS: usize = 6;
-pub const MEMORY: usize = 0;
-pub const MATRIX: usize = 1;
-pub const COMM: usize = 2;
-pub const EXPERTS: usize = 3;
-pub const STEP: usize = 4;
-pub const SEQS: usize = 5;
+/// Components of a step's price the calibration scales: one per step (the per-step host
+/// time); running sequences × decoder layers (the per-sequence per-layer cost).
+pub const COMPONENTS: usize = 2;
+pub const STEP: usize = 0;
+pub const SEQS: usize = 1;
 /// Parameters of one calibration.
-pub const P: usize = 7;
+pub const P: usize = 3;
 
-/// A run's simulated means and how they move: `ttft[k]` is the mean TTFT (ms) that component
-/// `k` contributes at the current calibration (for the count components, ms per second of
-/// overhead).
+/// A run's simulated means and how they move: `ttft[k]` is the mean TTFT (ms) per second of
+/// component `k` at the current calibration.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Sensitivity {
     pub ttft_ms: f64,
@@ -42,51 +40,23 @@ pub struct Sensitivity {
     pub tpot: [f64; COMPONENTS],
 }
 
-/// The fitted values of one engine on one device.
+/// The fitted costs of one engine on one device.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Params {
-    pub memory_efficiency: f64,
-    pub matrix_efficiency_scale: f64,
-    pub comm_efficiency: f64,
-    pub grouped_gemm_efficiency: f64,
     pub step_overhead_us: f64,
     pub seq_layer_overhead_us: f64,
-    pub request_overhead_ms: f64,
+    pub frontend_request_us: f64,
 }
 
 /// Names of the parameters, in [`Params::to_vec`] order.
-pub const PARAM_NAMES: [&str; P] = [
-    "memory_efficiency",
-    "matrix_efficiency_scale",
-    "comm_efficiency",
-    "grouped_gemm_efficiency",
-    "step_overhead_us",
-    "seq_layer_overhead_us",
-    "request_overhead_ms",
-];
+pub const PARAM_NAMES: [&str; P] = ["step_overhead_us", "seq_layer_overhead_us", "frontend_request_us"];
 
 impl Params {
     pub fn to_vec(self) -> [f64; P] {
-        [
-            self.memory_efficiency,
-            self.matrix_efficiency_scale,
-            self.comm_efficiency,
-            self.grouped_gemm_efficiency,
-            self.step_overhead_us,
-            self.seq_layer_overhead_us,
-            self.request_overhead_ms,
-        ]
+        [self.step_overhead_us, self.seq_layer_overhead_us, self.frontend_request_us]
     }
     pub fn from_vec(v: [f64; P]) -> Self {
-        Params {
-            memory_efficiency: v[0],
-            matrix_efficiency_scale: v[1],
-            comm_efficiency: v[2],
-            grouped_gemm_efficiency: v[3],
-            step_overhead_us: v[4],
-            seq_layer_overhead_us: v[5],
-            request_overhead_ms: v[6],
-        }
+        Params { step_overhead_us: v[0], seq_layer_overhead_us: v[1], frontend_request_us: v[2] }
     }
 
     /// These parameters with `values` at indices `idx` (of [`Params::to_vec`]).
@@ -101,14 +71,11 @@ impl Params {
     /// First-order (TTFT, TPOT) of a run simulated at `self` (`s`), at `next`.
     pub fn predict(&self, s: &Sensitivity, next: &Params) -> (f64, f64) {
         let mut scale = [0.0; COMPONENTS];
-        scale[MEMORY] = self.memory_efficiency / next.memory_efficiency - 1.0;
-        scale[MATRIX] = self.matrix_efficiency_scale / next.matrix_efficiency_scale - 1.0;
-        scale[COMM] = self.comm_efficiency / next.comm_efficiency - 1.0;
-        scale[EXPERTS] = self.grouped_gemm_efficiency / next.grouped_gemm_efficiency - 1.0;
         scale[STEP] = (next.step_overhead_us - self.step_overhead_us) * 1e-6;
         scale[SEQS] = (next.seq_layer_overhead_us - self.seq_layer_overhead_us) * 1e-6;
         let dot = |w: &[f64; COMPONENTS]| w.iter().zip(&scale).map(|(a, b)| a * b).sum::<f64>();
-        let ttft = s.ttft_ms + dot(&s.ttft) + (next.request_overhead_ms - self.request_overhead_ms);
+        // The front end's time per request is in every TTFT (uncontended, before any queueing).
+        let ttft = s.ttft_ms + dot(&s.ttft) + (next.frontend_request_us - self.frontend_request_us) * 1e-3;
         let tpot = s.tpot_ms + dot(&s.tpot);
         (ttft.max(1e-3), tpot.max(1e-3))
     }
@@ -123,27 +90,21 @@ pub struct Prior {
 }
 
 impl Prior {
-    /// The device profile's efficiencies and the engine's default overheads, with bounds a
-    /// real engine stays inside: bandwidth shares of 50–100 %, matrix efficiencies from a fifth
-    /// of the datasheet's to its peak (`max_scale` keeps every dtype at or below 1), bus
-    /// efficiencies of 10–100 %, grouped GEMMs at a tenth to twice the dense efficiency, host
-    /// overheads up to 50 ms a step, 40 µs a sequence per layer (2 ms a sequence in a 48-layer
-    /// model) and 2 s a request.
-    pub fn new(at: Params, max_scale: f64) -> Self {
-        Prior { at, lower: [0.5, 0.2, 0.1, 0.1, 0.0, 0.0, 0.0], upper: [1.0, max_scale.max(0.2), 1.0, 2.0, 50_000.0, 40.0, 2_000.0] }
+    /// The engines' documented overheads, within the bounds a real engine stays inside
+    /// (`hardware::calibration`: 5 ms a step, 50 µs a sequence per layer, 50 ms of front end a request).
+    pub fn new(at: Params) -> Self {
+        Prior { at, lower: [0.0; P], upper: [MAX_STEP_OVERHEAD_US, MAX_SEQ_LAYER_OVERHEAD_US, MAX_FRONTEND_REQUEST_US] }
     }
 
-    /// Regularisation toward the prior of parameter `i` at `v`: the squared log-ratio of an
-    /// efficiency, the squared difference of an overhead in units of a typical value (5 ms a
-    /// step, 2 µs a sequence per layer (100 µs a sequence in a 48-layer model), 100 ms a
-    /// request).
+    /// Regularisation toward the prior of parameter `i` at `v`: the squared difference in units
+    /// of a typical value (5 ms a step, 2 µs a sequence per layer (100 µs a sequence in a
+    /// 48-layer model), 5 ms of the front end's time a request).
     fn penalty_of(&self, i: usize, v: f64) -> f64 {
         let a = self.at.to_vec()[i];
         match i {
-            0..=3 => (v / a).ln().powi(2),
-            4 => ((v - a) / 5_000.0).powi(2),
-            5 => ((v - a) / 2.0).powi(2),
-            _ => ((v - a) / 100.0).powi(2),
+            0 => ((v - a) / 5_000.0).powi(2),
+            1 => ((v - a) / 2.0).powi(2),
+            _ => ((v - a) / 5_000.0).powi(2),
         }
     }
 
@@ -311,43 +272,46 @@ mod tests {
         assert!((x[0] - 3.0).abs() < 1e-3 && (x[1] + 1.0).abs() < 1e-3, "{x:?}");
     }
 
-    fn params(step_us: f64, mem: f64) -> Params {
-        Params {
-            memory_efficiency: mem,
-            matrix_efficiency_scale: 1.0,
-            comm_efficiency: 0.75,
-            grouped_gemm_efficiency: 1.0,
-            step_overhead_us: step_us,
-            seq_layer_overhead_us: 0.0,
-            request_overhead_ms: 0.0,
-        }
+    fn params(step_us: f64, seq_layer_us: f64) -> Params {
+        Params { step_overhead_us: step_us, seq_layer_overhead_us: seq_layer_us, frontend_request_us: 0.0 }
     }
 
     #[test]
     fn the_first_order_prediction_moves_each_component_by_its_weight() {
-        // 10 ms of memory time per token and 1 step per token: halving the bandwidth share
-        // doubles the memory part, 2 ms more per step adds 2 ms.
-        let s = Sensitivity { ttft_ms: 50.0, tpot_ms: 12.0, ttft: [0.0; 6], tpot: [10.0, 0.0, 0.0, 0.0, 1000.0, 0.0] };
-        let (_, tpot) = params(1000.0, 0.8).predict(&s, &params(3000.0, 0.4));
-        assert!((tpot - (12.0 + 10.0 + 2.0)).abs() < 1e-9, "{tpot}");
+        // Weights in ms of TPOT per second of each component: 1 000 (one step per token) and
+        // 2 000 000 (2 000 sequence-layers per step): 2 ms more per step adds 2 ms, 1 µs more
+        // per sequence-layer adds 2 ms. Mutation: read SEQS's weight for STEP.
+        let s = Sensitivity { ttft_ms: 50.0, tpot_ms: 12.0, ttft: [0.0; 2], tpot: [1000.0, 2e6] };
+        let (_, tpot) = params(1000.0, 0.0).predict(&s, &params(3000.0, 1.0));
+        assert!((tpot - (12.0 + 2.0 + 2.0)).abs() < 1e-9, "{tpot}");
     }
 
     #[test]
     fn a_fit_recovers_the_overhead_that_generated_the_measurements() {
-        // Runs whose TPOT is 2 ms of memory time at 0.8 plus k steps' overhead of 4 ms:
-        // simulated at 1 ms overhead, the fit must find 4 ms (within the prior's pull).
-        let at = params(1000.0, 0.8);
+        // Runs whose TPOT is some device time plus one step's overhead of 4 ms: simulated at 1 ms
+        // overhead, the fit must find 4 ms (within the prior's pull). Mutation: drop the step
+        // component from the prediction and the fit stays at 1 ms.
+        let at = params(1000.0, 0.2);
         let samples: Vec<Sample> = (1..=20)
             .map(|i| {
-                let mem = 2.0 * i as f64;
-                let sens = Sensitivity { ttft_ms: 100.0, tpot_ms: mem + 1.0, ttft: [0.0; 6], tpot: [mem, 0.0, 0.0, 0.0, 1000.0, 0.0] };
-                Sample { ttft_ms: 100.0, tpot_ms: mem + 4.0, sens }
+                let dev = 2.0 * i as f64;
+                let sens = Sensitivity { ttft_ms: 100.0, tpot_ms: dev + 1.0, ttft: [0.0; 2], tpot: [1000.0, 0.0] };
+                Sample { ttft_ms: 100.0, tpot_ms: dev + 4.0, sens }
             })
             .collect();
-        let prior = Prior::new(at, 1.2);
-        let p = fit_group(&samples, &at, &prior);
+        let p = fit_group(&samples, &at, &Prior::new(at));
         assert!((p.step_overhead_us - 4000.0).abs() < 150.0, "{p:?}");
-        assert!((p.memory_efficiency - 0.8).abs() < 0.02, "{p:?}");
+    }
+
+    #[test]
+    fn no_fit_leaves_the_bounds() {
+        // Measurements 50 ms slower per token than any overhead allows: the step overhead stops
+        // at its 5 ms bound. Mutation: widen the prior's upper bound and it goes past.
+        let at = params(500.0, 0.2);
+        let sens = Sensitivity { ttft_ms: 100.0, tpot_ms: 10.0, ttft: [0.0; 2], tpot: [1000.0, 0.0] };
+        let samples = vec![Sample { ttft_ms: 100.0, tpot_ms: 60.0, sens }];
+        let p = fit_group(&samples, &at, &Prior::new(at));
+        assert!(p.step_overhead_us <= MAX_STEP_OVERHEAD_US && p.step_overhead_us > 4_900.0, "{p:?}");
     }
 }
 
@@ -357,29 +321,20 @@ mod block_tests {
 
     #[test]
     fn a_parameter_no_run_depends_on_stays_at_its_prior() {
-        // Dense runs (no routed experts): the grouped-GEMM efficiency has no slope, so only the
+        // Runs with no sequence-layer sensitivity (no slope for the per-layer cost): only the
         // prior decides it. Fails if the block fit maps its coordinates onto the wrong
         // parameters, or the prior's pull is lost.
-        let at = Params {
-            memory_efficiency: 0.85,
-            matrix_efficiency_scale: 1.0,
-            comm_efficiency: 0.75,
-            grouped_gemm_efficiency: 1.0,
-            step_overhead_us: 500.0,
-            seq_layer_overhead_us: 10.0,
-            request_overhead_ms: 10.0,
-        };
-        let sens =
-            Sensitivity { ttft_ms: 100.0, tpot_ms: 10.0, ttft: [20.0, 30.0, 0.0, 0.0, 50.0, 0.0], tpot: [5.0, 1.0, 0.0, 0.0, 900.0, 0.0] };
+        let at = Params { step_overhead_us: 500.0, seq_layer_overhead_us: 10.0, frontend_request_us: 10_000.0 };
+        let sens = Sensitivity { ttft_ms: 100.0, tpot_ms: 10.0, ttft: [50.0, 0.0], tpot: [900.0, 0.0] };
         let members = vec![Member { sample: Sample { ttft_ms: 120.0, tpot_ms: 12.0, sens }, at, cur: at }];
-        let prior = Prior::new(at, 1.2);
-        let v = fit_block(&members, &[3, 4, 5, 6], &prior);
-        assert!((v[0] - 1.0).abs() < 0.02, "grouped-GEMM efficiency moved without data: {v:?}");
+        let prior = Prior::new(at);
+        let v = fit_block(&members, &[0, 1, 2], &prior);
+        assert!((v[1] - 10.0).abs() < 0.2, "per-layer cost moved without data: {v:?}");
         // A run the overheads cannot reach (measured far below the simulation even with none):
         // they go to their bound, and the parameter without data still stays. Fails without the
-        // clamp of saturated coordinates (the simplex ran off and took it to its bound, 2).
+        // clamp of saturated coordinates (the simplex ran off and took it to a bound).
         let fast = vec![Member { sample: Sample { ttft_ms: 10.0, tpot_ms: 1.0, sens }, at, cur: at }];
-        let v = fit_block(&fast, &[3, 4, 5, 6], &prior);
-        assert!(v[1] < 5.0 && (v[0] - 1.0).abs() < 0.05, "{v:?}");
+        let v = fit_block(&fast, &[0, 1, 2], &prior);
+        assert!(v[0] < 5.0 && (v[1] - 10.0).abs() < 0.5, "{v:?}");
     }
 }

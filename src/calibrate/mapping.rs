@@ -31,19 +31,6 @@ impl Precision {
     }
 }
 
-/// A name reduced to what identifies the network: the part after the organisation, without
-/// `-Instruct`, a precision suffix or the `Meta-` prefix, lower-case.
-fn model_key(id: &str) -> String {
-    let name = id.trim().rsplit('/').next().unwrap_or("").to_lowercase();
-    let mut s = name.strip_prefix("meta-").unwrap_or(&name).to_string();
-    for suffix in ["-fp8", "-fp4", "-nvfp4", "-mxfp4", "-instruct"] {
-        if let Some(t) = s.strip_suffix(suffix) {
-            s = t.to_string();
-        }
-    }
-    s
-}
-
 /// The catalog and the device profiles, loaded once for a whole file of runs.
 #[derive(Debug, Clone)]
 pub struct Resolver {
@@ -71,8 +58,11 @@ impl Resolver {
         if id.is_empty() {
             return None;
         }
-        let key = model_key(id);
-        self.models.iter().find(|m| m.id.eq_ignore_ascii_case(id)).or_else(|| self.models.iter().find(|m| model_key(&m.id) == key))
+        let key = crate::model::network_key(id);
+        self.models
+            .iter()
+            .find(|m| m.id.eq_ignore_ascii_case(id))
+            .or_else(|| self.models.iter().find(|m| crate::model::network_key(&m.id) == key))
     }
 
     /// The device profile a GPU name means: a profile name (case-insensitive: `h100_sxm` is

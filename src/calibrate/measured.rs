@@ -184,7 +184,15 @@ impl Record<'_> {
                 model: model.id.clone(),
                 device: device.name.clone(),
                 precision,
-                quant: quant_for(precision, model),
+                quant: {
+                    // A run in its checkpoint's own precision keeps the checkpoint's KV cache
+                    // (NVIDIA's FP8 and NVFP4 republications store it in FP8).
+                    let mut q = quant_for(precision, model);
+                    if precision == native_precision(model_id) && crate::model::modelopt_kv(model_id) {
+                        q.kv = crate::quant::KvQuant::Fp8;
+                    }
+                    q
+                },
                 parallel,
             },
         })

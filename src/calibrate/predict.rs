@@ -11,8 +11,7 @@
 use super::fit::{Sensitivity, COMPONENTS};
 use super::mapping::Resolver;
 use super::measured::MeasuredRun;
-use crate::cost::ops::OpKind;
-use crate::cost::{BatchShape, Breakdown, StepCostModel, StepTime};
+use crate::cost::{BatchShape, StepCostModel, StepParts, StepTime};
 use crate::hardware::DeviceProfile;
 use crate::model::{ModelArch, ModelSource};
 use crate::outcome::Phase;
@@ -174,11 +173,15 @@ fn simulate_means(ctx: &CandidateCtx, batch: u32, budget: u64) -> Result<Means, 
 }
 
 /// Prices steps with the candidate's cost model and keeps, for every step the simulator runs,
-/// the seconds of each component the calibration scales (see [`COMPONENTS`]).
+/// the amount of each component the calibration scales (see [`COMPONENTS`]): one step, and
+/// its running sequences × decoder layers.
 struct Recorder<'a> {
     inner: &'a crate::cost::RooflineCost,
     /// The decoder-layer passes of a step: the per-sequence overhead the fit scales is per layer.
     layers: f64,
+    /// The engine overlaps scheduling: a step takes the larger of its device and host parts,
+    /// so only the larger one's components move it (the other's weights are recorded as 0).
+    overlap: bool,
     steps: Mutex<Vec<[f64; COMPONENTS]>>,
 }
 
@@ -188,27 +191,20 @@ impl StepCostModel for Recorder<'_> {
     }
 
     fn step_seconds(&self, shape: &BatchShape) -> f64 {
-        let x = shape.features();
+        self.step_parts(shape).serial()
+    }
+
+    fn step_parts(&self, shape: &BatchShape) -> StepParts {
         if shape.is_empty() {
-            return 0.0;
-        }
-        // Routed experts apart (their grouped-GEMM efficiency is a parameter of its own),
-        // every other operator by its dominant bound.
-        let (mut b, mut experts, mut seconds) = (Breakdown::default(), 0.0, 0.0);
-        for op in self.inner.ops() {
-            if let OpKind::Experts(_) = op.kind {
-                let t = op.eval(&x);
-                experts += (t.total() - t.fixed) * op.count;
-                seconds += t.total() * op.count;
-            } else {
-                seconds += op.seconds_into(&x, &mut b);
-            }
+            return StepParts::default();
         }
         let seqs = (shape.prefill.seqs + shape.decode.seqs) as f64;
-        seconds += self.inner.host_seconds(shape);
-        let comps = [b.memory, b.cube + b.vector, b.comm, experts, 1.0, seqs * self.layers];
+        let parts = self.inner.step_parts(shape);
+        // Every fitted cost is the host's: overlapped behind a longer device part, none moves
+        // the step.
+        let comps = if self.overlap && parts.host_s <= parts.device_s { [0.0; COMPONENTS] } else { [1.0, seqs * self.layers] };
         self.steps.lock().expect("no panic holds the lock").push(comps);
-        seconds
+        parts
     }
 }
 
@@ -223,7 +219,12 @@ fn simulate_sensitivity(ctx: &CandidateCtx, batch: u32, budget: u64) -> Result<S
     let setup = ctx.sim_setup();
     let (mut cfg, factory) = setup.config(batch, budget);
     cfg.run.max_steps = MAX_STEPS;
-    let rec = Recorder { inner: &setup.cost, layers: ctx.layer_passes as f64, steps: Mutex::new(Vec::new()) };
+    let rec = Recorder {
+        inner: &setup.cost,
+        layers: ctx.layer_passes as f64,
+        overlap: cfg.instance.overlap_scheduling,
+        steps: Mutex::new(Vec::new()),
+    };
     let mut ends: Vec<u64> = Vec::new();
     let (rep, reqs) = simulate_detailed(&cfg, &rec, factory, &mut |r: StepRecord| ends.push(r.end))?;
     let comps = rec.steps.into_inner().expect("no panic holds the lock");

@@ -1,5 +1,6 @@
 //! One command line run end to end, shared by the binary and by embedders (the Python
-//! package): [`parse`] tells the subcommand it names (`calibrate`, `merge`) from a plan, and
+//! package): [`parse`] tells the subcommand it names (`calibrate`, `merge`, `price`) from a
+//! plan, and
 //! [`execute`] runs it and hands every output, as an [`Artifact`], to the caller's [`Session`]
 //! in the order the binary writes them. The session decides where they go (the binary writes
 //! them, an embedder keeps them), shows progress and may stop a search. The guided
@@ -9,6 +10,7 @@ use super::args::RawArgs;
 use super::calibrate::CalibrateArgs;
 use super::merge::MergeArgs;
 use super::plan::{Command, Plan, PlanError};
+use super::price::PriceArgs;
 use crate::report::{self, Artifact, Destination};
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +24,8 @@ pub enum Invocation {
     Calibrate(CalibrateArgs),
     /// `throughput-optimizer merge FILES…`.
     Merge(MergeArgs),
+    /// `throughput-optimizer price MODEL …`.
+    Price(PriceArgs),
 }
 
 /// What runs a command line: where its outputs go, what it shows of a search's progress, and
@@ -55,6 +59,7 @@ pub fn parse(argv: &[OsString]) -> Result<Invocation, clap::Error> {
     match argv.get(1).and_then(|a| a.to_str()) {
         Some("calibrate") => CalibrateArgs::try_parse_from(&argv[1..]).map(Invocation::Calibrate),
         Some("merge") => MergeArgs::try_parse_from(&argv[1..]).map(Invocation::Merge),
+        Some("price") => PriceArgs::try_parse_from(&argv[1..]).map(Invocation::Price),
         _ => RawArgs::parse_argv(argv.iter().cloned()).map(|raw| Invocation::Plan(Box::new(raw))),
     }
 }
@@ -68,6 +73,7 @@ pub fn execute(invocation: Invocation, session: &mut dyn Session) -> Result<(), 
         Invocation::Plan(raw) => run(*raw, session),
         Invocation::Calibrate(args) => calibrate(&args, session),
         Invocation::Merge(args) => merge(&args, session),
+        Invocation::Price(args) => session.emit(stdout(super::price::run(&args)?)),
     }
 }
 

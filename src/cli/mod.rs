@@ -12,6 +12,7 @@ pub mod calibrate;
 pub mod dispatch;
 pub mod merge;
 pub mod plan;
+pub mod price;
 pub mod scenario;
 mod validate;
 

@@ -21,26 +21,40 @@ pub enum Command {
 }
 
 /// Validate arguments that do not name a scenario: one validator per section of the plan, in a
-/// fixed order (of several mistakes, the earliest section's is reported).
+/// fixed order (of several mistakes, the earliest section's is reported), then the checks of a
+/// planning run (some layout to search, an emittable plan).
 pub fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
-    let mut warnings = Warnings::default();
-    // Device profiles first: --list-devices shows custom ones too.
-    let registry = v::validate_registry(&raw)?;
     if raw.list_devices {
-        return Ok(Command::ListDevices(registry));
+        return Ok(Command::ListDevices(v::validate_registry(&raw)?));
     }
     if raw.list_models {
+        v::validate_registry(&raw)?;
         return Ok(Command::ListModels);
     }
-    let (model, model_source) = v::validate_model(&raw)?;
     if raw.show_model {
+        v::validate_registry(&raw)?;
+        let (model, _) = v::validate_model(&raw)?;
         return Ok(Command::ShowModel(Box::new(model)));
     }
+    let plan = validate_plan(raw)?;
+    crate::search::check_candidates(&plan).map_err(PlanError::NoLayout)?;
+    if let Some(emit) = &plan.output.emit {
+        crate::report::launch::check(&plan, emit).map_err(|m| PlanError::rejected("--emit", emit.engine, m))?;
+    }
+    Ok(Command::Run(Box::new(plan)))
+}
+
+/// Every section of a planning run validated into its [`Plan`] (what `price` shares with a
+/// planning run), without the search-space checks.
+pub fn validate_plan(raw: RawArgs) -> Result<Plan, PlanError> {
+    let mut warnings = Warnings::default();
+    let registry = v::validate_registry(&raw)?;
+    let (model, model_source) = v::validate_model(&raw)?;
     let quiet = v::validate_log_level(&raw)?;
     let devices = v::validate_devices(&raw, &registry)?;
     let (mode, num_devices) = v::validate_mode(&raw, &mut warnings)?;
     v::validate_device_grids(&devices, &mode, num_devices)?;
-    let quant = v::validate_quant(&raw, &mut warnings)?;
+    let quant = v::validate_quant(&raw, &model, &devices, &mut warnings)?;
     let compile = v::validate_compile(&raw, &mut warnings)?;
     // An `--arrival trace` file is read once: its lengths size the workload, its arrivals
     // drive the simulator.
@@ -53,12 +67,12 @@ pub fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
     let engine = v::validate_engine(&raw)?;
     let serving = v::validate_serving(&raw, &devices, &mode, engine, (rates, speculative), &mut warnings)?;
     let sim = v::validate_sim(&raw, engine, &workload.input, trace, &mut warnings)?;
-    let engines = v::validate_calibration(&raw)?;
+    let mut engines = v::validate_calibration(&raw)?;
     v::warn_unused_engine_version(&sim, &engines, &mut warnings);
-    v::validate_performance_model(&raw)?;
+    v::validate_performance_model(&raw, &devices, &sim, &mut engines)?;
     let (output, jobs) = v::validate_output(&raw, devices.len(), quiet, &mut warnings)?;
     search.shard = v::validate_shard(&raw, &mode, &search, &output)?;
-    let plan = Plan {
+    let mut plan = Plan {
         model,
         model_source,
         devices,
@@ -78,9 +92,6 @@ pub fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
         engines,
         warnings: warnings.into_vec(),
     };
-    crate::search::check_candidates(&plan).map_err(PlanError::NoLayout)?;
-    if let Some(emit) = &plan.output.emit {
-        crate::report::launch::check(&plan, emit).map_err(|m| PlanError::rejected("--emit", emit.engine, m))?;
-    }
-    Ok(Command::Run(Box::new(plan)))
+    plan.warnings.extend(v::unused_reserve_warning(&raw, &plan));
+    Ok(plan)
 }

@@ -11,7 +11,9 @@ pub mod graph;
 mod memo;
 pub mod memory;
 pub mod ops;
+pub mod priced;
 
+pub use crate::hardware::kernels::KernelRef;
 pub use memory::MemoryModel;
 pub use ops::{Breakdown, Features, OpTime};
 
@@ -86,6 +88,10 @@ pub struct CostOptions {
     /// reduce-scattered after the experts and gathered back (three collectives, not one).
     #[serde(default)]
     pub moe_all_reduce: bool,
+    /// Measured kernel tables of the device under the serving engine: GEMMs, attention, routed
+    /// experts and collectives are priced from them (`None`: the roofline alone).
+    #[serde(skip)]
+    pub kernels: Option<KernelRef>,
 }
 
 impl CostOptions {
@@ -102,6 +108,7 @@ impl CostOptions {
             with_vision: false,
             causal_attention: false,
             moe_all_reduce: false,
+            kernels: None,
         }
     }
 
@@ -203,12 +210,43 @@ pub struct StepTime {
     pub breakdown: Breakdown,
 }
 
+/// A step's time in its two parts: what the device runs (its kernels) and what the host does
+/// for it (scheduling, input preparation, launching the graph, sampling and output processing:
+/// the execution profile's per-step and per-sequence overheads). How they combine on the clock
+/// is the serving engine's business: one after the other ([`StepParts::serial`]) or, when the
+/// engine prepares the next step while the device runs this one, overlapped
+/// ([`StepParts::overlapped`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StepParts {
+    pub device_s: f64,
+    pub host_s: f64,
+}
+
+impl StepParts {
+    /// Host and device take turns: the sum (what [`StepCostModel::step_seconds`] prices).
+    #[inline]
+    pub fn serial(&self) -> f64 {
+        self.device_s + self.host_s
+    }
+
+    /// The host prepares step n + 1 while the device runs step n: the slower of the two.
+    #[inline]
+    pub fn overlapped(&self) -> f64 {
+        self.device_s.max(self.host_s)
+    }
+}
+
 /// Prices a step. The roofline model is the real one; tests use fixed latencies.
 pub trait StepCostModel: Send + Sync {
     fn step(&self, shape: &BatchShape) -> StepTime;
     /// Latency only (the simulator's hot path).
     fn step_seconds(&self, shape: &BatchShape) -> f64 {
         self.step(shape).seconds
+    }
+    /// The step's device and host seconds apart (their sum is [`Self::step_seconds`]). A model
+    /// without host time puts everything on the device.
+    fn step_parts(&self, shape: &BatchShape) -> StepParts {
+        StepParts { device_s: self.step_seconds(shape), host_s: 0.0 }
     }
 }
 
@@ -275,16 +313,20 @@ impl StepCostModel for RooflineCost {
     }
 
     fn step_seconds(&self, shape: &BatchShape) -> f64 {
+        self.step_parts(shape).serial()
+    }
+
+    fn step_parts(&self, shape: &BatchShape) -> StepParts {
         let x = shape.features();
         if x[f::ONE] == 0.0 {
-            return 0.0;
+            return StepParts::default();
         }
         let xmask = ops::nonzero_mask(&x);
         let secs = self.memo.seconds(&self.fast, &self.ops, &x, xmask);
         // Mutation: read one dot product under another's mask, or leave a count the experts
         // read out of the memo's key, and this fires in the cost tests.
         debug_assert_eq!(secs.to_bits(), self.ops.iter().map(|op| op.seconds(&x)).sum::<f64>().to_bits());
-        secs + self.host_seconds(shape)
+        StepParts { device_s: secs, host_s: self.host_seconds(shape) }
     }
 }
 

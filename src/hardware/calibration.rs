@@ -10,12 +10,15 @@
 //! `throughput-optimizer calibrate --fit`.
 //!
 //! The overheads are host work the roofline cannot see: a per-step part (scheduling, input
-//! preparation, launching the graph), a per-running-sequence part (sampling, detokenization,
-//! block tables, output processing) and a per-request part the client sees in its first token
-//! (HTTP, tokenization, queueing in the API server). [`Effective`] is what one engine on one
-//! device amounts to, and it is the only thing the cost model and the engines read.
+//! preparation, launching the graph), a per-running-sequence part (sampling, block tables,
+//! output processing), and the front end's service times (the API server in front of the
+//! engine: per request and per prompt token on the way in, per output token on the way out).
+//! Beside them a profile states what no fit changes (`super::runtime`): the CUDA graphs the
+//! engine captures and the setting that sizes its KV pool. [`Effective`] is what one engine on
+//! one device amounts to, and it is the only thing the cost model and the engines read.
 
-use super::DeviceProfile;
+use super::runtime::{CudaGraphProfile, KvMemory};
+use super::{check_field, DeviceProfile};
 use crate::yaml;
 use serde::{Deserialize, Serialize};
 
@@ -35,8 +38,36 @@ pub struct Overheads {
     /// layers) 13 % too slow when fitted on Qwen3-32B (64 layers), docs/validation.md.
     #[serde(default)]
     pub seq_layer_overhead_us: f64,
-    /// Per request, ms, added to the time to first token (API server, tokenization).
-    pub request_overhead_ms: f64,
+    /// The front end's service time per request on its way in, µs: HTTP, request validation,
+    /// the tokenizer call, handing the request to the engine. Absent (here and in `defaults`):
+    /// no front end, requests reach the engine when they arrive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frontend_request_us: Option<f64>,
+    /// The front end's service time per prompt token (tokenization), µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frontend_input_token_us: Option<f64>,
+    /// The front end's service time per output token (detokenization, streaming), µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frontend_output_token_us: Option<f64>,
+}
+
+/// The service times of an engine's front end, seconds (see `sim::Frontend`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FrontendCosts {
+    pub request_s: f64,
+    pub input_token_s: f64,
+    pub output_token_s: f64,
+}
+
+impl Overheads {
+    /// The front end these overheads give, each field falling back to `defaults`' (`None`
+    /// when neither sets the per-request time).
+    fn frontend(&self, defaults: &Overheads) -> Option<FrontendCosts> {
+        let request = self.frontend_request_us.or(defaults.frontend_request_us)?;
+        let input = self.frontend_input_token_us.or(defaults.frontend_input_token_us).unwrap_or(0.0);
+        let output = self.frontend_output_token_us.or(defaults.frontend_output_token_us).unwrap_or(0.0);
+        Some(FrontendCosts { request_s: request * 1e-6, input_token_s: input * 1e-6, output_token_s: output * 1e-6 })
+    }
 }
 
 /// How one fit went, kept in the file so a user can see what a calibration rests on.
@@ -52,22 +83,14 @@ pub struct FitRecord {
     pub tpot_median_pct: [f64; 2],
 }
 
-/// The fitted parameters of one engine on one device.
+/// The fitted costs of one engine on one device: host work only. What the device's kernels
+/// can do (bandwidth share, matrix efficiency, grouped GEMMs, collectives) is the device's,
+/// from its profile and its measured kernel tables, shared by every engine on it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceCalibration {
     /// Device profile name (`H100_SXM`).
     pub device: String,
-    /// Share of the HBM bandwidth the engine's kernels reach (replaces the profile's).
-    pub memory_efficiency: f64,
-    /// Multiplies the profile's matrix (GEMM, attention) efficiencies of every data type.
-    pub matrix_efficiency_scale: f64,
-    /// Bus efficiency of collectives on the scale-up level (replaces the profile's).
-    pub comm_efficiency: f64,
-    /// Grouped (MoE expert) GEMM efficiency relative to the dense kernels (replaces the
-    /// profile's `grouped_gemm_efficiency`).
-    #[serde(default = "one")]
-    pub grouped_gemm_efficiency: f64,
     #[serde(flatten)]
     pub overheads: Overheads,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -117,21 +140,20 @@ pub struct EngineProfile {
     /// norm) do; absent: the original's sliced tokens with three collectives per MoE layer.
     #[serde(default)]
     pub moe_all_reduce: bool,
-    /// New requests that enter the running set per engine step (absent: as many as the
-    /// scheduling policy admits). The engines' schedulers admit every waiting request the token
-    /// budget fits, but measured vLLM and TensorRT-LLM runs behave as if requests reached the
-    /// scheduler one per iteration: at 8 requests a 1,024-token prompt's prefill slows every
-    /// other request's decode by a whole prefill (which a batch of prompts admitted together
-    /// would not), and at 128 requests the time to first token is 8 to 9 decode steps. docs/
-    /// validation.md gives the measurements and the fit with and without it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub admissions_per_step: Option<u32>,
     /// The first engine version whose scheduler plans the next step while the current one
-    /// runs (vLLM's async scheduling, TensorRT-LLM's overlap scheduler, both on by default
-    /// from that version); absent: never. A request that reaches an overlapping engine during
-    /// a step misses the next step, already planned, and enters the one after.
+    /// runs (vLLM's async scheduling, SGLang's overlap scheduler, TensorRT-LLM's overlap
+    /// scheduler, each on by default from that version); absent: never. A request that reaches
+    /// an overlapping engine during a step misses the next step, already planned, and enters
+    /// the one after; a step takes the larger of its device and host times, not their sum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overlap_scheduling_from: Option<EngineVersion>,
+    /// The CUDA graphs the engine captures by default (absent: every step priced as the cost
+    /// model prices it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_graphs: Option<CudaGraphProfile>,
+    /// The setting that sizes the engine's KV pool (absent: `--reserved-memory-gb`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_memory: Option<KvMemory>,
     /// Overheads on devices without an entry of their own.
     pub defaults: Overheads,
     #[serde(default)]
@@ -151,8 +173,6 @@ pub struct Effective {
     pub mxfp4_kernel: Mxfp4Kernel,
     /// One all-reduce per MoE layer under TP (see [`EngineProfile::moe_all_reduce`]).
     pub moe_all_reduce: bool,
-    /// New requests admitted per step (`None`: no limit).
-    pub admissions_per_step: Option<u32>,
     /// The engine plans each step while the previous one runs (see
     /// [`EngineProfile::overlap_scheduling_from`]).
     pub overlap_scheduling: bool,
@@ -160,13 +180,19 @@ pub struct Effective {
     pub per_seq_s: f64,
     /// Per running sequence per decoder layer per step, seconds.
     pub per_seq_layer_s: f64,
-    /// Added to every request's time to first token, seconds.
-    pub request_overhead_s: f64,
+    /// The engine's front end (`None`: requests reach the engine when they arrive).
+    pub frontend: Option<FrontendCosts>,
+    /// The CUDA graphs it captures (see [`EngineProfile::cuda_graphs`]).
+    pub cuda_graphs: Option<CudaGraphProfile>,
+    /// What sizes its KV pool (see [`EngineProfile::kv_memory`]).
+    pub kv_memory: Option<KvMemory>,
     pub engine: String,
     /// Whether a device entry (a fitted calibration) applies.
     pub calibrated: bool,
     /// Which profile and calibration apply, for the report.
     pub source: String,
+    /// Measured kernel tables of the device under this engine (`None`: the roofline alone).
+    pub kernels: Option<super::kernels::KernelRef>,
 }
 
 impl Effective {
@@ -174,7 +200,7 @@ impl Effective {
     pub fn describe(&self) -> String {
         let adds = self.per_seq_s > 0.0
             || self.per_seq_layer_s > 0.0
-            || self.request_overhead_s > 0.0
+            || self.frontend.is_some()
             || self.fused_graph
             || self.causal_attention
             || self.moe_all_reduce;
@@ -192,25 +218,26 @@ impl Effective {
             kinds.push("one all-reduce per MoE layer");
         }
         let kinds = if kinds.is_empty() { String::new() } else { format!("{}; ", kinds.join(", ")) };
-        let mut admits = match self.admissions_per_step {
-            Some(1) => "; 1 new request per step".to_string(),
-            Some(n) => format!("; {n} new requests per step"),
-            None => String::new(),
-        };
-        if self.overlap_scheduling {
-            admits.push_str("; overlapped scheduling");
-        }
+        let admits = if self.overlap_scheduling { "; overlapped scheduling" } else { "" };
         let us = |s: f64| crate::hardware::trim_float(s * 1e6);
         let per_seq = match (self.per_seq_s > 0.0, self.per_seq_layer_s > 0.0) {
             (true, true) => format!("{} µs per sequence + {} µs per sequence per layer", us(self.per_seq_s), us(self.per_seq_layer_s)),
             (false, true) => format!("{} µs per sequence per layer", us(self.per_seq_layer_s)),
             _ => format!("{} µs per sequence", us(self.per_seq_s)),
         };
+        let frontend = match self.frontend {
+            Some(f) => format!(
+                "front end {} µs per request + {} µs per prompt token + {} µs per output token",
+                us(f.request_s),
+                us(f.input_token_s),
+                us(f.output_token_s)
+            ),
+            None => "no front end".to_string(),
+        };
         format!(
-            "{}: {kinds}{} µs per step, {per_seq}, {} ms per request; HBM efficiency {}{admits}",
+            "{}: {kinds}{} µs per step, {per_seq}; {frontend}; HBM efficiency {}{admits}",
             self.source,
             crate::hardware::trim_float(self.device.host_overhead_us),
-            crate::hardware::trim_float(self.request_overhead_s * 1e3),
             crate::hardware::trim_float(self.device.memory_efficiency),
         )
     }
@@ -279,27 +306,26 @@ fn is_native(k: &Mxfp4Kernel) -> bool {
     *k == Mxfp4Kernel::Native
 }
 
-fn one() -> f64 {
-    1.0
-}
-
-/// A calibration value outside what a serving engine on real hardware can be.
-fn check(field: &str, v: f64, lo: f64, hi: f64) -> Result<(), String> {
-    if v.is_finite() && (lo..=hi).contains(&v) {
-        Ok(())
-    } else {
-        // A huge value is written as the user would have (1e308), not as its 309 digits.
-        let shown = if v.abs() >= 1e15 { format!("{v:e}") } else { v.to_string() };
-        Err(format!("field `{field}` is {shown}; it must be between {lo} and {hi}"))
-    }
-}
+/// Bounds a serving engine's host costs stay within (what a fit may reach and a profile may
+/// say): a step's scheduling and input preparation within 5 ms (vLLM's whole CPU step on a
+/// busy H100 is about 1 ms), a sequence's per-step host work within 1 ms and its per-layer
+/// work within 50 µs; the front end's work within 50 ms a request (HTTP, tokenisation) and
+/// 1 ms a token.
+pub const MAX_STEP_OVERHEAD_US: f64 = 5_000.0;
+pub const MAX_SEQ_OVERHEAD_US: f64 = 1_000.0;
+pub const MAX_SEQ_LAYER_OVERHEAD_US: f64 = 50.0;
+pub const MAX_FRONTEND_REQUEST_US: f64 = 50_000.0;
+pub const MAX_FRONTEND_TOKEN_US: f64 = 1_000.0;
 
 impl Overheads {
     fn validate(&self, at: &str) -> Result<(), String> {
-        check(&format!("{at}step_overhead_us"), self.step_overhead_us, 0.0, 1e6)?;
-        check(&format!("{at}seq_overhead_us"), self.seq_overhead_us, 0.0, 1e5)?;
-        check(&format!("{at}seq_layer_overhead_us"), self.seq_layer_overhead_us, 0.0, 1e4)?;
-        check(&format!("{at}request_overhead_ms"), self.request_overhead_ms, 0.0, 1e4)
+        check_field(&format!("{at}step_overhead_us"), self.step_overhead_us, 0.0, MAX_STEP_OVERHEAD_US)?;
+        check_field(&format!("{at}seq_overhead_us"), self.seq_overhead_us, 0.0, MAX_SEQ_OVERHEAD_US)?;
+        check_field(&format!("{at}seq_layer_overhead_us"), self.seq_layer_overhead_us, 0.0, MAX_SEQ_LAYER_OVERHEAD_US)?;
+        let optional = |name: &str, v: Option<f64>, hi: f64| v.map_or(Ok(()), |v| check_field(&format!("{at}{name}"), v, 0.0, hi));
+        optional("frontend_request_us", self.frontend_request_us, MAX_FRONTEND_REQUEST_US)?;
+        optional("frontend_input_token_us", self.frontend_input_token_us, MAX_FRONTEND_TOKEN_US)?;
+        optional("frontend_output_token_us", self.frontend_output_token_us, MAX_FRONTEND_TOKEN_US)
     }
 }
 
@@ -309,28 +335,13 @@ impl DeviceCalibration {
         if self.device.trim().is_empty() {
             return Err(format!("field `{at}device` must not be empty"));
         }
-        check(&format!("{at}memory_efficiency"), self.memory_efficiency, 0.05, 1.0)?;
-        check(&format!("{at}matrix_efficiency_scale"), self.matrix_efficiency_scale, 0.05, 2.0)?;
-        check(&format!("{at}comm_efficiency"), self.comm_efficiency, 0.05, 1.0)?;
-        check(&format!("{at}grouped_gemm_efficiency"), self.grouped_gemm_efficiency, 0.05, 2.0)?;
         self.overheads.validate(&at)
     }
 
-    /// `device` with this calibration's efficiencies and per-step overhead.
+    /// `device` with this calibration's per-step overhead.
     pub fn apply(&self, device: &DeviceProfile) -> DeviceProfile {
         let mut d = device.clone();
-        d.memory_efficiency = self.memory_efficiency;
-        let s = self.matrix_efficiency_scale;
-        // An efficiency above 1 would price kernels faster than the datasheet peak.
-        d.compute_efficiency = (d.compute_efficiency * s).min(1.0);
-        for e in d.matrix_efficiency.values_mut() {
-            *e = (*e * s).min(1.0);
-        }
-        if let Some(inner) = d.comm_grid.last_mut() {
-            inner.efficiency = self.comm_efficiency;
-        }
         d.host_overhead_us = self.overheads.step_overhead_us;
-        d.grouped_gemm_efficiency = self.grouped_gemm_efficiency;
         d
     }
 }
@@ -343,8 +354,11 @@ impl EngineProfile {
             return Err(format!("field `engine` is `{}`; valid engines: {}", p.engine, ENGINES.join(", ")));
         }
         p.defaults.validate("defaults.")?;
-        if p.admissions_per_step == Some(0) {
-            return Err("field `admissions_per_step` is 0; it must be at least 1 (or absent: no limit)".to_string());
+        if let Some(g) = &p.cuda_graphs {
+            g.validate()?;
+        }
+        if let Some(m) = &p.kv_memory {
+            m.validate()?;
         }
         for (i, d) in p.devices.iter().enumerate() {
             d.validate(i)?;
@@ -403,14 +417,16 @@ impl EngineProfile {
             causal_attention: self.causal_attention,
             mxfp4_kernel: self.mxfp4_kernel,
             moe_all_reduce: self.moe_all_reduce,
-            admissions_per_step: self.admissions_per_step,
             overlap_scheduling: self.overlap_scheduling_from.is_some_and(|from| version.is_none_or(|v| v >= from)),
             per_seq_s: o.seq_overhead_us * 1e-6,
             per_seq_layer_s: o.seq_layer_overhead_us * 1e-6,
-            request_overhead_s: o.request_overhead_ms * 1e-3,
+            frontend: o.frontend(&self.defaults),
+            cuda_graphs: self.cuda_graphs.clone(),
+            kv_memory: self.kv_memory.clone(),
             engine: self.engine.clone(),
             calibrated: entry.is_some(),
             source,
+            kernels: None,
         }
     }
 
@@ -426,11 +442,13 @@ impl EngineProfile {
 pub struct EngineProfiles {
     profiles: Vec<EngineProfile>,
     pub calibrated: bool,
+    /// Which measured kernel tables price the engines' kernels.
+    pub kernels: super::kernels::KernelChoice,
 }
 
 impl Default for EngineProfiles {
     fn default() -> Self {
-        EngineProfiles { profiles: EngineProfile::builtin(), calibrated: true }
+        EngineProfiles { profiles: EngineProfile::builtin(), calibrated: true, kernels: Default::default() }
     }
 }
 
@@ -450,7 +468,9 @@ impl EngineProfiles {
 
     /// What release `version` of `engine` amounts to on `device`.
     pub fn effective(&self, engine: &str, device: &DeviceProfile, version: Option<EngineVersion>) -> Effective {
-        self.get(engine).effective(device, self.calibrated, version)
+        let mut eff = self.get(engine).effective(device, self.calibrated, version);
+        eff.kernels = self.kernels.tables(device, engine);
+        eff
     }
 }
 
@@ -466,46 +486,71 @@ mod tests {
     }
 
     #[test]
-    fn a_device_entry_replaces_efficiencies_and_overheads() {
-        let text = "engine: vllm\nfused_graph: true\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, request_overhead_ms: 3}\n\
-devices:\n  - {device: H100_SXM, memory_efficiency: 0.9, matrix_efficiency_scale: 0.5, comm_efficiency: 0.6, step_overhead_us: 4000, seq_overhead_us: 20, request_overhead_ms: 15}\n";
+    fn a_device_entry_replaces_the_overheads_and_keeps_the_hardware() {
+        let text = "engine: vllm\nfused_graph: true\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, frontend_request_us: 3000}\n\
+devices:\n  - {device: H100_SXM, step_overhead_us: 4000, seq_overhead_us: 20, frontend_request_us: 15000, frontend_output_token_us: 30}\n";
         let p = EngineProfile::parse(text).unwrap();
         let reg = crate::hardware::DeviceRegistry::builtin();
         let h100 = reg.get("H100_SXM").unwrap();
         let e = p.effective(h100, true, None);
-        assert_eq!(e.device.memory_efficiency, 0.9);
-        assert!((e.device.compute_efficiency - h100.compute_efficiency * 0.5).abs() < 1e-12);
+        // The device's kernels are the device's, whatever the engine: every efficiency stays.
+        // Mutation: let `apply` copy a calibrated bandwidth share back in and this fails.
+        assert_eq!(e.device.memory_efficiency, h100.memory_efficiency);
+        assert_eq!(e.device.compute_efficiency, h100.compute_efficiency);
+        assert_eq!(e.device.comm_grid, h100.comm_grid);
         assert_eq!(e.device.host_overhead_us, 4000.0);
-        assert_eq!(e.device.comm_grid.last().unwrap().efficiency, 0.6);
-        assert!((e.per_seq_s - 20e-6).abs() < 1e-15 && (e.request_overhead_s - 0.015).abs() < 1e-15);
+        let fe = e.frontend.expect("the entry's front end");
+        assert!((e.per_seq_s - 20e-6).abs() < 1e-15 && (fe.request_s - 0.015).abs() < 1e-15 && (fe.output_token_s - 30e-6).abs() < 1e-18);
         // Calibration off: the profile's efficiencies, the engine's default overheads.
         let off = p.effective(h100, false, None);
         assert_eq!(off.device.memory_efficiency, h100.memory_efficiency);
         assert_eq!(off.device.host_overhead_us, 1.0);
-        assert!((off.request_overhead_s - 0.003).abs() < 1e-15);
+        let fe = off.frontend.expect("the defaults' front end");
+        assert!((fe.request_s - 0.003).abs() < 1e-15 && fe.output_token_s == 0.0);
     }
 
     #[test]
     fn out_of_range_values_name_the_field() {
-        let text = "engine: vllm\nfused_graph: true\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, request_overhead_ms: 3}\n\
-devices:\n  - {device: H100_SXM, memory_efficiency: 1.5, matrix_efficiency_scale: 0.5, comm_efficiency: 0.6, step_overhead_us: 4000, seq_overhead_us: 20, request_overhead_ms: 15}\n";
+        let text = "engine: vllm\nfused_graph: true\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, frontend_request_us: 3000}\n\
+devices:\n  - {device: H100_SXM, step_overhead_us: 6000, seq_overhead_us: 20, frontend_request_us: 15000, frontend_output_token_us: 30}\n";
         let e = EngineProfile::parse(text).unwrap_err();
-        assert!(e.contains("devices[0].memory_efficiency") && e.contains("1.5"), "{e}");
+        // Mutation: raise MAX_STEP_OVERHEAD_US past 6 ms and this parses.
+        assert!(e.contains("devices[0].step_overhead_us") && e.contains("6000") && e.contains("5000"), "{e}");
+        // Hardware parameters are not an engine's to set.
+        let hw =
+            EngineProfile::parse(&text.replace("step_overhead_us: 6000", "memory_efficiency: 0.99, step_overhead_us: 100")).unwrap_err();
+        assert!(hw.contains("memory_efficiency"), "{hw}");
         // Mutation: print the value with `{v}` alone and the message carries 309 digits.
         let huge =
             EngineProfile::parse(&text.replace("seq_overhead_us: 2,", "seq_overhead_us: 2, seq_layer_overhead_us: 1e308,")).unwrap_err();
-        assert!(huge.contains("defaults.seq_layer_overhead_us` is 1e308; it must be between 0 and 10000"), "{huge}");
+        assert!(huge.contains("defaults.seq_layer_overhead_us` is 1e308; it must be between 0 and 50"), "{huge}");
         let bad_engine = EngineProfile::parse(
-            "engine: tgi\nfused_graph: true\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, request_overhead_ms: 3}\n",
+            "engine: tgi\nfused_graph: true\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, frontend_request_us: 3000}\n",
         )
         .unwrap_err();
         assert!(bad_engine.contains("tgi") && bad_engine.contains("vllm"), "{bad_engine}");
-        // No request could ever enter an engine that admits none per step.
-        let zero = EngineProfile::parse(
-            "engine: vllm\nfused_graph: true\nadmissions_per_step: 0\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, request_overhead_ms: 3}\n",
+        // The front end's bounds: 50 ms a request, 1 ms a token (fails if a field is left
+        // unchecked, and the message names it).
+        let slow =
+            EngineProfile::parse(&text.replace("frontend_request_us: 3000}", "frontend_request_us: 3000, frontend_output_token_us: 1500}"))
+                .unwrap_err();
+        assert!(slow.contains("defaults.frontend_output_token_us` is 1500; it must be between 0 and 1000"), "{slow}");
+        let valid = text.replace("step_overhead_us: 6000", "step_overhead_us: 100");
+        let slow = EngineProfile::parse(&valid.replace("frontend_request_us: 15000", "frontend_request_us: 60000")).unwrap_err();
+        assert!(slow.contains("frontend_request_us` is 60000; it must be between 0 and 50000"), "{slow}");
+        // `request_overhead_ms`, a constant added to every TTFT, gave way to the front end.
+        let old = EngineProfile::parse(
+            "engine: vllm\nfused_graph: true\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, request_overhead_ms: 3}\n",
         )
         .unwrap_err();
-        assert!(zero.contains("admissions_per_step") && zero.contains("at least 1"), "{zero}");
+        assert!(old.contains("request_overhead_ms"), "{old}");
+        // `admissions_per_step` is gone (issue 22): a profile that still carries it is refused
+        // by name rather than read as if it limited anything.
+        let gone = EngineProfile::parse(
+            "engine: vllm\nfused_graph: true\nadmissions_per_step: 1\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, frontend_request_us: 3000}\n",
+        )
+        .unwrap_err();
+        assert!(gone.contains("admissions_per_step"), "{gone}");
     }
 
     #[test]
@@ -531,18 +576,15 @@ devices:\n  - {device: H100_SXM, memory_efficiency: 1.5, matrix_efficiency_scale
     }
 
     #[test]
-    fn the_admission_limit_reaches_the_engines_and_the_report() {
-        // vLLM's and TensorRT-LLM's built-in profiles take in one new request per step, SGLang's
-        // and msmodeling's as many as their policy admits; the report line says so.
-        // Fails if `effective` drops the field (`admissions_per_step: None` there).
-        let all = EngineProfile::builtin();
+    fn no_engine_limits_its_admissions_per_step() {
+        // The engines' schedulers admit every waiting request the token budget and the KV pool
+        // fit; a one-new-request-per-step limit (vLLM's and TensorRT-LLM's profiles until issue
+        // 22) capped the running set near the output length and stopped TPOT growing with load.
         let reg = crate::hardware::DeviceRegistry::builtin();
         let h100 = reg.get("H100_SXM").unwrap();
-        for p in &all {
-            let eff = p.effective(h100, true, None);
-            let want = matches!(p.engine.as_str(), "vllm" | "trtllm").then_some(1);
-            assert_eq!(eff.admissions_per_step, want, "{}", p.engine);
-            assert_eq!(eff.describe().contains("; 1 new request per step"), want.is_some(), "{}", eff.describe());
+        for p in &EngineProfile::builtin() {
+            let d = p.effective(h100, true, None).describe();
+            assert!(!d.contains("per step;") && !d.contains("new request"), "{d}");
         }
     }
 }

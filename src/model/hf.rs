@@ -4,7 +4,7 @@
 //! first and then at the top level. Every error names the field (and the file, added by the
 //! caller).
 
-use super::{Attention, LayerGroup, Mlp, ModelArch, MtpBlock, VisionTower};
+use super::{Attention, LayerGroup, Mlp, ModelArch, MtpBlock, VisionTower, WeightFormat};
 use serde_json::{Map, Value};
 
 /// `model_type` values this parser understands, for error messages.
@@ -181,9 +181,38 @@ pub fn parse_config(text: &str, id: &str) -> Result<ModelArch, String> {
         layers,
         mtp,
         vision,
+        weights: weight_format(top)?,
+        fp8_kv_cache: fp8_kv_cache(top),
     };
     model.validate()?;
     Ok(model)
+}
+
+/// Whether the checkpoint's `quantization_config` quantizes the KV cache to FP8.
+fn fp8_kv_cache(top: &Map<String, Value>) -> bool {
+    let Some(q) = top.get("quantization_config").and_then(Value::as_object) else { return false };
+    let algo = q.get("kv_cache_quant_algo").and_then(Value::as_str).is_some_and(|a| a.eq_ignore_ascii_case("fp8"));
+    let scheme = q.get("kv_cache_scheme").is_some_and(|s| !s.is_null());
+    algo || scheme
+}
+
+/// The checkpoint's weight format from its `quantization_config` (absent: bf16).
+fn weight_format(top: &Map<String, Value>) -> Result<WeightFormat, String> {
+    let Some(q) = top.get("quantization_config") else { return Ok(WeightFormat::Bf16) };
+    let Some(q) = q.as_object() else { return Err("field `quantization_config` must be an object".into()) };
+    let text = |k: &str| q.get(k).and_then(Value::as_str).map(str::to_lowercase);
+    let method = text("quant_method").unwrap_or_default();
+    Ok(match method.as_str() {
+        "fp8" if q.get("weight_block_size").is_some_and(|b| !b.is_null()) => WeightFormat::Fp8Block,
+        "fp8" | "fbgemm_fp8" => WeightFormat::Fp8Tensor,
+        "mxfp4" => WeightFormat::Mxfp4Experts,
+        "modelopt" => match text("quant_algo").as_deref() {
+            Some("fp8") => WeightFormat::Fp8Tensor,
+            Some("nvfp4") => WeightFormat::Nvfp4,
+            other => return Err(format!("field `quantization_config.quant_algo` is {other:?}; supported: FP8, NVFP4")),
+        },
+        other => return Err(format!("field `quantization_config.quant_method` is `{other}`; supported: fp8, fbgemm_fp8, mxfp4, modelopt")),
+    })
 }
 
 type Parsed = (Vec<LayerGroup>, Option<MtpBlock>);

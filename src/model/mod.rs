@@ -9,7 +9,7 @@ pub mod catalog;
 pub mod hf;
 mod resolve;
 
-pub use resolve::{resolve_model, ModelError, ModelSource};
+pub use resolve::{modelopt_kv, network_key, resolve_model, ModelError, ModelSource};
 
 use serde::{Deserialize, Serialize};
 
@@ -49,6 +49,46 @@ pub struct ModelArch {
     pub mtp: Option<MtpBlock>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vision: Option<VisionTower>,
+    /// How the published checkpoint stores its weights (its `quantization_config`): what a
+    /// run is priced in when the user does not choose a quantization.
+    #[serde(default, skip_serializing_if = "WeightFormat::is_bf16")]
+    pub weights: WeightFormat,
+    /// The checkpoint quantizes its KV cache to FP8 (ModelOpt's `kv_cache_quant_algo: FP8`,
+    /// compressed-tensors' `kv_cache_scheme`): engines then keep the cache in FP8.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fp8_kv_cache: bool,
+}
+
+/// The weight format a checkpoint ships in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WeightFormat {
+    /// bf16 (or fp16) weights.
+    #[default]
+    Bf16,
+    /// FP8 E4M3 with one scale per tensor or channel (ModelOpt, llm-compressor, fbgemm FP8).
+    Fp8Tensor,
+    /// FP8 E4M3 in 128 × 128 blocks (DeepSeek-V3, Kimi-K2 and Qwen3 FP8 checkpoints).
+    Fp8Block,
+    /// MXFP4 routed experts, everything else bf16 (gpt-oss).
+    Mxfp4Experts,
+    /// NVFP4 (ModelOpt): FP4 in groups of 16 with FP8 scales.
+    Nvfp4,
+}
+
+impl WeightFormat {
+    pub fn is_bf16(&self) -> bool {
+        *self == WeightFormat::Bf16
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            WeightFormat::Bf16 => "bf16",
+            WeightFormat::Fp8Tensor => "fp8",
+            WeightFormat::Fp8Block => "fp8 (128 x 128 blocks)",
+            WeightFormat::Mxfp4Experts => "mxfp4 experts",
+            WeightFormat::Nvfp4 => "nvfp4",
+        }
+    }
 }
 
 /// `count` identical decoder layers.

@@ -1,6 +1,6 @@
 //! Turning a `MODEL_ID` into a [`ModelArch`]: catalog, local directory, config path, HF cache.
 
-use super::{catalog, hf, ModelArch};
+use super::{catalog, hf, ModelArch, WeightFormat};
 use std::path::{Path, PathBuf};
 
 /// Where a model's architecture came from (shown in reports).
@@ -41,8 +41,69 @@ fn from_file(path: &Path, id: &str) -> Result<ModelArch, ModelError> {
     hf::parse_config(&text, id).map_err(bad)
 }
 
+/// What identifies a network in a Hugging Face id: the name after the organisation, without
+/// the `Meta-` prefix, an `-Instruct` suffix or a precision suffix, lower-case
+/// (`nvidia/Llama-3.1-8B-Instruct-FP8` and `meta-llama/Meta-Llama-3.1-8B` are `llama-3.1-8b`).
+pub fn network_key(id: &str) -> String {
+    let name = id.trim().rsplit('/').next().unwrap_or("").to_lowercase();
+    let mut s = name.strip_prefix("meta-").unwrap_or(&name).to_string();
+    for suffix in PRECISION_SUFFIXES.iter().map(|(s, _)| *s).chain(["-instruct"]) {
+        if let Some(t) = s.strip_suffix(suffix) {
+            s = t.to_string();
+        }
+    }
+    s
+}
+
+/// Precision suffixes of republished checkpoints and the weight format each names (FP8 under
+/// the `Qwen` organisation is Qwen's own 128 × 128 block format; elsewhere — NVIDIA ModelOpt,
+/// Red Hat / Neural Magic llm-compressor — one scale per tensor or channel).
+const PRECISION_SUFFIXES: [(&str, Option<WeightFormat>); 6] = [
+    ("-fp8-dynamic", Some(WeightFormat::Fp8Tensor)),
+    ("-fp8-block", Some(WeightFormat::Fp8Block)),
+    ("-fp8", None),
+    ("-nvfp4", Some(WeightFormat::Nvfp4)),
+    ("-fp4", Some(WeightFormat::Nvfp4)),
+    ("-mxfp4", Some(WeightFormat::Mxfp4Experts)),
+];
+
+/// The weight format an id's precision suffix names, if it has one.
+fn suffix_weights(id: &str) -> Option<WeightFormat> {
+    let lower = id.trim().to_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or("");
+    let name = name.strip_suffix("-instruct").unwrap_or(name);
+    let (_, w) = PRECISION_SUFFIXES.iter().find(|(s, _)| name.ends_with(s))?;
+    Some(w.unwrap_or(if lower.starts_with("qwen/") { WeightFormat::Fp8Block } else { WeightFormat::Fp8Tensor }))
+}
+
+/// NVIDIA's republished FP8 and NVFP4 checkpoints (ModelOpt) quantize the KV cache to FP8 too:
+/// their `hf_quant_config.json` says `kv_cache_quant_algo: FP8` (e.g.
+/// `nvidia/Llama-3.1-70B-Instruct-FP8`).
+pub fn modelopt_kv(id: &str) -> bool {
+    let lower = id.trim().to_lowercase();
+    lower.starts_with("nvidia/") && suffix_weights(&lower).is_some_and(|w| w != WeightFormat::Mxfp4Experts)
+}
+
+/// A catalog network under another name: another organisation, the `Meta-` prefix, an
+/// `-Instruct` or precision suffix (the suffix sets the checkpoint's weight format).
+fn catalog_alias(id: &str) -> Option<ModelArch> {
+    let key = network_key(id);
+    if key.is_empty() {
+        return None;
+    }
+    let mut m = catalog::all().into_iter().find(|m| network_key(&m.id) == key)?;
+    if let Some(w) = suffix_weights(id) {
+        m.weights = w;
+        m.fp8_kv_cache = modelopt_kv(id);
+    }
+    m.id = id.trim().to_string();
+    Some(m)
+}
+
 /// Resolve in the documented order: catalog (exact id, case-insensitive), a directory holding
-/// `config.json`, a path to a config file, then the local Hugging Face cache. Never the network.
+/// `config.json`, a path to a config file, the local Hugging Face cache, then the catalog
+/// network the id republishes (`Qwen/Qwen3-235B-A22B-FP8`, `nvidia/Llama-3.1-8B-Instruct-FP8`).
+/// Never the network.
 pub fn resolve_model(id: &str) -> Result<(ModelArch, ModelSource), ModelError> {
     if let Some(m) = catalog::find(id) {
         return Ok((m, ModelSource::Catalog));
@@ -68,6 +129,9 @@ pub fn resolve_model(id: &str) -> Result<(ModelArch, ModelSource), ModelError> {
                 return from_file(cfg, id).map(|m| (m, ModelSource::File(cfg.clone())));
             }
         }
+    }
+    if let Some(m) = catalog_alias(id) {
+        return Ok((m, ModelSource::Catalog));
     }
     let ids = catalog::ids();
     let refs: Vec<&str> = ids.iter().map(String::as_str).collect();

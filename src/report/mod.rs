@@ -9,6 +9,7 @@ pub mod chart;
 pub mod csv;
 pub mod json;
 pub mod launch;
+pub mod price;
 pub mod svg;
 pub mod svg_frontier;
 pub mod table;

@@ -8,6 +8,7 @@ pub mod engine;
 pub mod frontier;
 pub mod merge;
 pub mod pd;
+pub mod price;
 pub mod ranking;
 pub mod record;
 pub mod sweep;

@@ -1,5 +1,6 @@
 //! What a simulation runs: one instance's configuration ([`InstanceConfig`]: the scheduler
-//! policy, token budget, KV cache, decode mode, execution profile), a homogeneous run
+//! policy, token budget, KV cache, decode mode, execution profile: overlapped scheduling, the
+//! front end ([`Frontend`]) and the CUDA graphs ([`CudaGraphs`])), a homogeneous run
 //! ([`SimConfig`]) or a P/D [`System`] of instance [`Group`]s with the [`KvTransfer`] between
 //! them and their [`Routing`], and the workload side of a run ([`RunParams`], [`Measure`]).
 //! Plain values: the simulator reads them, nothing here runs.
@@ -55,15 +56,101 @@ pub struct InstanceConfig {
     pub image_patches: u64,
     /// LLM tokens the images add to each prompt.
     pub image_tokens: u64,
-    /// New requests (never admitted before) that may enter the running set per step; `None`:
-    /// as many as the policy admits. A serving engine's execution profile sets it: measured
-    /// vLLM and TensorRT-LLM runs show requests entering one per engine iteration (see
-    /// `EngineProfile::admissions_per_step`). Requests preempted and requeued do not count.
-    pub admissions_per_step: Option<u64>,
     /// The engine plans each step while the previous one runs: a new request that arrived
     /// after the previous step started misses this one (see
-    /// `EngineProfile::overlap_scheduling_from`). An idle engine plans at once.
+    /// `EngineProfile::overlap_scheduling_from`), and a step's wall time is the larger of its
+    /// device and host times instead of their sum (the host prepares step n + 1 while the
+    /// device runs step n). An idle engine plans at once.
     pub overlap_scheduling: bool,
+    /// The engine's front end (API server: HTTP, tokenization, detokenization, streaming), a
+    /// first-come-first-served server in front of the instance; `None`: requests reach the
+    /// engine when they arrive and tokens reach the client when a step emits them.
+    pub frontend: Option<Frontend>,
+    /// The CUDA graphs the engine captured; `None`: every step is priced as the cost model
+    /// prices it (the original tool's convention).
+    pub graphs: Option<CudaGraphs>,
+}
+
+/// Service times of an engine's front end, seconds. A request occupies it on its way in
+/// (`request_s` + `input_token_s` per prompt token) and reaches the engine's waiting queue
+/// when that is done; each step's output tokens occupy it on their way out
+/// (`output_token_s` each), and the client sees them when that is done.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Frontend {
+    pub request_s: f64,
+    pub input_token_s: f64,
+    pub output_token_s: f64,
+}
+
+impl Frontend {
+    /// Service time of a request of `prompt` tokens on its way in, ns (at least 1: the
+    /// request passes through the server, whatever its price).
+    pub fn request_ns(&self, prompt: u64) -> Nanos {
+        (((self.request_s + self.input_token_s * prompt as f64) * 1e9).round() as Nanos).max(1)
+    }
+
+    /// Service time of `tokens` output tokens on their way out, ns.
+    pub fn tokens_ns(&self, tokens: u64) -> Nanos {
+        (self.output_token_s * tokens as f64 * 1e9).round() as Nanos
+    }
+}
+
+/// What a captured CUDA graph's size counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphUnit {
+    /// Tokens of the step (vLLM: `cudagraph_capture_sizes` are token counts).
+    Tokens,
+    /// Decoding sequences (SGLang's `cuda_graph_max_bs`, TensorRT-LLM's
+    /// `cuda_graph_config.max_batch_size`).
+    Sequences,
+}
+
+/// The CUDA graphs an engine captured, for one instance. A step that replays a graph launches
+/// it in one call (its launch is part of the per-step host time); a step no graph covers runs
+/// eager and its host also launches every kernel ([`CudaGraphs::eager_launch_s`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CudaGraphs {
+    pub unit: GraphUnit,
+    /// Largest captured size.
+    pub max_size: u64,
+    /// Steps with prefill tokens replay graphs too (vLLM's piecewise graphs); otherwise only
+    /// decode-only steps do (SGLang, TensorRT-LLM).
+    pub mixed_steps: bool,
+    /// A batch between captured sizes is padded up to the next (and priced at it); without
+    /// padding only the captured sizes replay (TensorRT-LLM's default).
+    pub padding: bool,
+    /// The captured sizes as `(from, step)` pairs: from `from` on (up to the next pair's
+    /// `from`), every multiple of `step` past it (vLLM: `[(1, 1), (2, 2), (4, 4), (8, 8),
+    /// (256, 16)]` is 1, 2, 4, 8, 16, …, 248, 256, 272, …).
+    pub grid: Vec<(u64, u64)>,
+    /// Host seconds to launch the kernels of an eager step (kernels per step × launch cost).
+    pub eager_launch_s: f64,
+}
+
+impl CudaGraphs {
+    /// The captured size a batch of `size` replays (`None`: it runs eager).
+    pub fn replayed_size(&self, size: u64) -> Option<u64> {
+        if size == 0 || size > self.max_size {
+            return None;
+        }
+        let next = self.next_captured(size)?;
+        (next <= self.max_size && (self.padding || next == size)).then_some(next)
+    }
+
+    /// The smallest captured size of the grid at or above `size`.
+    fn next_captured(&self, size: u64) -> Option<u64> {
+        for (i, &(from, step)) in self.grid.iter().enumerate() {
+            if size <= from {
+                return Some(from);
+            }
+            let end = self.grid.get(i + 1).map_or(u64::MAX, |g| g.0);
+            let at = from + (size - from).div_ceil(step.max(1)) * step.max(1);
+            if at < end {
+                return Some(at);
+            }
+        }
+        None
+    }
 }
 
 impl InstanceConfig {
@@ -90,8 +177,9 @@ impl InstanceConfig {
             image_patches_per_image: 0,
             image_patches: 0,
             image_tokens: 0,
-            admissions_per_step: None,
             overlap_scheduling: false,
+            frontend: None,
+            graphs: None,
         }
     }
 }
@@ -135,13 +223,6 @@ pub struct RunParams {
     pub max_steps: u64,
     /// Input-length bins `[min, max)` to break latencies down by (variable-length workloads).
     pub bins: Vec<(u64, u64)>,
-    /// The serving engine's per-request time outside the engine (API server, HTTP,
-    /// tokenization), ns: added to every request's TTFT and end-to-end latency as the client
-    /// sees them. It does not occupy the engine. (A first-come-first-served API server that
-    /// delays requests on their way in was tried: fitted on measured runs it turned into a
-    /// serial bottleneck at high concurrency that real servers, which handle HTTP
-    /// concurrently, do not have.)
-    pub frontend_ns: Nanos,
 }
 
 impl RunParams {
@@ -160,7 +241,6 @@ impl RunParams {
             seed: 0,
             max_steps: 1_000_000,
             bins: Vec::new(),
-            frontend_ns: 0,
         }
     }
 }

@@ -75,6 +75,8 @@ pub struct StepOutcome {
     pub prompts_done: Vec<u32>,
     /// Requests that finished (all output tokens) in this step.
     pub finished: Vec<u32>,
+    /// Requests whose first token this step emitted (their `first_token` is now).
+    pub first_tokens: Vec<u32>,
     /// Requests handed off after prefill (prefill instances), their KV blocks held until the
     /// driver releases them ([`Instance::release_held`]).
     pub handed_off: Vec<u32>,
@@ -120,9 +122,6 @@ pub struct Instance {
     step_chunk_tokens: u64,
     step_decodes: u64,
     step_dec_ctx: u64,
-    /// Requests admitted for the first time in the step being planned (the execution
-    /// profile's `admissions_per_step` caps them).
-    step_new_admits: u64,
     /// When the step in flight (or the last one) was planned.
     last_plan_at: Nanos,
     /// New requests that arrived after this are not seen by the step being planned (its
@@ -183,7 +182,6 @@ impl Instance {
             step_chunk_tokens: 0,
             step_decodes: 0,
             step_dec_ctx: 0,
-            step_new_admits: 0,
             last_plan_at: 0,
             seen_until: 0,
             shape: BatchShape::default(),
@@ -227,6 +225,23 @@ impl Instance {
     pub fn enqueue(&mut self, req: u32, reqs: &Requests) {
         self.load += reqs[req as usize].prompt_tokens();
         self.waiting.push_back(req);
+    }
+
+    /// A request on its way through the instance's front end counts in the load from its
+    /// arrival, so that the router sees it.
+    pub fn expect(&mut self, prompt_tokens: u64) {
+        self.load += prompt_tokens;
+    }
+
+    /// The front end is done with a request [`Instance::expect`]ed: it joins the back of the
+    /// waiting queue.
+    pub fn enqueue_expected(&mut self, req: u32) {
+        self.waiting.push_back(req);
+    }
+
+    /// When the step in flight (or the last one) started.
+    pub fn step_started_at(&self) -> Nanos {
+        self.last_plan_at
     }
 
     /// A request arrives on a decode instance with its prompt's KV (a decode-only system): it

@@ -9,6 +9,8 @@
 //! [`AcceptanceDraws`]), `error` ([`SimError`]), [`records`] (each request's and step's record,
 //! the store of request records), [`queue`] (events), [`kv`] (paged KV pool, prefix cache),
 //! [`link`] (KV transfers sharing the links between prefill and decode instances),
+//! `step_time` (what a planned step takes on the clock: device and host time combined as
+//! the engine runs them, CUDA graphs or eager launches),
 //! [`instance`] (one instance's mechanics: queues, running sequences, KV accounting, the step
 //! builder, step completion), [`scheduler`] (the per-step policy behind the
 //! [`scheduler::Scheduler`] trait: msmodeling's [`scheduler::DecodeFirst`] or vLLM V1's
@@ -34,8 +36,11 @@ pub mod router;
 pub mod scheduler;
 mod simulation;
 pub mod steady;
+mod step_time;
 
-pub use config::{Group, InstanceConfig, KvTransfer, Measure, Role, Routing, RunParams, SimConfig, System};
+pub use config::{
+    CudaGraphs, Frontend, GraphUnit, Group, InstanceConfig, KvTransfer, Measure, Role, Routing, RunParams, SimConfig, System,
+};
 pub use decode::{AcceptanceDraws, DecodeMode};
 pub use error::SimError;
 pub use instance::Instance;
@@ -49,6 +54,9 @@ mod tests;
 
 #[cfg(test)]
 mod pd_tests;
+
+#[cfg(test)]
+mod engine_tests;
 
 #[cfg(test)]
 mod properties;

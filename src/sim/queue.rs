@@ -20,6 +20,10 @@ pub type Nanos = u64;
 pub enum Event {
     /// A request reaches the router.
     Arrival { request: u32 },
+    /// A request's instance's front end is done with it: it reaches the engine.
+    EngineArrival { request: u32 },
+    /// An instance's front end delivered its oldest pending step output to the clients.
+    Delivered { instance: u32 },
     /// An instance finishes the step it was running.
     StepDone { instance: u32 },
     /// Something changes on the KV links (a latency ends, a transfer lands); ticks of an

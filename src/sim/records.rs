@@ -14,7 +14,11 @@ use std::ops::{Index, IndexMut};
 /// A request's life, as the simulation records it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RequestState {
+    /// When the client sent it (its TTFT and end-to-end latency run from here).
     pub arrival: Nanos,
+    /// When it reached the engine's waiting queue: its arrival, or later when the engine's
+    /// front end processed it first (`InstanceConfig::frontend`).
+    pub engine_arrival: Nanos,
     pub input: u64,
     pub output: u64,
     pub prefix_group: Option<u32>,
@@ -23,6 +27,8 @@ pub struct RequestState {
     pub scheduled: Option<Nanos>,
     /// Prompt tokens found in the KV cache at that first admission (prefix-cache hits).
     pub cached: u64,
+    /// When the client received its first token, and its last (with a front end, when the
+    /// front end delivered the step's output; until then `None`).
     pub first_token: Option<Nanos>,
     pub finish: Option<Nanos>,
     /// Admission on a decode instance (P/D).
@@ -54,6 +60,7 @@ impl RequestState {
     pub(super) fn from_new(n: &NewRequest, image_tokens: u64) -> Self {
         RequestState {
             arrival: n.arrival_ns,
+            engine_arrival: n.arrival_ns,
             input: n.input + image_tokens,
             output: n.output,
             prefix_group: n.prefix_group,

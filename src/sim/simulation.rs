@@ -7,11 +7,13 @@
 //! What a run does is split by responsibility, one submodule each, all methods of
 //! [`Simulation`]: [`event_loop`] (the events, step planning and completion, routing and KV
 //! hand-off), [`feed`] (the workload: arrivals from the request factory, the closed loop's
-//! replacements, the open loop's client cap), [`measure`] (folding finished records into the
-//! tallies, the measurement window, the report); [`stats`] holds the run's accumulators.
+//! replacements, the open loop's client cap), [`frontend`] (the engines' front ends: requests
+//! on their way in, step outputs on their way out), [`measure`] (folding finished records into
+//! the tallies, the measurement window, the report); [`stats`] holds the run's accumulators.
 
 mod event_loop;
 mod feed;
+mod frontend;
 mod measure;
 mod stats;
 
@@ -136,6 +138,11 @@ struct Simulation<'s, 'a> {
     link: link::SharedLink,
     acceptance: AcceptanceDraws,
     out: StepOutcome,
+    /// The engines' front ends (state for every instance; used where the group has one).
+    frontends: frontend::FrontEnds,
+    /// Requests that left the system in the event being applied (their last token reached the
+    /// client), for the closed loop's stopping rule and its watch on hopeless probes.
+    leaving: Vec<u32>,
     /// Inter-token gaps of the measurement window (closed loop: steps ending after the window
     /// opened; burst and benchmark runs: every step). Open loops keep `itl_steps` instead.
     itl: Recorder,
@@ -201,6 +208,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
         let router = router::Router::new(sys.routing, &entry, &decoders, instances.len());
         let link = link::SharedLink::new(instances.len());
         let bench_total = if closed { run.closed_requests } else { None };
+        let n_instances = instances.len();
         Ok(Simulation {
             sys,
             closed,
@@ -226,6 +234,8 @@ impl<'s, 'a> Simulation<'s, 'a> {
             queue: EventQueue::new(),
             acceptance: AcceptanceDraws::new(run.seed),
             out: StepOutcome::default(),
+            frontends: frontend::FrontEnds::new(n_instances),
+            leaving: Vec::new(),
             itl: Recorder::default(),
             itl_steps: Vec::new(),
             kv_series: Vec::new(),

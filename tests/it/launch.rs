@@ -123,10 +123,17 @@ fn unknown_engine_names_the_flag_and_the_choices() {
 /// out; nothing is printed on stdout.
 #[test]
 fn an_engine_that_cannot_serve_the_plan_says_why() {
-    // The default W8A8 weights need a quantized checkpoint; Qwen/Qwen3-32B is BF16.
-    let base: Vec<&str> = AGG.iter().copied().filter(|a| *a != "DISABLED").collect();
-    let no_quant: Vec<&str> = base.iter().copied().filter(|a| *a != "--quantize-linear-action").collect();
-    usage_error(&args(&no_quant, &["--emit", "vllm"]), &["--emit vllm", "W8A8_DYNAMIC", "--quantize-linear-action DISABLED or FP8"]);
+    // W8A8 weights need a quantized checkpoint; Qwen/Qwen3-32B is BF16.
+    let w8a8: Vec<&str> = AGG.iter().map(|a| if *a == "DISABLED" { "W8A8_DYNAMIC" } else { a }).collect();
+    usage_error(&args(&w8a8, &["--emit", "vllm"]), &["--emit vllm", "W8A8_DYNAMIC", "--quantize-linear-action DISABLED or FP8"]);
+    // Without a quantization flag an NVIDIA plan runs the checkpoint's own weights (BF16 here),
+    // which vLLM serves. Mutation: default NVIDIA plans to W8A8_DYNAMIC again and this exits 2.
+    let no_quant: Vec<&str> = {
+        let i = AGG.iter().position(|a| *a == "--quantize-linear-action").unwrap();
+        AGG.iter().enumerate().filter(|(j, _)| *j != i && *j != i + 1).map(|(_, a)| *a).collect()
+    };
+    let out = run_ok(&args(&no_quant, &["--emit", "vllm"]));
+    assert!(out.contains("vllm serve") && !out.contains("W8A8"), "{out}");
     // INT8 KV cache: none of the three has one.
     let int8: Vec<&str> = AGG.iter().map(|a| if *a == "FP8" { "INT8" } else { a }).collect();
     for e in ["vllm", "sglang", "trtllm"] {

@@ -2,6 +2,7 @@
 //! `validation` (every rejected command line) and `modes` (every mode and output).
 
 mod calibrate;
+mod engines;
 mod help;
 mod hostile;
 mod interactive;
@@ -9,6 +10,7 @@ mod launch;
 mod layers;
 mod modes;
 mod msrv;
+mod price;
 mod scenarios;
 mod schema;
 mod search;

@@ -7,18 +7,34 @@ use crate::error::Error;
 use crate::quant::{KvQuant, LinearQuant, NamedEnum, QuantConfig};
 
 /// `--quantize-*-action` and `--mxfp4-group-size`.
-pub(crate) fn validate_quant(raw: &RawArgs, warnings: &mut Warnings) -> Result<QuantConfig, Error> {
+/// The quantization flags. Without `--quantize-linear-action`, a plan on NVIDIA devices runs the
+/// checkpoint as it is published (its weights, and its KV cache where the checkpoint quantizes
+/// it), as vLLM, SGLang and TensorRT-LLM serve it; elsewhere the original tool's default
+/// (W8A8_DYNAMIC weights, bf16 KV) stays.
+pub(crate) fn validate_quant(
+    raw: &RawArgs,
+    model: &crate::model::ModelArch,
+    devices: &[crate::hardware::DeviceProfile],
+    warnings: &mut Warnings,
+) -> Result<QuantConfig, Error> {
     let parse_q = |flag: &str, v: &Option<String>| -> Result<Option<LinearQuant>, Error> {
         v.as_deref().map(|s| LinearQuant::parse_choice(s).map_err(|e| Error::choice(flag, e))).transpose()
     };
-    let linear = parse_q("--quantize-linear-action", &raw.quantize_linear_action)?.unwrap_or(LinearQuant::W8A8Dynamic);
+    let nvidia = !devices.is_empty() && devices.iter().all(|d| d.vendor == "NVIDIA");
+    let checkpoint = QuantConfig::checkpoint(model);
+    let linear = parse_q("--quantize-linear-action", &raw.quantize_linear_action)?;
     let non_expert = parse_q("--quantize-non-expert-linear-action", &raw.quantize_non_expert_linear_action)?;
+    let (linear, non_expert) = match (linear, nvidia) {
+        (Some(l), _) => (l, non_expert),
+        (None, true) => (checkpoint.linear, non_expert.or(checkpoint.non_expert)),
+        (None, false) => (LinearQuant::W8A8Dynamic, non_expert),
+    };
     let kv = raw
         .quantize_attention_action
         .as_deref()
         .map(|s| KvQuant::parse_choice(s).map_err(|e| Error::choice("--quantize-attention-action", e)))
         .transpose()?
-        .unwrap_or(KvQuant::Disabled);
+        .unwrap_or(if nvidia && raw.quantize_linear_action.is_none() { checkpoint.kv } else { KvQuant::Disabled });
     let mxfp4_group_size = raw.mxfp4_group_size.unwrap_or(32);
     if raw.mxfp4_group_size.is_some() && !linear.is_mxfp4() && !non_expert.is_some_and(|q| q.is_mxfp4()) {
         warnings.push(format!("--mxfp4-group-size {mxfp4_group_size} has no effect without MXFP4 quantization"));

@@ -155,6 +155,28 @@ pub(crate) fn warn_unused_engine_version(
     }
 }
 
+/// `--reserved-memory-gb` sizes the KV cache under the msmodeling policy and the formulas only:
+/// a simulated vLLM, SGLang or TensorRT-LLM sizes it by its own memory setting (the profile's
+/// `kv_memory`, which `--gpu-memory-utilization` changes). Said once, naming the engines.
+pub(crate) fn unused_reserve_warning(raw: &RawArgs, plan: &crate::plan::Plan) -> Option<String> {
+    raw.reserved_memory_gb?;
+    if plan.engine == EngineKind::Analytic {
+        return None;
+    }
+    let mut engines: Vec<String> = plan
+        .devices
+        .iter()
+        .filter_map(|d| plan.effective(d).kv_memory.map(|m| format!("{} ({})", plan.serving_engine(d).name(), m.setting.name())))
+        .collect();
+    engines.dedup();
+    (!engines.is_empty()).then(|| {
+        format!(
+            "--reserved-memory-gb does not size the KV cache under {}: the engine's own memory setting does; --gpu-memory-utilization changes it",
+            engines.join(", ")
+        )
+    })
+}
+
 /// The `@VERSION` of `--serving-engine ENGINE@VERSION`.
 fn engine_version(flag: Option<&str>) -> Result<Option<EngineVersion>, Error> {
     let Some((name, v)) = flag.and_then(|e| e.split_once('@')) else { return Ok(None) };
@@ -279,22 +301,47 @@ fn arrival(raw: &RawArgs, loaded: Option<Trace>, warnings: &mut Warnings) -> Res
     })
 }
 
-/// `--performance-model`: only the analytic (roofline) model is built in.
-pub(crate) fn validate_performance_model(raw: &RawArgs) -> Result<(), Error> {
-    match raw.performance_model.as_deref().map(str::to_lowercase).as_deref() {
-        None | Some("analytic") => Ok(()),
+/// `--performance-model`: the built-in kernel tables where they ship (the default), the
+/// roofline alone (`analytic`), or tables read from a database (`profiling`, which needs
+/// `--profiling-database-path DIR`), loaded here for each device under its serving engine.
+pub(crate) fn validate_performance_model(
+    raw: &RawArgs,
+    devices: &[crate::hardware::DeviceProfile],
+    sim: &crate::plan::SimOptions,
+    engines: &mut crate::hardware::calibration::EngineProfiles,
+) -> Result<(), Error> {
+    use crate::hardware::kernels::{DatabaseTables, KernelChoice};
+    use crate::quant::NamedEnum;
+    let model = raw.performance_model.as_deref().map(str::to_lowercase);
+    if raw.profiling_database_path.is_some() && model.as_deref() != Some("profiling") {
+        return Err(Error::requires(
+            "--profiling-database-path",
+            "--performance-model",
+            "--profiling-database-path is read only with --performance-model profiling",
+        ));
+    }
+    engines.kernels = match model.as_deref() {
+        None => KernelChoice::Builtin,
+        Some("analytic") => KernelChoice::Roofline,
         Some("profiling") => {
-            if raw.profiling_database_path.is_none() {
+            let Some(dir) = &raw.profiling_database_path else {
                 return Err(Error::requires(
                     "--performance-model",
                     "--profiling-database-path",
                     "--performance-model profiling requires --profiling-database-path DIR",
                 ));
-            }
-            Err(Error::rejected("--performance-model", "profiling", "--performance-model profiling: measured operator databases are not supported by this build; use --performance-model analytic"))
+            };
+            let engine_of = |d: &crate::hardware::DeviceProfile| {
+                sim.serving_engine.unwrap_or_else(|| crate::plan::ServingEngine::default_for(d)).name()
+            };
+            let wanted: Vec<(&crate::hardware::DeviceProfile, &str)> = devices.iter().map(|d| (d, engine_of(d))).collect();
+            let db = DatabaseTables::load(dir, &wanted)
+                .map_err(|e| Error::rejected("--profiling-database-path", &dir.display().to_string(), e.to_string()))?;
+            KernelChoice::Database(std::sync::Arc::new(db))
         }
-        Some(o) => Err(Error::invalid("--performance-model", o, "not one of analytic, profiling")),
-    }
+        Some(o) => return Err(Error::invalid("--performance-model", o, "not one of analytic, profiling")),
+    };
+    Ok(())
 }
 
 /// `--measure`: a closed loop is measured over the whole run exactly when it is a benchmark run

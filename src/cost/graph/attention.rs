@@ -3,8 +3,10 @@
 //! absorbed form), linear attention (gated delta rule with its convolution state) and the rotary
 //! embedding. Each adds its KV cache or per-sequence state to the memory model.
 
+use super::measured::MlaDims;
 use super::{Builder, TOK};
-use crate::cost::ops::{f, unit, Collective, Op, OpKind};
+use crate::cost::ops::{f, scaled, unit, Collective, Op, OpKind};
+use crate::hardware::kernels::KernelOp;
 use crate::hardware::Dtype;
 use crate::model::Attention;
 use crate::quant::{ActQuant, LinearQuant};
@@ -136,14 +138,17 @@ impl Builder<'_> {
         mem[f::P_CTX] = kv_width * kvb / self.hbm;
         mem[f::D_CTX] = kv_width * kvb / self.hbm / dcp;
         self.causal(&mut mma, &mut gp);
-        self.ops.push(Op {
+        let op = Op {
             name: if window.is_some() { "sliding_attention" } else { "attention" },
             count,
             gate: TOK,
             fixed_s: self.fixed_mma,
             window: window.map(|w| w as f64),
             kind: OpKind::Roofline { mma, gp, mem },
-        });
+        };
+        let hkv = kv_width / (2.0 * hd);
+        let op = self.measured_attention(op, hq, hkv, hd, window);
+        self.ops.push(op);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -196,14 +201,17 @@ impl Builder<'_> {
         mem[f::P_TOKENS] = (hq * (nope + rope) + hq * v) * 2.0 / self.hbm;
         mem[f::P_CTX] = ((hq * (nope + v) + rope) * 2.0 + (r + rope) * kvb) / self.hbm;
         self.causal(&mut mma, &mut gp);
-        self.ops.push(Op {
+        let dims = MlaDims { r, rope, nope, v };
+        let op = Op {
             name: "mla_prefill_attention",
             count,
             gate: f::P_TOKENS,
             fixed_s: self.fixed_mma,
             window: None,
             kind: OpKind::Roofline { mma, gp, mem },
-        });
+        };
+        let op = self.measured_mla(&op, KernelOp::ContextMla, hq, dims).unwrap_or(op);
+        self.ops.push(op);
         // Decode: absorbed form, attending directly over the latent cache.
         let dcp = self.par.dcp.max(1) as f64;
         let mut mma = [0.0; f::N];
@@ -215,14 +223,36 @@ impl Builder<'_> {
         mem[f::ONE] = r * hq * (nope + v) * 2.0 / self.hbm;
         mem[f::D_TOKENS] = (hq * (nope + rope) + hq * v) * 2.0 / self.hbm;
         mem[f::D_CTX] = (r + rope) * kvb / self.hbm / dcp;
-        self.ops.push(Op {
+        let op = Op {
             name: "mla_decode_attention",
             count,
             gate: f::D_TOKENS,
             fixed_s: self.fixed_mma,
             window: None,
             kind: OpKind::Roofline { mma, gp, mem },
-        });
+        };
+        match self.measured_mla(&op, KernelOp::GenerationMla, hq, dims) {
+            // The measured kernel is the attention alone: the absorption into and out of the
+            // latent space (two batched GEMMs per token, reading W_UK and W_UV) stays apart.
+            Some(core) => {
+                let mut bmm_mma = [0.0; f::N];
+                let mut bmm_mem = [0.0; f::N];
+                bmm_mma[f::D_TOKENS] = mma[f::D_TOKENS];
+                bmm_mem[f::ONE] = mem[f::ONE];
+                bmm_mem[f::D_TOKENS] = hq * (nope + v + 2.0 * r) * 2.0 / self.hbm;
+                let bmm = OpKind::Roofline { mma: bmm_mma, gp: [0.0; f::N], mem: bmm_mem };
+                self.ops.push(Op {
+                    name: "mla_absorb_bmm",
+                    count: 2.0 * count,
+                    gate: f::D_TOKENS,
+                    fixed_s: self.fixed_mma,
+                    window: None,
+                    kind: scaled_kind(bmm, 0.5),
+                });
+                self.ops.push(core);
+            }
+            None => self.ops.push(op),
+        }
         if dcp > 1.0 {
             let g = self.dcp_group;
             self.collective("dcp_q_all_gather", count, g, Collective::AllGather, unit(f::D_TOKENS, hq * (r + rope) * 2.0));
@@ -310,5 +340,13 @@ impl Builder<'_> {
             mem[TOK] += rot_dim * 4.0 / self.hbm;
         }
         self.ops.push(op);
+    }
+}
+
+/// A roofline kind with every coefficient scaled by `k` (one of `k`⁻¹ identical calls).
+fn scaled_kind(kind: OpKind, k: f64) -> OpKind {
+    match kind {
+        OpKind::Roofline { mma, gp, mem } => OpKind::Roofline { mma: scaled(&mma, k), gp: scaled(&gp, k), mem: scaled(&mem, k) },
+        other => other,
     }
 }

@@ -13,14 +13,15 @@ impl Builder<'_> {
             return None;
         }
         let mem = scaled(&bytes, 2.0 / self.hbm);
-        Some(Op {
+        let op = Op {
             name,
             count,
             gate: Self::gate_of(&bytes),
             fixed_s: self.fixed_comm,
             window: None,
             kind: OpKind::Collective { algo, group, bytes, mem },
-        })
+        };
+        Some(self.measured_collective(op, group, algo, &bytes))
     }
 
     pub(super) fn collective(&mut self, name: &'static str, count: f64, group: CommGroup, algo: Collective, bytes: Coef) {

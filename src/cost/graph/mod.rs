@@ -17,6 +17,7 @@
 //! | `norm` | RMSNorm, fused or decomposed, on the sequence-parallel token slice |
 //! | `comm` | collectives on a communication group, the TP reduction after a row-parallel linear (all-reduce, or reduce-scatter + all-gather) and its fused matmul + all-reduce stream |
 //! | `roofline` | how one operator's shape becomes roofline coefficients: GEMMs (quantized or bf16, a missing dtype peak), element-wise ops, activation quantization |
+//! | `measured` | where the device's kernels were measured: GEMMs, attention, routed experts and collectives priced from the kernel tables instead |
 //!
 //! The pricing seam: the builders decide which operators run, with which shapes and counts;
 //! `roofline` (and `comm` for collectives) turns a shape into an [`Op`]'s coefficients. A
@@ -32,6 +33,7 @@ mod assembly;
 mod attention;
 mod comm;
 mod dense;
+mod measured;
 mod moe;
 mod norm;
 mod roofline;
@@ -41,6 +43,7 @@ pub use assembly::{build, build_both};
 
 use super::ops::{f, Op};
 use super::{CostOptions, ParallelConfig};
+use crate::hardware::kernels::KernelTables;
 use crate::hardware::{CommGroup, DeviceProfile, Dtype};
 use crate::model::ModelArch;
 use crate::quant::LinearQuant;
@@ -53,6 +56,8 @@ const TOK: usize = f::TOKENS;
 struct Builder<'a> {
     dev: &'a DeviceProfile,
     opts: &'a CostOptions,
+    /// Measured kernel tables, when the device's kernels under this engine were measured.
+    tables: Option<&'a KernelTables>,
     par: ParallelConfig,
     ops: Vec<Op>,
     warnings: Vec<String>,
@@ -91,6 +96,7 @@ impl<'a> Builder<'a> {
         let mut b = Builder {
             dev,
             opts,
+            tables: opts.kernels.as_ref().map(|k| &*k.0),
             par: *par,
             ops: Vec::with_capacity(64),
             warnings: Vec::new(),

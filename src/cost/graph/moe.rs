@@ -19,8 +19,11 @@ impl Builder<'_> {
         let h = self.h;
         let s = self.moe_shape(experts, top_k, inter, bias);
         self.gemm_c("router", count, s.sliced, h, experts, None, bias);
-        let op = self.vector_op("topk_softmax", count, s.sliced, experts, 5.0, 6.0, true, 1.0);
-        self.ops.push(op);
+        // A measured fused-MoE kernel selects the top-k itself.
+        if !self.experts_measured(experts) {
+            let op = self.vector_op("topk_softmax", count, s.sliced, experts, 5.0, 6.0, true, 1.0);
+            self.ops.push(op);
+        }
         // Permuted rows and expert intermediates per sliced token.
         self.track_width((top_k * (h + 2.0 * s.i_l) * s.moe_tp) / s.tp + 2.0 * h);
         if s.replicated {
@@ -134,6 +137,22 @@ impl Builder<'_> {
         let i_l = s.i_l;
         self.weights += count * self.copies * s.local * (3.0 * h * i_l * s.wb + if s.bias { (2.0 * i_l + h) * 2.0 } else { 0.0 });
         self.weights += count * self.copies * h * s.experts * 2.0;
+        if self.experts_measured(s.experts) {
+            let route = if s.replicated { (1.0, 1.0) } else { (s.tp, s.ep * s.moe_tp) };
+            let [gu, act, down] = self.expert_costs(s);
+            let sum = ExpertCost {
+                mma_per_pair: gu.mma_per_pair + act.mma_per_pair + down.mma_per_pair,
+                gp_per_pair: gu.gp_per_pair + act.gp_per_pair + down.gp_per_pair,
+                mem_per_pair: gu.mem_per_pair + act.mem_per_pair + down.mem_per_pair,
+                mem_per_expert: gu.mem_per_expert + act.mem_per_expert + down.mem_per_expert,
+                gp_per_expert: gu.gp_per_expert + act.gp_per_expert + down.gp_per_expert,
+                fixed_per_expert: false,
+                ..gu
+            };
+            if let Some(op) = self.measured_experts(count, s, OpKind::Experts(sum), route) {
+                return vec![op];
+            }
+        }
         ops
     }
 
@@ -278,26 +297,26 @@ impl Builder<'_> {
 }
 
 /// One MoE block's sizes on this rank, shared by the steps that lay it out.
-struct MoeShape {
-    experts: f64,
-    top_k: f64,
-    bias: bool,
+pub(super) struct MoeShape {
+    pub(super) experts: f64,
+    pub(super) top_k: f64,
+    pub(super) bias: bool,
     /// Every TP rank holds every token and one all-reduce combines the experts (no slicing,
     /// dispatch or restore).
-    replicated: bool,
-    tp: f64,
-    ep: f64,
-    moe_tp: f64,
+    pub(super) replicated: bool,
+    pub(super) tp: f64,
+    pub(super) ep: f64,
+    pub(super) moe_tp: f64,
     /// The experts' quantization, with its activation and weight bytes per element.
-    q: LinearQuant,
-    ab: f64,
-    wb: f64,
+    pub(super) q: LinearQuant,
+    pub(super) ab: f64,
+    pub(super) wb: f64,
     /// One TP rank's slice of the tokens.
-    sliced: Coef,
+    pub(super) sliced: Coef,
     /// Rows a rank exchanges per sliced token over MoE-TP: top_k once EP has dispatched them.
-    per_rank_rows: f64,
+    pub(super) per_rank_rows: f64,
     /// Expert intermediate width per MoE-TP rank.
-    i_l: f64,
+    pub(super) i_l: f64,
     /// Experts held by this rank.
-    local: f64,
+    pub(super) local: f64,
 }

@@ -82,7 +82,9 @@ impl Builder<'_> {
         if tok[f::TOKENS] != 0.0 {
             self.track_width((k + n) * tok[f::TOKENS]);
         }
-        Op { name, count, gate: Self::gate_of(&tok), fixed_s: self.fixed_mma, window: None, kind: OpKind::Roofline { mma, gp, mem } }
+        let op =
+            Op { name, count, gate: Self::gate_of(&tok), fixed_s: self.fixed_mma, window: None, kind: OpKind::Roofline { mma, gp, mem } };
+        self.measured_gemm(op, &tok, k, n, q)
     }
 
     pub(super) fn gemm(&mut self, name: &'static str, count: f64, tok: usize, k: f64, n: f64, q: Option<LinearQuant>, bias: bool) {
@@ -129,11 +131,16 @@ impl Builder<'_> {
 
     /// The activation quantization a quantized linear needs before it (none for bf16).
     fn act_quant_op(&self, name: &'static str, count: f64, tok: Coef, elems: f64, q: LinearQuant) -> Option<Op> {
+        if self.quant_in_gemm(q) {
+            return None;
+        }
         let (flops, bytes) = match q.act_quant() {
             ActQuant::None => return None,
             ActQuant::Static => (2.0, 3.0),
             ActQuant::Dynamic => (3.0, 3.0),
-            ActQuant::Mxfp4 | ActQuant::Mxfp8 => (2.0, 2.0 + q.activation_bytes(self.opts.quant.mxfp4_group_size)),
+            ActQuant::Mxfp4 | ActQuant::Mxfp8 | ActQuant::Fp8Group | ActQuant::Nvfp4 => {
+                (2.0, 2.0 + q.activation_bytes(self.opts.quant.mxfp4_group_size))
+            }
         };
         Some(self.vector_op(name, count, tok, elems, flops, bytes, true, 1.0))
     }

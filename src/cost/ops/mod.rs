@@ -7,6 +7,8 @@
 //! many experts a batch touches) and sliding windows, which get small closed forms. So a step
 //! costs O(operator kinds), independent of how many sequences are in it.
 
+pub mod measured;
+
 use crate::hardware::CommGroup;
 
 /// Index of each feature in [`Features`].
@@ -272,6 +274,8 @@ pub enum OpKind {
     /// Streams of operators that run concurrently: the slowest stream sets the time. With
     /// `fused`, the streams are one kernel: members' fixed costs are replaced by the op's own.
     Overlap { streams: Vec<Vec<Op>>, fused: bool },
+    /// A kernel priced from a measured table (see [`measured`]).
+    Measured(Box<measured::Measured>),
 }
 
 /// Per-pair and per-active-expert costs of one routed-expert operator.
@@ -365,6 +369,7 @@ impl Op {
             OpKind::Collective { bytes, mem, .. } => nonzero_mask(bytes) | nonzero_mask(mem),
             OpKind::Experts(_) => 1 << f::TOKENS,
             OpKind::Overlap { streams, .. } => streams.iter().flatten().fold(0, |m, op| m | op.reads()),
+            OpKind::Measured(m) => m.reads(),
         };
         // The window clamps context and pairs by sequences and tokens.
         let window = match self.window {
@@ -391,37 +396,18 @@ impl Op {
             None => x,
         };
         let mut t = match &self.kind {
-            OpKind::Roofline { mma, gp, mem } => {
-                OpTime { cube: dot(mma, x), vector: dot(gp, x), memory: dot(mem, x), ..Default::default() }
-            }
-            OpKind::Collective { algo, group, bytes, mem } => {
-                let b = dot(bytes, x);
-                let comm = match algo {
-                    Collective::AllReduce => group.all_reduce(b),
-                    Collective::AllGather => group.all_gather(b),
-                    Collective::ReduceScatter => group.reduce_scatter(b),
-                    Collective::AllToAll => group.all_to_all(b),
-                };
-                OpTime { comm, memory: dot(mem, x), ..Default::default() }
-            }
-            OpKind::Experts(e) => {
-                let (pairs, active) = e.load(x[f::TOKENS]);
-                let t = OpTime {
-                    cube: pairs * e.mma_per_pair,
-                    vector: pairs * e.gp_per_pair + active * e.gp_per_expert,
-                    memory: pairs * e.mem_per_pair + active * e.mem_per_expert,
-                    comm: 0.0,
-                    fixed: if e.fixed_per_expert { self.fixed_s * active } else { 0.0 },
-                };
-                if e.fixed_per_expert {
-                    return t;
-                }
-                t
-            }
             OpKind::Overlap { .. } => {
                 let mut b = Breakdown::default();
                 return OpTime { fixed: self.seconds_into(x, &mut b) / self.count.max(1e-300), ..Default::default() };
             }
+            OpKind::Measured(m) => return measured_time(m, x, self.fixed_s),
+            OpKind::Experts(e) if e.fixed_per_expert => {
+                let (_, active) = e.load(x[f::TOKENS]);
+                let mut t = kind_time(&self.kind, x);
+                t.fixed = self.fixed_s * active;
+                return t;
+            }
+            kind => kind_time(kind, x),
         };
         if t.total() > 0.0 {
             t.fixed = self.fixed_s;
@@ -470,13 +456,69 @@ impl Op {
         }
     }
 
-    /// Seconds only (the hot path).
+    /// Seconds only (the hot path). A measured kernel skips its roofline (which only splits
+    /// the breakdown): the same float as `eval(x).total() * count`.
     pub fn seconds(&self, x: &Features) -> f64 {
         match &self.kind {
             OpKind::Overlap { .. } => self.seconds_into(x, &mut Breakdown::default()),
+            OpKind::Measured(m) if x[self.gate] > 0.0 => {
+                let s = m.priced(x).seconds;
+                let fixed = if s > 0.0 { self.fixed_s } else { 0.0 };
+                (s + fixed) * self.count
+            }
             _ => self.eval(x).total() * self.count,
         }
     }
+}
+
+/// The components of one call of a roofline, collective or expert kind, without its fixed
+/// cost (an overlap or a measured kernel has none of its own).
+fn kind_time(kind: &OpKind, x: &Features) -> OpTime {
+    match kind {
+        OpKind::Roofline { mma, gp, mem } => OpTime { cube: dot(mma, x), vector: dot(gp, x), memory: dot(mem, x), ..Default::default() },
+        OpKind::Collective { algo, group, bytes, mem } => {
+            let b = dot(bytes, x);
+            let comm = match algo {
+                Collective::AllReduce => group.all_reduce(b),
+                Collective::AllGather => group.all_gather(b),
+                Collective::ReduceScatter => group.reduce_scatter(b),
+                Collective::AllToAll => group.all_to_all(b),
+            };
+            OpTime { comm, memory: dot(mem, x), ..Default::default() }
+        }
+        OpKind::Experts(e) => {
+            let (pairs, active) = e.load(x[f::TOKENS]);
+            OpTime {
+                cube: pairs * e.mma_per_pair,
+                vector: pairs * e.gp_per_pair + active * e.gp_per_expert,
+                memory: pairs * e.mem_per_pair + active * e.mem_per_expert,
+                ..Default::default()
+            }
+        }
+        OpKind::Overlap { .. } | OpKind::Measured(_) => OpTime::default(),
+    }
+}
+
+/// A measured kernel's time, attributed whole to the component that bounds the roofline it
+/// replaces (memory, communication or compute; memory when that roofline is empty), so that
+/// its total is the measured time exactly. `fixed_s` is zero for the tables' kernels: their
+/// launch is in their latency.
+fn measured_time(m: &measured::Measured, x: &Features, fixed_s: f64) -> OpTime {
+    let p = m.priced(x);
+    if p.seconds <= 0.0 {
+        return OpTime::default();
+    }
+    let r = kind_time(&m.roofline, x);
+    let compute = r.cube + r.vector;
+    let mut t = if r.comm > r.memory && r.comm >= compute {
+        OpTime { comm: p.seconds, ..Default::default() }
+    } else if compute > r.memory {
+        OpTime { cube: p.seconds, ..Default::default() }
+    } else {
+        OpTime { memory: p.seconds, ..Default::default() }
+    };
+    t.fixed = fixed_s;
+    t
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! speculative decoding without a draft model) is refused here.
 
 use crate::cost::ParallelConfig;
+use crate::hardware::runtime::KvMemorySetting;
 use crate::outcome::{DeviceResult, Phase, Row};
 use crate::plan::{EmitOptions, Mode, Plan};
 use crate::quant::{KvQuant, LinearQuant};
@@ -66,8 +67,13 @@ pub struct Deployment {
     pub kv: KvQuant,
     pub chunked_prefill: bool,
     pub prefix_caching: bool,
-    /// Share of device memory the engine may use.
+    /// Share of device memory the engine may use (the plan's reserve).
     pub memory_fraction: f64,
+    /// The memory setting the simulated serving engine sized its KV cache by on this device,
+    /// and its value (`None`: the engine's own default); `None` when the plan's reserve did
+    /// (msmodeling, the formulas). An emitter for that engine passes this setting instead of
+    /// `memory_fraction`.
+    pub kv_memory: Option<(KvMemorySetting, Option<f64>)>,
     pub block_size: u32,
     /// Longest prompt (sizes the KV-transfer buffer of TensorRT-LLM).
     pub max_input: u64,
@@ -245,6 +251,10 @@ pub(super) fn base(plan: &Plan, device: &str, emit: &EmitOptions) -> Result<Depl
         prefix_caching: plan.workload.prefix_cache_hit_rate > 0.0 || plan.sim.shared_prefix.is_some(),
         // Rounded down: the engine never gets more memory than the plan priced.
         memory_fraction: ((1.0 - plan.serving.reserved_gib(profile) / profile.memory_gib()) * 100.0).floor() / 100.0,
+        kv_memory: (plan.engine != crate::plan::EngineKind::Analytic)
+            .then(|| plan.effective(profile).kv_memory)
+            .flatten()
+            .map(|m| (m.setting, plan.serving.gpu_memory_utilization.or(m.fraction))),
         block_size: plan.serving.kv_block_size,
         max_input: plan.workload.input.max_effective(0.0),
         instances: Vec::new(),

@@ -11,6 +11,7 @@ use super::deployment::{Deployment, Instance, Role, Weights};
 use super::script::{command, header, no_dcp, no_int8_kv, placement_note};
 use super::{Emitter, LaunchFile};
 use crate::cost::ParallelConfig;
+use crate::hardware::runtime::KvMemorySetting;
 use crate::quant::KvQuant;
 use std::fmt::Write as _;
 
@@ -56,7 +57,14 @@ impl Sglang {
         v.extend(["--max-running-requests".into(), (i.max_num_seqs * scale).to_string()]);
         let chunk = if d.chunked_prefill { (i.max_batched_tokens * scale).to_string() } else { "-1".into() };
         v.extend(["--chunked-prefill-size".into(), chunk, "--max-prefill-tokens".into(), i.max_batched_tokens.to_string()]);
-        v.extend(["--mem-fraction-static".into(), format!("{:.2}", d.memory_fraction), "--page-size".into(), d.block_size.to_string()]);
+        // The static share the simulation sized SGLang's KV pool by: SGLang's own default is
+        // left to SGLang (it computes the same), else the plan's reserve.
+        match d.kv_memory {
+            Some((KvMemorySetting::MemFractionStatic, None)) => {}
+            Some((KvMemorySetting::MemFractionStatic, Some(f))) => v.extend(["--mem-fraction-static".into(), format!("{f:.2}")]),
+            _ => v.extend(["--mem-fraction-static".into(), format!("{:.2}", d.memory_fraction)]),
+        }
+        v.extend(["--page-size".into(), d.block_size.to_string()]);
         if d.weights == Weights::Fp8Online {
             v.extend(["--quantization".into(), "fp8".into()]);
         }

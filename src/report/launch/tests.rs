@@ -17,6 +17,7 @@ fn moe(layout: ParallelConfig) -> Deployment {
         chunked_prefill: true,
         prefix_caching: false,
         memory_fraction: 0.86,
+        kv_memory: None,
         block_size: 128,
         max_input: 3500,
         instances: vec![Instance { role: Role::Mixed, count: 1, layout, max_num_seqs: 64, max_batched_tokens: 8192, mtp: 0 }],
@@ -75,4 +76,23 @@ fn rows_out_of_range_name_the_range() {
     assert_eq!(nth(&rows, 3, "x"), Ok(&3));
     assert_eq!(nth(&rows, 4, "aggregated").unwrap_err(), "--emit-row 4: the aggregated table has 3 rows (1 to 3)");
     assert!(nth::<u32>(&[], 1, "decode").unwrap_err().contains("no decode configuration"));
+}
+
+/// Each emitter passes the memory setting the simulation sized its own engine's KV cache by:
+/// vLLM's utilization, TensorRT-LLM's free-memory fraction; SGLang's computed default is left to
+/// SGLang. Another engine's setting (or none) keeps the plan's reserve. Fails if an emitter
+/// ignores `Deployment::kv_memory`.
+#[test]
+fn emitters_pass_the_memory_setting_the_simulation_used() {
+    use crate::hardware::runtime::KvMemorySetting;
+    let with = |m| Deployment { kv_memory: Some(m), ..moe(layout(8, 1, 1, 8, 1)) };
+    let vllm = text(&Vllm, &with((KvMemorySetting::GpuMemoryUtilization, Some(0.9))));
+    assert!(vllm.contains("--gpu-memory-utilization 0.90"), "{vllm}");
+    let trtllm = text(&Trtllm, &with((KvMemorySetting::KvCacheFreeGpuMemoryFraction, Some(0.9))));
+    assert!(trtllm.contains("free_gpu_memory_fraction: 0.9"), "{trtllm}");
+    let sglang = text(&Sglang, &with((KvMemorySetting::MemFractionStatic, None)));
+    assert!(!sglang.contains("--mem-fraction-static"), "{sglang}");
+    let sglang = text(&Sglang, &with((KvMemorySetting::GpuMemoryUtilization, Some(0.9))));
+    assert!(sglang.contains("--mem-fraction-static 0.86"), "{sglang}");
+    assert!(text(&Vllm, &moe(layout(8, 1, 1, 8, 1))).contains("--gpu-memory-utilization 0.86"));
 }

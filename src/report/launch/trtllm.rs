@@ -11,6 +11,7 @@ use super::deployment::{Deployment, Instance, Role, Weights};
 use super::script::{command, header, no_dcp, no_int8_kv, placement_note};
 use super::{Emitter, LaunchFile};
 use crate::cost::ParallelConfig;
+use crate::hardware::runtime::KvMemorySetting;
 use crate::quant::KvQuant;
 use std::fmt::Write as _;
 
@@ -50,6 +51,10 @@ impl Trtllm {
         }
         y += "kv_cache_config:\n";
         let _ = writeln!(y, "  enable_block_reuse: {}", d.prefix_caching);
+        // The share of free memory the simulation gave TensorRT-LLM's KV cache.
+        if let Some((KvMemorySetting::KvCacheFreeGpuMemoryFraction, f)) = d.kv_memory {
+            let _ = writeln!(y, "  free_gpu_memory_fraction: {}", f.unwrap_or(0.9));
+        }
         if d.kv == KvQuant::Fp8 {
             y += "  dtype: fp8\n";
         }

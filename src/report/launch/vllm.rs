@@ -12,6 +12,7 @@ use super::deployment::{Deployment, Instance, Role, Weights};
 use super::script::{command, header, no_int8_kv, placement_note, quote};
 use super::{Emitter, LaunchFile};
 use crate::cost::ParallelConfig;
+use crate::hardware::runtime::KvMemorySetting;
 use crate::quant::KvQuant;
 use std::fmt::Write as _;
 
@@ -57,7 +58,12 @@ impl Vllm {
         if !d.chunked_prefill {
             v.push("--no-enable-chunked-prefill".into());
         }
-        v.extend(["--gpu-memory-utilization".into(), format!("{:.2}", d.memory_fraction), "--block-size".into(), d.block_size.to_string()]);
+        // The utilization the simulation sized vLLM's KV cache by, else the plan's reserve.
+        let utilization = match d.kv_memory {
+            Some((KvMemorySetting::GpuMemoryUtilization, Some(f))) => f,
+            _ => d.memory_fraction,
+        };
+        v.extend(["--gpu-memory-utilization".into(), format!("{utilization:.2}"), "--block-size".into(), d.block_size.to_string()]);
         if d.weights == Weights::Fp8Online {
             v.extend(["--quantization".into(), "fp8".into()]);
         }

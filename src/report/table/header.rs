@@ -85,7 +85,16 @@ fn serving_line(sv: &crate::outcome::ServingSummary) -> String {
 }
 
 fn memory_info(plan: &Plan, dev: &DeviceResult) -> String {
-    let reserved = match (plan.serving.gpu_memory_utilization, plan.devices.iter().find(|d| d.name == dev.device)) {
+    let profile = plan.devices.iter().find(|d| d.name == dev.device);
+    // The simulated engines size their KV pool by their own memory setting; the formulas (and
+    // msmodeling) keep the reserve.
+    let simulated = plan.engine != crate::plan::EngineKind::Analytic;
+    if let Some((d, m)) = profile.filter(|_| simulated).and_then(|d| plan.effective(d).kv_memory.map(|m| (d, m))) {
+        use crate::quant::NamedEnum;
+        let rule = m.describe(plan.serving_engine(d).name(), plan.serving.gpu_memory_utilization);
+        return format!("Memory Info:\nTotal device memory: {:.3} GiB\nKV cache: {rule}\n", dev.profile.memory_gib);
+    }
+    let reserved = match (plan.serving.gpu_memory_utilization, profile) {
         (Some(f), Some(d)) => {
             format!("{:.3} GiB (the {:.0} % --gpu-memory-utilization {f} leaves)", plan.serving.reserved_gib(d), (1.0 - f) * 100.0)
         }

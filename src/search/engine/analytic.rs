@@ -211,9 +211,10 @@ impl Engine for AnalyticEngine {
         let plan = ctx.plan;
         let (ttft_limit, tpot_limit) = crate::search::phase_limits(plan, ctx.phase);
         let out = o.shapes.output as f64;
-        // The serving engine's per-request overhead (API server, tokenization) adds to the
-        // first token the client sees, as in the simulator.
-        let client_ms = ctx.request_overhead_s * 1e3;
+        // The serving engine's front end adds its uncontended service to the first token the
+        // client sees: the request and its prompt on the way in, the token on the way out (the
+        // simulator queues them too).
+        let client_ms = ctx.frontend.map_or(0.0, |f| (f.request_s + f.input_token_s * o.shapes.input_raw as f64 + f.output_token_s) * 1e3);
         let (mut row, stop, lat) = match ctx.phase {
             Phase::Aggregated => {
                 let (mut row, mut r) = self.aggregated(ctx, &o, batch, budget);
@@ -261,7 +262,7 @@ impl Engine for AnalyticEngine {
         }
         row.throughput_per_device = row.throughput / ctx.cand.parallel.num_devices as f64;
         row.stop_reason = stop;
-        let st = stats(ctx, &row, lat);
+        let st = stats(ctx, &row, ctx.plan.serving.reserved_gib(ctx.device), lat);
         (Probe { row, stop }, st)
     }
 }

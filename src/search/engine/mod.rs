@@ -18,6 +18,8 @@ use super::batch::{Probe, ProbeStats};
 use super::Candidate;
 use crate::cost::graph::build_both;
 use crate::cost::{CostOptions, MemoryModel, RooflineCost};
+use crate::hardware::calibration::FrontendCosts;
+use crate::hardware::runtime::{CudaGraphProfile, KvMemory};
 use crate::hardware::DeviceProfile;
 use crate::outcome::{AnalyticFigures, Phase};
 use crate::plan::Plan;
@@ -31,10 +33,13 @@ pub struct CandidateCtx<'a> {
     pub label: String,
     pub cost: RooflineCost,
     pub mem: MemoryModel,
-    /// The serving engine's per-request overhead, added to every time to first token, seconds.
-    pub request_overhead_s: f64,
-    /// New requests the serving engine admits per step (`None`: no limit).
-    pub admissions_per_step: Option<u32>,
+    /// The serving engine's front end (`None`: requests reach the engine as they arrive).
+    pub frontend: Option<FrontendCosts>,
+    /// The CUDA graphs the serving engine captures (`None`: steps priced as the cost model
+    /// prices them).
+    pub cuda_graphs: Option<CudaGraphProfile>,
+    /// What sizes the serving engine's KV pool (`None`: the plan's reserve).
+    pub kv_memory: Option<KvMemory>,
     /// The serving engine plans each step while the previous one runs.
     pub overlap_scheduling: bool,
     /// Decoder-layer passes per sequence per step ([`CostOptions::layer_passes`]): what the
@@ -53,6 +58,7 @@ impl<'a> CandidateCtx<'a> {
         opts.compile.enabled |= eff.fused_graph;
         opts.causal_attention |= eff.causal_attention;
         opts.moe_all_reduce = eff.moe_all_reduce;
+        opts.kernels = eff.kernels.clone();
         // MXFP4 weights run at the rate of the engine's kernels on this device.
         let fp4 = eff.device.matrix_flops(crate::hardware::Dtype::Fp4).is_some();
         opts.quant.linear = opts.quant.linear.with_mxfp4_kernel(eff.mxfp4_kernel, fp4);
@@ -70,8 +76,9 @@ impl<'a> CandidateCtx<'a> {
             label,
             cost,
             mem,
-            request_overhead_s: eff.request_overhead_s,
-            admissions_per_step: eff.admissions_per_step,
+            frontend: eff.frontend,
+            cuda_graphs: eff.cuda_graphs,
+            kv_memory: eff.kv_memory,
             overlap_scheduling: eff.overlap_scheduling,
             layer_passes,
             sim: std::sync::OnceLock::new(),
@@ -101,6 +108,7 @@ pub fn cost_options(plan: &Plan, cand: &Candidate) -> CostOptions {
         with_vision: plan.workload.images.is_some(),
         causal_attention: plan.serving.causal_attention,
         moe_all_reduce: false,
+        kernels: None,
     }
 }
 

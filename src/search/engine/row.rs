@@ -36,13 +36,14 @@ pub fn composition_rows(c: &Composition) -> Vec<CompositionRow> {
         .collect()
 }
 
-/// Stats for the extrapolating batch search: the candidate's memory picture and the row's
-/// (latency, limit) pairs.
-pub fn stats(ctx: &CandidateCtx, row: &Row, lat: [(f64, f64); 2]) -> ProbeStats {
+/// Stats for the extrapolating batch search: the candidate's memory picture (`reserved_gib`:
+/// what the engine keeps back beside weights, KV and activations) and the row's (latency,
+/// limit) pairs.
+pub fn stats(ctx: &CandidateCtx, row: &Row, reserved_gib: f64, lat: [(f64, f64); 2]) -> ProbeStats {
     ProbeStats {
         total_gib: ctx.device.memory_gib(),
         weight_gib: row.memory.weight_gib,
-        reserved_gib: ctx.plan.serving.reserved_gib(ctx.device),
+        reserved_gib,
         avail_gib: row.memory.avail_gib,
         latencies: lat,
     }

@@ -9,6 +9,7 @@
 //! first), which is where replicas stop being identical. Aggregation runs mixed instances;
 //! the disaggregated phases run prefill-only or decode-only instances.
 
+mod memory;
 mod setup;
 
 pub use setup::{input_bins, request_factory, SimSetup};
@@ -142,7 +143,8 @@ impl Engine for SimEngine {
         };
         row.throughput_per_device = row.throughput / ctx.cand.parallel.num_devices as f64;
         row.stop_reason = stop;
-        let st = stats(ctx, &row, [(row.tpot_ms.unwrap_or(0.0), tpot_limit), (row.ttft_ms.unwrap_or(0.0), ttft_limit)]);
+        let lat = [(row.tpot_ms.unwrap_or(0.0), tpot_limit), (row.ttft_ms.unwrap_or(0.0), ttft_limit)];
+        let st = stats(ctx, &row, setup.reserved_gib(budget), lat);
         (Probe { row, stop }, st)
     }
 }

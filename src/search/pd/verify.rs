@@ -83,7 +83,6 @@ pub fn simulate_split(
             seed: plan.seed,
             max_steps: MAX_STEPS,
             bins: input_bins(plan),
-            frontend_ns: (pc.request_overhead_s * 1e9).round() as u64,
         },
     };
     let rep = simulate_report(&sys, request_factory(plan, ArrivalProcess::Poisson { rate }))?;

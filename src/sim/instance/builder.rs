@@ -207,18 +207,18 @@ impl StepBuilder<'_> {
     }
 
     /// Open the admission of the head of the waiting queue (`None` when nobody waits, or when
-    /// the head is new and the step already took in `admissions_per_step` new requests). On a
-    /// decode instance the waiting queue holds only the requests it preempted, to recompute.
+    /// the head is new and arrived after the step being planned could see it: overlapped
+    /// scheduling). On a decode instance the waiting queue holds only the requests it
+    /// preempted, to recompute.
     pub fn open_admission(&mut self) -> Option<Admission> {
         let inst = &mut *self.inst;
         let &req = inst.waiting.front()?;
         let r = &self.reqs[req as usize];
-        // A request entering the engine for the first time waits for the next step once this
-        // one took in its share; a requeued (preempted) request is already inside, whichever
-        // instance prefilled it (a decode instance's queue holds only the ones it preempted).
-        if r.preemptions == 0
-            && (self.cfg.admissions_per_step.is_some_and(|cap| inst.step_new_admits >= cap) || r.arrival > inst.seen_until)
-        {
+        // A request entering the engine for the first time waits for the next step when it
+        // arrived after this one was planned; a requeued (preempted) request is already inside,
+        // whichever instance prefilled it (a decode instance's queue holds only the ones it
+        // preempted).
+        if r.preemptions == 0 && r.engine_arrival > inst.seen_until {
             return None;
         }
         let prompt = r.prompt_tokens();
@@ -284,9 +284,6 @@ impl StepBuilder<'_> {
         inst.waiting.pop_front();
         inst.load = inst.load.saturating_sub(a.prompt) + left;
         let rs = &mut self.reqs[a.req as usize];
-        if rs.preemptions == 0 {
-            inst.step_new_admits += 1;
-        }
         if rs.scheduled.is_none() {
             rs.scheduled = Some(self.now);
             rs.cached = a.start;

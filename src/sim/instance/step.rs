@@ -24,7 +24,6 @@ impl Instance {
         self.step_chunk_tokens = 0;
         self.step_decodes = 0;
         self.step_dec_ctx = 0;
-        self.step_new_admits = 0;
         // An overlapping engine planned this step while the previous one ran, so it saw the
         // requests that had arrived by then; an idle one plans when a request arrives.
         self.seen_until = if cfg.overlap_scheduling && !self.running.is_empty() { self.last_plan_at } else { now };
@@ -78,6 +77,7 @@ impl Instance {
         self.busy = false;
         out.prompts_done.clear();
         out.finished.clear();
+        out.first_tokens.clear();
         out.handed_off.clear();
         out.tokens = 0;
         out.decode_seqs = self.step_decodes;
@@ -105,7 +105,11 @@ impl Instance {
             // Every decoding sequence decoded: those that joined with their KV emitted their
             // first token.
             for req in self.fresh.drain(..) {
-                reqs[req as usize].first_token.get_or_insert(now);
+                let r = &mut reqs[req as usize];
+                if r.first_token.is_none() {
+                    r.first_token = Some(now);
+                    out.first_tokens.push(req);
+                }
             }
         }
         // Prefill chunks.
@@ -170,6 +174,7 @@ impl Instance {
             out.tokens += 1;
             if r.first_token.is_none() {
                 r.first_token = Some(now);
+                out.first_tokens.push(req);
             }
             if self.seqs[slot as usize].out_left == 0 {
                 self.finish(slot, reqs, now, out);

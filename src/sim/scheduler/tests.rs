@@ -215,7 +215,6 @@ fn cliff_point(kind: SchedulerKind, concurrency: u64) -> (f64, f64, f64) {
         seed: 0,
         max_steps: 10_000_000,
         bins: Vec::new(),
-        frontend_ns: 0,
     };
     let c = SimConfig { instance, instances: 1, role: Role::Mixed, run };
     let cost = FixedCost { per_step_s: 5e-3, per_token_s: 2e-5 };
@@ -349,44 +348,16 @@ fn trtllm_never_preempts_under_kv_pressure() {
 }
 
 #[test]
-fn admissions_per_step_takes_in_one_new_request_per_step() {
-    // Budget 64 holds all three 2-token prompts, but the execution profile lets one new request
-    // in per step: R1 enters beside R0's last decode, R2 beside R1's.
-    // Fails if `StepBuilder::open_admission` ignores the cap (drop its `admissions_per_step`
-    // check, tried): step 1 becomes [(0, 2), (1, 2), (2, 2)].
-    let mut c = cfg(64, 0.0, 8, 4);
-    c.admissions_per_step = Some(1);
+fn vllm_admits_every_waiting_request_the_budget_fits() {
+    // Budget 64 holds all three 2-token prompts: all three enter the first step, as vLLM's
+    // scheduler admits waiting requests while budget, running cap and KV blocks allow. (Until
+    // issue 22 the vLLM and TensorRT-LLM profiles let one new request in per step: R1 entered
+    // beside R0's last decode, R2 beside R1's, and TPOT stopped growing with load.)
+    let c = cfg(64, 0.0, 8, 4);
     let (steps, _, reqs) = trace(Box::new(Vllm), &c, &[(2, 2), (2, 2), (2, 2)]);
-    let want: Vec<Step> = vec![(vec![], vec![(0, 2)]), (vec![0], vec![(1, 2)]), (vec![1], vec![(2, 2)]), (vec![2], vec![])];
+    let want: Vec<Step> = vec![(vec![], vec![(0, 2), (1, 2), (2, 2)]), (vec![0, 1, 2], vec![])];
     assert_eq!(steps, want);
     assert!(reqs.iter().all(|r| r.generated == r.output));
-}
-
-#[test]
-fn a_requeued_request_is_not_a_new_admission() {
-    // Block size 2, 7 blocks, budget 8, one new request per step. R1 enters in step 2, R2
-    // (4-token prompt) in step 3. Step 4: R0 and R1 each need a new block and none is free
-    // beside R2's: R2, the newest, is preempted. Step 6: R0 has finished; R2 comes back
-    // (recomputing its prompt and its token: 5) beside R3's first admission. Requeued, R2 is
-    // already inside the engine and does not use up the step's one new request.
-    // Fails if a requeued request counts (`inst.step_new_admits += 1` for every admission in
-    // `StepBuilder::admit`, tried): R3 waits for step 7.
-    let mut c = cfg(8, 0.0, 4, 2);
-    c.kv_blocks = 7;
-    c.admissions_per_step = Some(1);
-    let (steps, inst, reqs) = trace(Box::new(Vllm), &c, &[(2, 5), (2, 5), (4, 3), (1, 1)]);
-    let want: Vec<Step> = vec![
-        (vec![], vec![(0, 2)]),
-        (vec![0], vec![(1, 2)]),
-        (vec![0, 1], vec![(2, 4)]),
-        (vec![0, 1], vec![]),
-        (vec![0, 1], vec![]),
-        (vec![1], vec![(2, 5), (3, 1)]),
-        (vec![2], vec![]),
-    ];
-    assert_eq!(steps, want);
-    assert_eq!(reqs.iter().map(|r| (r.generated, r.preemptions)).collect::<Vec<_>>(), vec![(5, 0), (5, 0), (3, 1), (1, 0)]);
-    assert_eq!(inst.kv.used(), 0);
 }
 
 /// Steps of `Vllm` on one instance with 1 ms steps: R0 and R1 (2 prompt tokens, 3 output
@@ -397,7 +368,7 @@ fn late_arrival_trace(overlap: bool) -> Vec<Step> {
     let mut inst = Instance::with_scheduler(0, Role::Mixed, &c, Box::new(Vllm));
     let mut reqs: Requests = [(0, 2, 3), (0, 2, 3), (1_500_000, 2, 3)]
         .iter()
-        .map(|&(arrival, input, output)| RequestState { arrival, input, output, ..Default::default() })
+        .map(|&(arrival, input, output)| RequestState { arrival, engine_arrival: arrival, input, output, ..Default::default() })
         .collect();
     inst.enqueue(0, &reqs);
     inst.enqueue(1, &reqs);
@@ -459,20 +430,16 @@ fn decode_only_trace(c: &InstanceConfig, lens: &[(u64, u64)]) -> (Vec<Step>, Vec
 }
 
 #[test]
-fn a_decode_instance_recomputes_its_preempted_requests_without_the_admission_limit() {
+fn a_decode_instance_recomputes_its_preempted_requests_without_the_late_arrival_rule() {
     // A decode-only system's waiting queue holds only requests its decode instance preempted:
-    // they were admitted before (their KV landed), so the one-new-request-per-step limit and
-    // overlapped scheduling's late-arrival rule do not hold them back, as on aggregated
-    // instances, though the prefill side never set their `scheduled`.
-    // Fails if a recompute is taken for a new request (`true` for both `preemptions == 0`
-    // tests, in `StepBuilder::open_admission` and `StepBuilder::admit`, tried): R3's
-    // recompute waits a step behind R2's, [(2, 8)] then [(3, 4)].
+    // they were admitted before (their KV landed), so overlapped scheduling's late-arrival
+    // rule does not hold them back, as on aggregated instances, though the prefill side never
+    // set their `scheduled`.
     let mut c = cfg(64, 0.0, 8, 1);
     c.kv_blocks = 16;
     let lens = [(1, 3), (3, 8), (3, 8), (3, 8)];
     let (free, _) = decode_only_trace(&c, &lens);
     assert!(free.iter().any(|(_, chunks)| chunks.len() >= 2), "two recomputes in one step: {free:?}");
-    c.admissions_per_step = Some(1);
     c.overlap_scheduling = true;
     let (limited, reqs) = decode_only_trace(&c, &lens);
     assert_eq!(limited, free);

@@ -8,6 +8,7 @@ use crate::sim::error::SimError;
 use crate::sim::queue::Event;
 use crate::sim::records::StepRecord;
 use crate::sim::router::Set;
+use crate::sim::step_time::wall_seconds;
 
 /// Longest engine step the simulator accepts, in seconds. Real steps take milliseconds; a
 /// longer one comes from non-physical device values and would saturate the clock.
@@ -76,8 +77,10 @@ impl<'s, 'a> Simulation<'s, 'a> {
     /// the requests it completed.
     fn apply(&mut self, ev: Event) -> (Option<u32>, u64) {
         match ev {
-            Event::Arrival { request } => (Some(self.arrive(request)), 0),
+            Event::Arrival { request } => (self.arrive(request), 0),
+            Event::EngineArrival { request } => (Some(self.reach_engine(request)), 0),
             Event::StepDone { instance } => (Some(instance), self.step_done(instance)),
+            Event::Delivered { instance } => (None, self.delivered(instance)),
             Event::KvTransferTick { generation } => {
                 if generation == self.link.generation {
                     self.transfers_tick();
@@ -134,27 +137,35 @@ impl<'s, 'a> Simulation<'s, 'a> {
     }
 
     /// Route an arriving request: to a decode instance in a decode-only system (its KV is
-    /// taken as transferred), else to an entry instance.
-    fn arrive(&mut self, request: u32) -> u32 {
+    /// taken as transferred), else to an entry instance, through its front end if it has one.
+    /// Returns the instance whose queue it joined now.
+    fn arrive(&mut self, request: u32) -> Option<u32> {
         if self.decode_only {
             let target = self.router.route(Set::Decode, &self.instances);
             self.reqs[request as usize].instance = target;
             self.instances[target as usize].enqueue_transferred(request);
             self.loads_changed(target);
-            target
+            Some(target)
         } else {
             let target = self.router.route(Set::Entry, &self.instances);
             self.reqs[request as usize].instance = target;
+            if self.has_frontend(target) {
+                self.enter_frontend(target, request);
+                self.loads_changed(target);
+                return None;
+            }
             self.instances[target as usize].enqueue(request, &self.reqs);
             self.loads_changed(target);
-            target
+            Some(target)
         }
     }
 
     /// Complete an instance's step; hand requests finishing their prefill off over the KV
-    /// link (or out of a prefill-only system). Returns the requests that left the system.
+    /// link (or out of a prefill-only system). Returns the requests that left the system (with
+    /// a front end, none: they leave when it delivers their last token).
     fn step_done(&mut self, instance: u32) -> u64 {
         let g = self.group_of[instance as usize];
+        let fe = self.sys.groups[g].cfg.frontend.is_some();
         let inst = &mut self.instances[instance as usize];
         let step_ms = inst.step_ms;
         inst.complete(&self.sys.groups[g].cfg, &mut self.reqs, self.now, &self.acceptance, &mut self.out);
@@ -170,10 +181,19 @@ impl<'s, 'a> Simulation<'s, 'a> {
                 self.out.tokens += 1;
             }
         }
+        // Who leaves the system with this step (its last token emitted).
+        self.leaving.clear();
+        self.leaving.extend_from_slice(&self.out.finished);
+        if self.decoders.is_empty() {
+            self.leaving.extend_from_slice(&self.out.handed_off);
+        }
+        // The inter-token gap the step's decoding requests see: the step itself, or with a
+        // front end the time between its deliveries.
+        let (itl_at, itl_ms) = if fe { self.deliver_step(instance, study) } else { (self.now, step_ms) };
         if self.open {
-            self.itl_steps.push((self.now, step_ms, self.out.decode_seqs));
+            self.itl_steps.push((itl_at, itl_ms, self.out.decode_seqs));
         } else if !self.closed || self.bench_total.is_some() || self.window_marks.0.is_some() {
-            self.itl.record_n(step_ms, self.out.decode_seqs);
+            self.itl.record_n(itl_ms, self.out.decode_seqs);
         }
         self.tokens_out += self.out.tokens;
         for &r in &self.out.prompts_done {
@@ -189,9 +209,9 @@ impl<'s, 'a> Simulation<'s, 'a> {
             self.kv_series.push(self.stats.kv_integral);
         }
         self.loads_changed(instance);
-        let done_now = self.out.finished.len() as u64;
+        let done_now = if fe { 0 } else { self.out.finished.len() as u64 };
         if study {
-            return done_now + self.out.handed_off.len() as u64;
+            return if fe { 0 } else { done_now + self.out.handed_off.len() as u64 };
         }
         for i in 0..self.out.handed_off.len() {
             // Routed at once (the router forwards the request with where its KV is); the decode
@@ -229,7 +249,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             return Ok(());
         }
         let now = self.now;
-        let secs = grp.cost.step_seconds(&inst.shape);
+        let secs = wall_seconds(&grp.cfg, grp.cost, &inst.shape);
         if !(secs.is_finite() && secs <= MAX_STEP_SECONDS) {
             // A step this slow means the device values are not physical; never a result.
             return Err(SimError::StepTooSlow { seconds: secs });

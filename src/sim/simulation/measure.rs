@@ -81,8 +81,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
     /// (TTFT and TPOT sums of those measured: the first wave is not, as in [`Self::measure`]).
     pub(super) fn done_latencies(&self, completions: u64) -> steady::Done {
         let mut d = steady::Done { completions, ..Default::default() };
-        let handed = if self.decoders.is_empty() { self.out.handed_off.iter() } else { [].iter() };
-        for &r in self.out.finished.iter().chain(handed) {
+        for &r in &self.leaving {
             let rq = &self.reqs[r as usize];
             if (r as u64) < self.sys.run.concurrency {
                 continue;
@@ -103,8 +102,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
     /// probes.
     pub(super) fn watch_latencies(&mut self) {
         let run = &self.sys.run;
-        let handed = if self.decoders.is_empty() { self.out.handed_off.iter() } else { [].iter() };
-        for &r in self.out.finished.iter().chain(handed) {
+        for &r in &self.leaving {
             let rq = &self.reqs[r as usize];
             if let (Some(first), Some(fin)) = (rq.first_token, rq.finish) {
                 self.watch.0 += (first - rq.arrival) as f64 / 1e6;
@@ -244,10 +242,8 @@ impl<'s, 'a> Simulation<'s, 'a> {
     fn tally_request(&self, m: &mut Measured, r: &RequestState, fin: Nanos) {
         let run = &self.sys.run;
         let first = r.first_token.unwrap_or(fin);
-        // The client sees the engine's time plus the API server's.
-        let client = run.frontend_ns as f64 / 1e6;
-        let ttft = (first - r.arrival) as f64 / 1e6 + client;
-        let e2e = (fin - r.arrival) as f64 / 1e6 + client;
+        let ttft = (first - r.arrival) as f64 / 1e6;
+        let e2e = (fin - r.arrival) as f64 / 1e6;
         let out_tokens = if self.prefill_only { 1 } else { r.output };
         let inter = if out_tokens > 1 { (fin - first) as f64 / 1e6 / (out_tokens - 1) as f64 } else { 0.0 };
         let amort = e2e / out_tokens as f64;

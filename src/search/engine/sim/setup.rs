@@ -1,18 +1,22 @@
 //! One candidate's simulation, configured once. [`SimSetup::new`] is the one place the plan,
 //! the device and the candidate become the simulator's configuration: the instance (scheduler,
-//! decode mode, images, overlap), its role and count, the run (measurement, request count,
-//! limits, seed, bins), the request stream, the step cost and what sizes the KV pool. A probe
-//! then fills in only what its batch size and token budget decide ([`SimSetup::config`]): the
-//! running cap and the KV blocks that follow from them.
+//! decode mode, images, overlap, front end, CUDA graphs), its role and count, the run
+//! (measurement, request count, limits, seed, bins), the request stream, the step cost and
+//! what sizes the KV pool (`memory`: the plan's reserve or the engine's memory setting). A
+//! probe then fills in only what its batch size and token budget decide
+//! ([`SimSetup::config`]): the running cap, the KV blocks and the largest CUDA graph that
+//! follow from them.
 
+use super::memory::Reserve;
 use super::{DEFAULT_OPEN_REQUESTS, MAX_STEPS};
 use crate::cost::memory::{gib, MemoryUse};
 use crate::cost::{BatchShape, MemoryModel, PhaseLoad, RooflineCost};
+use crate::hardware::runtime::{CudaGraphProfile, GraphSizeUnit};
 use crate::outcome::Phase;
 use crate::plan::{Mode, Plan, ServingEngine, SpeculativeMethod};
 use crate::search::engine::CandidateCtx;
 use crate::sim::scheduler::SchedulerKind;
-use crate::sim::{DecodeMode, InstanceConfig, Role, RunParams, SimConfig, SimError};
+use crate::sim::{CudaGraphs, DecodeMode, Frontend, GraphUnit, InstanceConfig, Role, RunParams, SimConfig, SimError};
 use crate::workload::arrival::{ArrivalProcess, RequestFactory};
 use crate::workload::Lengths;
 
@@ -33,10 +37,14 @@ pub struct SimSetup {
     max_num_seqs: Option<u64>,
     /// Open-loop arrivals (every replica simulated, no closed-loop KV demand check).
     open: bool,
-    /// The candidate's memory model and the bytes kept back: they size the KV pool.
+    /// The candidate's memory model and what is kept back: they size the KV pool.
     mem: MemoryModel,
-    reserved_bytes: f64,
-    /// A closed loop's steady-state KV demand per request (`None` for open loops).
+    reserve: Reserve,
+    /// The largest CUDA graph is at most this many times the running cap × decode tokens
+    /// (vLLM's 2).
+    graphs_per_running: Option<u64>,
+    /// A closed loop's steady-state KV demand per request, checked under the msmodeling policy
+    /// and in P/D phase searches (`None` for open loops and the engines' aggregated loops).
     demand: Option<KvDemand>,
     /// The step cost the simulator runs on: the candidate's roofline model plus `--serving-cost`
     /// on every forward of a disaggregated instance (the formulas add it per forward too).
@@ -94,16 +102,28 @@ impl SimSetup {
             seed: plan.seed,
             max_steps: MAX_STEPS,
             bins: input_bins(plan),
-            frontend_ns: (ctx.request_overhead_s * 1e9).round() as u64,
         };
         let mut cost = ctx.cost.clone();
         if ctx.phase != Phase::Aggregated {
             cost.host_s += plan.serving.serving_cost_ms * 1e-3;
         }
-        let reserved_bytes = ctx.reserved_bytes();
+        let reserve = match &ctx.kv_memory {
+            Some(m) => {
+                let p = &ctx.cand.parallel;
+                let graph_max_bs = ctx.cuda_graphs.as_ref().map_or(0, |g| g.max_size_on(ctx.device.memory_gib(), p.tp));
+                Reserve::engine(m, plan.serving.gpu_memory_utilization, graph_max_bs, p.num_devices / p.dp.max(1))
+            }
+            None => Reserve::Fixed(plan.serving.reserved_gib(ctx.device)),
+        };
         let mem = ctx.mem.clone();
+        let idle_reserve = reserve.bytes(&mem, &BatchShape::default(), 0);
         SimSetup {
-            demand: (!open).then(|| KvDemand::new(ctx, &instance)),
+            // An aggregated closed loop's batch is the clients' concurrency: the engines queue,
+            // preempt or hold back what does not fit, and only the original tool's policy calls
+            // it out of memory. A P/D phase's batch is an instance's running batch, which the P/D
+            // formulas price as running: one the pool cannot hold stays out of memory.
+            demand: (!open && (instance.scheduler == SchedulerKind::DecodeFirst || ctx.phase != Phase::Aggregated))
+                .then(|| KvDemand::new(ctx, &instance)),
             instances: if open { ctx.cand.parallel.dp } else { 1 },
             role: match ctx.phase {
                 Phase::Aggregated => Role::Mixed,
@@ -119,10 +139,11 @@ impl SimSetup {
                 weight_gib: gib(mem.weight_bytes),
                 kv_cache_gib: 0.0,
                 activation_gib: 0.0,
-                avail_gib: gib(mem.device_bytes - mem.weight_bytes - reserved_bytes),
+                avail_gib: gib(mem.device_bytes - mem.weight_bytes - idle_reserve),
             },
             mem,
-            reserved_bytes,
+            reserve,
+            graphs_per_running: ctx.cuda_graphs.as_ref().and_then(|g| g.max_per_running),
             cost,
             ttft_limit_ms,
             tpot_limit_ms,
@@ -148,7 +169,18 @@ impl SimSetup {
     /// One instance of the candidate under a `budget`-token step with `max_num_seqs` running,
     /// its KV pool sized for that many sequences.
     pub fn instance(&self, budget: u64, max_num_seqs: u64) -> InstanceConfig {
-        InstanceConfig { budget, max_num_seqs, kv_blocks: self.kv_blocks(budget, max_num_seqs), ..self.instance.clone() }
+        let mut ic = InstanceConfig { budget, max_num_seqs, kv_blocks: self.kv_blocks(budget, max_num_seqs), ..self.instance.clone() };
+        let q = ic.decode.query_tokens();
+        if let Some(g) = &mut ic.graphs {
+            // vLLM captures up to min(2 × max_num_seqs × decode tokens, 512, the token budget).
+            if g.unit == GraphUnit::Tokens {
+                g.max_size = g.max_size.min(budget);
+            }
+            if let Some(k) = self.graphs_per_running {
+                g.max_size = g.max_size.min(k * max_num_seqs * q);
+            }
+        }
+        ic
     }
 
     /// KV blocks one instance holds once weights, the reserve and the largest step's
@@ -156,7 +188,7 @@ impl SimSetup {
     fn kv_blocks(&self, budget: u64, max_seqs: u64) -> u64 {
         let peak_tokens = (budget as f64 * (1.0 + self.instance.slack)).floor() as u64;
         let peak = BatchShape { prefill: PhaseLoad::uniform(1, peak_tokens, peak_tokens), sampled: max_seqs, ..Default::default() };
-        let bytes = self.mem.kv_budget_bytes(&peak, self.reserved_bytes);
+        let bytes = self.mem.kv_budget_bytes(&peak, self.reserve.bytes(&self.mem, &peak, budget));
         self.mem.kv_capacity_blocks(bytes, self.instance.block_size, max_seqs)
     }
 
@@ -180,13 +212,25 @@ impl SimSetup {
         let peak_tokens = (ic.budget as f64 * (1.0 + ic.slack)) as u64;
         let seqs = self.kv_sized_seqs(ic.max_num_seqs, cfg.run.concurrency);
         let peak = BatchShape { prefill: PhaseLoad::uniform(1, peak_tokens, ic.budget), sampled: seqs, ..Default::default() };
-        self.mem.usage(&peak, kv_bytes, self.reserved_bytes)
+        self.mem.usage(&peak, kv_bytes, self.reserve.bytes(&self.mem, &peak, ic.budget))
     }
 
-    /// A closed-loop batch whose steady-state KV demand exceeds the pool would only thrash
-    /// (preempt and recompute without end): it is out of memory, as the analytic engine's
-    /// decode check at the mid-generation context says. Open loops are left to admission
-    /// control.
+    /// GiB kept back beside weights, KV and activations under a `budget`-token step (what the
+    /// batch search's memory extrapolation subtracts).
+    pub fn reserved_gib(&self, budget: u64) -> f64 {
+        let peak = BatchShape { prefill: PhaseLoad::uniform(1, budget, budget), ..Default::default() };
+        self.reserve.gib(&self.mem, &peak, budget)
+    }
+
+    /// Under the msmodeling policy, a closed-loop batch whose steady-state KV demand exceeds
+    /// the pool would only thrash (preempt and recompute without end): it is out of memory, as
+    /// the analytic engine's decode check at the mid-generation context says. vLLM, SGLang and
+    /// TensorRT-LLM run an aggregated client concurrency the pool cannot hold as the engines do
+    /// (vLLM preempts by recompute, SGLang retracts, TensorRT-LLM's capacity scheduler holds
+    /// requests back), so it is simulated; only a request that cannot fit the pool alone is an
+    /// error (`SimError::KvTooSmall`). A P/D phase's batch is the running batch of one instance,
+    /// which the P/D formulas take as running: there the check stays under every policy. Open
+    /// loops are left to admission control.
     pub fn kv_oversubscribed(&self, cfg: &SimConfig) -> Option<SimError> {
         let d = self.demand?;
         let ic = &cfg.instance;
@@ -253,8 +297,32 @@ fn instance_template(ctx: &CandidateCtx, engine: ServingEngine) -> InstanceConfi
         image_patches_per_image: patches,
         image_patches: patches * images_per_request,
         image_tokens: tokens,
-        admissions_per_step: ctx.admissions_per_step.map(u64::from),
         overlap_scheduling: ctx.overlap_scheduling && !trtllm_context_server,
+        frontend: ctx.frontend.map(|f| Frontend {
+            request_s: f.request_s,
+            input_token_s: f.input_token_s,
+            output_token_s: f.output_token_s,
+        }),
+        graphs: ctx.cuda_graphs.as_ref().map(|g| graphs_template(ctx, g)),
+    }
+}
+
+/// The CUDA graphs of a candidate's instances before a probe caps their largest size: the
+/// profile's largest size on this device at this TP, and what launching every kernel of an
+/// eager step costs the host (the cost model's operators × their calls per step, each at the
+/// profile's launch cost).
+fn graphs_template(ctx: &CandidateCtx, g: &CudaGraphProfile) -> CudaGraphs {
+    let kernels: f64 = ctx.cost.ops().iter().map(|o| o.count).sum();
+    CudaGraphs {
+        unit: match g.unit {
+            GraphSizeUnit::Tokens => GraphUnit::Tokens,
+            GraphSizeUnit::Sequences => GraphUnit::Sequences,
+        },
+        max_size: g.max_size_on(ctx.device.memory_gib(), ctx.cand.parallel.tp),
+        mixed_steps: g.mixed_steps,
+        padding: g.padding,
+        grid: g.sizes.iter().map(|s| (s[0], s[1])).collect(),
+        eager_launch_s: kernels * g.launch_us * 1e-6,
     }
 }
 

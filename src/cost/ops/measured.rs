@@ -1,0 +1,213 @@
+//! Operators priced from measured kernel tables (`hardware::kernels`) instead of the
+//! roofline: GEMMs, attention, routed experts and collectives of a device and serving engine
+//! whose kernels were measured.
+//!
+//! A [`Measured`] operator keeps the roofline kind it replaces: the measured time is split over
+//! compute, memory and communication in the proportions of that roofline, so the step's
+//! bottleneck breakdown stays meaningful. Its own fixed cost is zero: a measured kernel's
+//! launch and tail are in its latency.
+//!
+//! Each lookup reads the step's features:
+//! - a count (`Count`): tokens on this rank for a GEMM, tokens per expert for routed experts,
+//!   bytes for a collective, a linear function of the features; the table's slice at the
+//!   operator's widths gives the time, and a different dtype than the table's is carried by
+//!   the ratio of the two rooflines at that count ([`Transfer`]);
+//! - attention (`Attention`): decode sequences at their mean KV length on the generation
+//!   table; prefill chunks at their mean length on the context table, carried by the roofline
+//!   ratio to what the chunks really compute (a cached prefix, uneven chunks, several query
+//!   tokens per decode, another kernel's widths than the table's).
+
+use super::{dot, f, Coef, Features, OpKind};
+use crate::hardware::kernels::{Dense, Priced, Source};
+
+/// A roofline in one count `v`: max(compute · v, memory₀ + memory₁ · v), seconds at the
+/// datasheet rates. What utilisation transfer scales by and measured times are floored at.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Roof1 {
+    pub compute: f64,
+    pub memory0: f64,
+    pub memory1: f64,
+}
+
+impl Roof1 {
+    #[inline]
+    pub fn at(&self, v: f64) -> f64 {
+        (self.compute * v).max(self.memory0 + self.memory1 * v)
+    }
+}
+
+/// The roofline of an attention kernel over its work: compute per (query, key) pair per head
+/// group, memory per context token (KV read) and per query token (Q in, O out).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct AttentionRoof {
+    pub per_pair: f64,
+    pub per_ctx: f64,
+    pub per_query: f64,
+}
+
+impl AttentionRoof {
+    #[inline]
+    pub fn at(&self, pairs: f64, ctx: f64, queries: f64) -> f64 {
+        (self.per_pair * pairs).max(self.per_ctx * ctx + self.per_query * queries)
+    }
+}
+
+/// A table measured for another dtype than the operator's: its time carried by the ratio of
+/// the operator's roofline to the table dtype's at the same count.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Transfer {
+    pub target: Roof1,
+    pub measured: Roof1,
+}
+
+/// The lookup of a measured operator.
+#[derive(Debug, Clone)]
+pub enum Lookup {
+    Count {
+        /// The count as a linear function of the features.
+        coef: Coef,
+        curve: Dense<1>,
+        /// The table's roofline in the count (beyond the measured counts, and the floor).
+        roof: Roof1,
+        transfer: Option<Transfer>,
+        /// Whether no time may fall below the roofline (GEMMs: a table point below it ran from
+        /// cache; routed experts and collectives have no exact roofline to floor at).
+        floor: bool,
+    },
+    Attention {
+        prefill: Option<AttentionSide>,
+        decode: Option<AttentionSide>,
+        /// A sliding window: what the kernel reads is clamped to it in the rooflines.
+        window: Option<f64>,
+        /// The tables are full-attention ones (no table for this window): decode is looked
+        /// up at the KV length clamped to the window.
+        clamp_lookup: bool,
+        /// Decode attention split over decode-context-parallel ranks.
+        dcp: f64,
+    },
+}
+
+/// One phase of an attention kernel: its table sliced over (sequences, length), the roofline
+/// of the kernel the table measured, and the roofline of this operator's own kernel (the same
+/// for attention measured at its own widths; another for MLA, measured at DeepSeek-V3's).
+#[derive(Debug, Clone)]
+pub struct AttentionSide {
+    pub table: Dense<2>,
+    pub measured: AttentionRoof,
+    pub actual: AttentionRoof,
+}
+
+/// An operator priced from a measured table.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// The roofline kind it replaces, for the breakdown's proportions.
+    pub roofline: OpKind,
+    pub lookup: Lookup,
+}
+
+impl Measured {
+    /// Seconds of one call on features `x`, and where they came from.
+    pub fn priced(&self, x: &Features) -> Priced {
+        match &self.lookup {
+            Lookup::Count { coef, curve, roof, transfer, floor } => count(dot(coef, x), curve, roof, transfer.as_ref(), *floor),
+            Lookup::Attention { prefill, decode, window, clamp_lookup, dcp } => {
+                let mut out = Priced { seconds: 0.0, source: Source::Silicon };
+                if let Some(side) = prefill.as_ref().filter(|_| x[f::P_SEQS] > 0.0) {
+                    let p = context(x, side, *window);
+                    out = Priced { seconds: out.seconds + p.seconds, source: out.source.worst(p.source) };
+                }
+                if let Some(side) = decode.as_ref().filter(|_| x[f::D_SEQS] > 0.0) {
+                    let p = generation(x, side, *window, *clamp_lookup, *dcp);
+                    out = Priced { seconds: out.seconds + p.seconds, source: out.source.worst(p.source) };
+                }
+                out
+            }
+        }
+    }
+
+    /// Features the lookup reads (for the step memo: a count-only operator is memoised).
+    pub fn reads(&self) -> u16 {
+        match &self.lookup {
+            Lookup::Count { coef, .. } => super::nonzero_mask(coef),
+            Lookup::Attention { .. } => {
+                [f::P_SEQS, f::P_TOKENS, f::P_CTX, f::P_PAIRS, f::P_QSQ, f::D_SEQS, f::D_TOKENS, f::D_CTX, f::D_PAIRS]
+                    .iter()
+                    .fold(0, |m, i| m | 1 << i)
+            }
+        }
+    }
+}
+
+fn count(v: f64, curve: &Dense<1>, roof: &Roof1, transfer: Option<&Transfer>, floor: bool) -> Priced {
+    if v <= 0.0 {
+        return Priced { seconds: 0.0, source: Source::Silicon };
+    }
+    let mut p = curve.at([v], |y| roof.at(y[0]));
+    if floor {
+        p.seconds = p.seconds.max(roof.at(v));
+    }
+    if let Some(t) = transfer {
+        let (to, from) = (t.target.at(v), t.measured.at(v));
+        if to > 0.0 && from > 0.0 {
+            p.seconds *= to / from;
+        }
+        p.source = p.source.worst(Source::Extrapolated);
+    }
+    p
+}
+
+/// Pairs and context a window leaves of `pairs` over `tokens` queries and `ctx` over `seqs`.
+#[inline]
+pub(crate) fn clamp(window: Option<f64>, pairs: f64, tokens: f64, ctx: f64, seqs: f64) -> (f64, f64) {
+    match window {
+        Some(w) => (pairs.min(tokens * w), ctx.min(seqs * w)),
+        None => (pairs, ctx),
+    }
+}
+
+/// Prefill chunks: the context table at their mean chunk length with no cached prefix, carried
+/// by the roofline ratio to the work the chunks really do. Uniform chunks with nothing cached
+/// are exactly the table's shape (ratio 1).
+fn context(x: &Features, side: &AttentionSide, window: Option<f64>) -> Priced {
+    let (d, r, own) = (&side.table, &side.measured, &side.actual);
+    let (b, tokens) = (x[f::P_SEQS], x[f::P_TOKENS]);
+    let s = tokens / b;
+    // Causal pairs: a chunk of q new tokens after c − q cached ones attends to q·c − q(q − 1)/2.
+    let (pairs, ctx) = clamp(window, x[f::P_PAIRS] - 0.5 * (x[f::P_QSQ] - tokens), tokens, x[f::P_CTX], b);
+    let table_roof = |y: [f64; 2]| {
+        let (p, c) = clamp(window, y[0] * y[1] * (y[1] + 1.0) / 2.0, y[0] * y[1], y[0] * y[1], y[0]);
+        r.at(p, c, y[0] * y[1])
+    };
+    let mut p = d.at([b, s], table_roof);
+    let (actual, shape) = (own.at(pairs, ctx, tokens), table_roof([b, s]));
+    if shape > 0.0 && (actual / shape - 1.0).abs() > 1e-9 {
+        p.seconds *= actual / shape;
+        p.source = p.source.worst(Source::Extrapolated);
+    }
+    p
+}
+
+/// Decode sequences: the generation table at their mean KV length (one query token each),
+/// carried by the roofline ratio when a sequence queries several tokens (MTP, drafts).
+fn generation(x: &Features, side: &AttentionSide, window: Option<f64>, clamp_lookup: bool, dcp: f64) -> Priced {
+    let (d, r, own) = (&side.table, &side.measured, &side.actual);
+    let (b, tokens) = (x[f::D_SEQS], x[f::D_TOKENS]);
+    let (raw_pairs, raw_ctx) = (x[f::D_PAIRS] / dcp, x[f::D_CTX] / dcp);
+    let (pairs, ctx) = clamp(window, raw_pairs, tokens, raw_ctx, b);
+    let len = if clamp_lookup { ctx / b } else { raw_ctx / b };
+    let table_roof = |y: [f64; 2]| {
+        let (p, c) = clamp(window, y[0] * y[1], y[0], y[0] * y[1], y[0]);
+        r.at(p, c, y[0])
+    };
+    let mut p = d.at([b, len], table_roof);
+    let (actual, shape) = (own.at(pairs, ctx, tokens), table_roof([b, len]));
+    if shape > 0.0 && (actual / shape - 1.0).abs() > 1e-9 {
+        p.seconds *= actual / shape;
+        p.source = p.source.worst(Source::Extrapolated);
+    }
+    p.seconds = p.seconds.max(actual);
+    p
+}
+
+#[cfg(test)]
+mod tests;

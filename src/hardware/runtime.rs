@@ -1,0 +1,150 @@
+//! What a serving engine does around its kernels that its execution profile states and no fit
+//! changes: the CUDA graphs it captures ([`CudaGraphProfile`]) and the setting that sizes its KV
+//! pool ([`KvMemory`]). Each is the engine's own default, read in the engine's source (the
+//! built-in profiles name the file and release); the simulator applies them
+//! (`sim::CudaGraphs`, the KV pool in `search::engine::sim::SimSetup`).
+
+use serde::{Deserialize, Serialize};
+
+/// What a captured CUDA graph's size counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GraphSizeUnit {
+    /// Tokens of a step (vLLM's `cudagraph_capture_sizes`).
+    Tokens,
+    /// Decoding sequences (SGLang's `cuda_graph_bs`, TensorRT-LLM's `cuda_graph_config`).
+    Sequences,
+}
+
+/// The largest captured size on devices with less than `below_gib` of memory (absent: any),
+/// at TP below 4 and at TP 4 or more (SGLang's `cuda_graph_max_bs` defaults depend on both).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaxCaptureSize {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub below_gib: Option<f64>,
+    pub tp_below_4: u64,
+    pub tp_4_up: u64,
+}
+
+/// The CUDA graphs an engine captures by default, and what an eager step costs its host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CudaGraphProfile {
+    /// Where the figures come from (engine release and source file).
+    #[serde(default)]
+    pub source: String,
+    pub unit: GraphSizeUnit,
+    /// Steps with prefill tokens replay (piecewise) graphs too; otherwise decode-only steps do.
+    #[serde(default)]
+    pub mixed_steps: bool,
+    /// A batch between captured sizes is padded up to the next; without it only the captured
+    /// sizes replay a graph.
+    pub padding: bool,
+    /// The captured sizes as `[from, step]` pairs: from `from` on (up to the next pair's),
+    /// every `step`-th size.
+    pub sizes: Vec<[u64; 2]>,
+    /// The largest captured size, by device memory (the first row that applies).
+    pub max_size: Vec<MaxCaptureSize>,
+    /// The largest size is at most this many times the running cap × the decode tokens per
+    /// sequence (vLLM: 2); absent: no such bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_per_running: Option<u64>,
+    /// Host time to launch one kernel of an eager step, µs.
+    pub launch_us: f64,
+}
+
+impl CudaGraphProfile {
+    /// The largest captured size on a device of `memory_gib` at tensor parallelism `tp`.
+    pub fn max_size_on(&self, memory_gib: f64, tp: u32) -> u64 {
+        let row = self.max_size.iter().find(|r| r.below_gib.is_none_or(|b| memory_gib < b));
+        row.map_or(0, |r| if tp < 4 { r.tp_below_4 } else { r.tp_4_up })
+    }
+
+    pub(super) fn validate(&self) -> Result<(), String> {
+        super::check_field("cuda_graphs.launch_us", self.launch_us, 0.0, 1000.0)?;
+        if self.sizes.is_empty() || self.sizes.iter().any(|s| s[1] == 0) || self.sizes.windows(2).any(|w| w[0][0] >= w[1][0]) {
+            return Err("field `cuda_graphs.sizes` must list [from, step] pairs with steps ≥ 1 and increasing `from`".into());
+        }
+        if self.max_size.is_empty() || self.max_size.iter().any(|r| r.tp_below_4 == 0 || r.tp_4_up == 0) {
+            return Err("field `cuda_graphs.max_size` must give a size of at least 1 in every row".into());
+        }
+        Ok(())
+    }
+}
+
+/// Which engine setting sizes the KV pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KvMemorySetting {
+    /// vLLM: the engine uses `fraction` of the device's memory; the KV pool is what weights,
+    /// the peak activations of its profiling step and `overhead_gib` leave of it.
+    GpuMemoryUtilization,
+    /// SGLang: weights and KV pool take `mem_fraction_static` of the memory (activations and
+    /// CUDA graphs live in the rest); without a `fraction`, SGLang's own default.
+    MemFractionStatic,
+    /// TensorRT-LLM: the KV pool takes `fraction` of the memory free once the model is loaded
+    /// and a forward has run (weights, activations and `overhead_gib` set aside).
+    KvCacheFreeGpuMemoryFraction,
+}
+
+impl KvMemorySetting {
+    /// The engine's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            KvMemorySetting::GpuMemoryUtilization => "gpu_memory_utilization",
+            KvMemorySetting::MemFractionStatic => "mem_fraction_static",
+            KvMemorySetting::KvCacheFreeGpuMemoryFraction => "kv_cache_free_gpu_memory_fraction",
+        }
+    }
+}
+
+/// How an engine sizes its KV pool (absent from a profile: the tool's reserve,
+/// `--reserved-memory-gb`, as the original tool does).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KvMemory {
+    /// Where the rule comes from (engine release and source file).
+    #[serde(default)]
+    pub source: String,
+    pub setting: KvMemorySetting,
+    /// The setting's default value (absent: computed as the engine computes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fraction: Option<f64>,
+    /// Memory the engine holds beside weights, KV and activations (CUDA context, communication
+    /// and graph buffers), GiB.
+    #[serde(default)]
+    pub overhead_gib: f64,
+}
+
+impl KvMemory {
+    /// What the report says of the rule for `engine` (`user_fraction`: the
+    /// `--gpu-memory-utilization` that replaces the setting's value).
+    pub fn describe(&self, engine: &str, user_fraction: Option<f64>) -> String {
+        let fraction = user_fraction.or(self.fraction);
+        let value = match (fraction, user_fraction) {
+            (Some(f), Some(_)) => format!(" {f} (--gpu-memory-utilization)"),
+            (Some(f), None) => format!(" {f}"),
+            (None, _) => " (the engine's default for this GPU, chunked prefill size, CUDA graphs and TP)".to_string(),
+        };
+        let share = fraction.map_or("that share".to_string(), |f| format!("{} %", super::trim_float(f * 100.0)));
+        let buffers = format!("{} GiB of runtime buffers", super::trim_float(self.overhead_gib));
+        let what = match self.setting {
+            KvMemorySetting::GpuMemoryUtilization => {
+                format!("the KV pool is what weights, the peak activations and {buffers} leave of {share} of the memory")
+            }
+            KvMemorySetting::MemFractionStatic => format!("weights and the KV pool take {share} of the memory"),
+            KvMemorySetting::KvCacheFreeGpuMemoryFraction => {
+                format!("the KV pool takes {share} of what weights, the peak activations and {buffers} leave")
+            }
+        };
+        format!("sized by {engine}'s {}{value}: {what}", self.setting.name())
+    }
+
+    pub(super) fn validate(&self) -> Result<(), String> {
+        if let Some(f) = self.fraction {
+            super::check_field("kv_memory.fraction", f, 0.01, 1.0)?;
+        }
+        super::check_field("kv_memory.overhead_gib", self.overhead_gib, 0.0, 64.0)
+    }
+}

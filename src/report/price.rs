@@ -1,0 +1,53 @@
+//! `throughput-optimizer price`: a priced step as a table a person reads, or as JSON
+//! (`{"device_ms", "host_ms", "step_ms", "operators": [{"name", "kind", "count", "ms",
+//! "source"}], …}`). Both show the same numbers: the table rounds them for reading, the JSON
+//! keeps them whole, so its operators add up to its `device_ms`.
+
+use super::table::new_table;
+use super::ExportError;
+use crate::outcome::price::StepPrice;
+use std::fmt::Write as _;
+
+pub fn json(p: &StepPrice) -> Result<String, ExportError> {
+    Ok(serde_json::to_string_pretty(p)? + "\n")
+}
+
+fn step_line(p: &StepPrice) -> String {
+    let mut parts: Vec<String> = p.step.decodes.iter().map(|(b, l)| format!("decode {b} × 1 token at context {l}")).collect();
+    for f in &p.step.prefills {
+        let cached = if f.cached > 0 { format!(" after {} cached", f.cached) } else { String::new() };
+        parts.push(format!("prefill {} × {} tokens{cached}", f.prompts, f.tokens));
+    }
+    parts.join(", ")
+}
+
+pub fn text(p: &StepPrice) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "Step of {} on {} ({}): {}", p.model, p.device, p.serving_engine, step_line(p));
+    let moe = if p.ep > 1 || p.moe_tp != p.tp { format!(" | EP={} | MOE-TP={}", p.ep, p.moe_tp) } else { String::new() };
+    let _ = writeln!(out, "Layout: TP={} | DP={}{moe}    Quantization: {}", p.tp, p.dp, p.quantization);
+    let _ = writeln!(out, "Execution profile: {}", p.execution_profile);
+    let tables = p.kernel_tables.as_deref().unwrap_or("none (every operator on the roofline)");
+    let _ = writeln!(out, "Kernel tables: {tables}");
+    let mut t = new_table(&["operator", "kind", "calls", "ms", "% of device", "source"]);
+    for o in &p.operators {
+        let share = if p.device_ms > 0.0 { 100.0 * o.ms / p.device_ms } else { 0.0 };
+        t.add_row(vec![
+            o.name.clone(),
+            o.kind.name().to_string(),
+            format!("{}", o.count),
+            format!("{:.4}", o.ms),
+            format!("{share:.1}"),
+            o.source.name().to_string(),
+        ]);
+    }
+    let _ = writeln!(out, "{t}");
+    let hidden = if p.overlap_scheduling { "hidden behind the device time (overlapped scheduling)" } else { "added to the device time" };
+    let _ = writeln!(out, "Device time: {:.4} ms", p.device_ms);
+    let _ = writeln!(out, "Host time:   {:.4} ms, {hidden}", p.host_ms);
+    let _ = writeln!(out, "Step time:   {:.4} ms", p.step_ms);
+    for w in &p.warnings {
+        let _ = writeln!(out, "note: {w}");
+    }
+    out
+}

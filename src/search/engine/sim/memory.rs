@@ -1,0 +1,122 @@
+//! How much of a device the simulated engine keeps back from its KV pool: what the KV pool of
+//! an instance is sized from. Under the msmodeling policy it is the plan's reserve
+//! (`--reserved-memory-gb` or the share `--gpu-memory-utilization` leaves), as the original
+//! tool sizes it; under vLLM, SGLang and TensorRT-LLM it is what the engine's own memory setting
+//! leaves ([`KvMemory`] in the execution profile, its fraction replaced by
+//! `--gpu-memory-utilization` when given):
+//!
+//! - vLLM, `gpu_memory_utilization` (0.9): the engine takes that share of the device; the pool
+//!   is what weights, the peak activations of its profiling step (at the token budget) and its
+//!   runtime buffers (`overhead_gib`) leave of it;
+//! - SGLang, `mem_fraction_static`: weights and the pool take that share, activations and
+//!   CUDA graphs the rest; without a fraction, SGLang's own default from the GPU's memory, the
+//!   chunked prefill size, `cuda_graph_max_bs` and the TP size
+//!   (`ServerArgs._handle_gpu_memory_settings` in 0.5.x);
+//! - TensorRT-LLM, `kv_cache_free_gpu_memory_fraction` (0.9): the pool takes that share of
+//!   what is free once weights, activations and runtime buffers are in place.
+//!
+//! Each is expressed as the bytes kept back beside weights, KV and the peak step's activations,
+//! so that the memory model (`cost::memory`) sizes the pool and reports the memory picture the
+//! same way whichever rule applies.
+
+use crate::cost::memory::bytes_from_gib;
+use crate::cost::{BatchShape, MemoryModel};
+use crate::hardware::runtime::{KvMemory, KvMemorySetting};
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// What an instance keeps back from its KV pool.
+#[derive(Debug, Clone)]
+pub(super) enum Reserve {
+    /// A fixed reserve, GiB (the plan's, msmodeling).
+    Fixed(f64),
+    /// The serving engine's memory setting.
+    Engine {
+        setting: KvMemorySetting,
+        /// The setting's value (`None`: SGLang's computed default).
+        fraction: Option<f64>,
+        overhead_bytes: f64,
+        /// SGLang's default: `cuda_graph_max_bs` and the GPUs of one instance.
+        graph_max_bs: u64,
+        instance_devices: u32,
+    },
+}
+
+impl Reserve {
+    /// The engine's rule (`user_fraction`: `--gpu-memory-utilization`, which replaces the
+    /// setting's value).
+    pub(super) fn engine(m: &KvMemory, user_fraction: Option<f64>, graph_max_bs: u64, instance_devices: u32) -> Self {
+        Reserve::Engine {
+            setting: m.setting,
+            fraction: user_fraction.or(m.fraction),
+            overhead_bytes: bytes_from_gib(m.overhead_gib),
+            graph_max_bs,
+            instance_devices,
+        }
+    }
+
+    /// Bytes kept back beside weights, KV and the activations of `peak` (the largest step,
+    /// whose token count is the budget).
+    pub(super) fn bytes(&self, mem: &MemoryModel, peak: &BatchShape, budget: u64) -> f64 {
+        let (setting, fraction, overhead_bytes, graph_max_bs, instance_devices) = match *self {
+            Reserve::Fixed(gib) => return bytes_from_gib(gib),
+            Reserve::Engine { setting, fraction, overhead_bytes, graph_max_bs, instance_devices } => {
+                (setting, fraction, overhead_bytes, graph_max_bs, instance_devices)
+            }
+        };
+        let total = mem.device_bytes;
+        let act = mem.activation_bytes(peak);
+        match setting {
+            KvMemorySetting::GpuMemoryUtilization => total * (1.0 - fraction.unwrap_or(0.9)) + overhead_bytes,
+            KvMemorySetting::MemFractionStatic => {
+                let f = fraction.unwrap_or_else(|| sglang_mem_fraction_static(total, budget, graph_max_bs, instance_devices));
+                // Weights + pool = f × total: what the activations do not take of the rest.
+                total * (1.0 - f) - act
+            }
+            KvMemorySetting::KvCacheFreeGpuMemoryFraction => {
+                let free = (total - mem.weight_bytes - act - overhead_bytes).max(0.0);
+                overhead_bytes + (1.0 - fraction.unwrap_or(0.9)) * free
+            }
+        }
+    }
+
+    /// GiB kept back beside weights, KV and the activations of `peak` (the plan's reserve as
+    /// given, under msmodeling).
+    pub(super) fn gib(&self, mem: &MemoryModel, peak: &BatchShape, budget: u64) -> f64 {
+        match *self {
+            Reserve::Fixed(gib) => gib,
+            Reserve::Engine { .. } => crate::cost::memory::gib(self.bytes(mem, peak, budget)),
+        }
+    }
+}
+
+/// SGLang's default `mem_fraction_static` (`ServerArgs._handle_gpu_memory_settings`, SGLang
+/// 0.5.x): `(memory − reserved) / memory`, rounded to 3 decimals, with `reserved` MiB = 512
+/// (constant metadata) + 1.5 × max(chunked prefill size, 2048) (activations of a large prefill)
+/// + 2 × `cuda_graph_max_bs` (graph buffers) + 1024 × TP × PP / 8, and at least 10 GiB on GPUs
+///   above 60 GiB.
+pub(super) fn sglang_mem_fraction_static(total_bytes: f64, chunked_prefill: u64, graph_max_bs: u64, tp: u32) -> f64 {
+    let gpu_mib = total_bytes / MIB;
+    let mut reserved = 512.0 + (chunked_prefill.max(2048) as f64) * 1.5 + graph_max_bs as f64 * 2.0 + tp as f64 / 8.0 * 1024.0;
+    if gpu_mib > 60.0 * 1024.0 {
+        reserved = reserved.max(10.0 * 1024.0);
+    }
+    ((gpu_mib - reserved) / gpu_mib * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sglang_reserves_as_its_server_args_do() {
+        // H100 (80 GB, 76,294 MiB in the profile), TP 1, chunked prefill 8192, 256 graphs:
+        // 512 + 12,288 + 512 + 128 = 13,440 MiB → 0.824. H200 (141 GB): 0.9. A 48 GB GPU at
+        // 4096 and 32 graphs: 512 + 6,144 + 64 + 128 = 6,848 MiB (no 10 GiB floor) → 0.85.
+        // Fails if the floor applies below 60 GiB (0.776) or the TP term is left out (0.826).
+        let gb = |g: f64| g * 1e9;
+        assert_eq!(sglang_mem_fraction_static(gb(80.0), 8192, 256, 1), 0.824);
+        assert_eq!(sglang_mem_fraction_static(gb(141.0), 8192, 256, 1), 0.9);
+        assert_eq!(sglang_mem_fraction_static(gb(48.0), 4096, 32, 1), 0.85);
+    }
+}

@@ -1,0 +1,66 @@
+//! One engine step of one layout priced, operator by operator (`throughput-optimizer price`):
+//! the same candidate context, cost model and execution profile a planning run prices its
+//! steps with, on a step shape the caller gives instead of a simulated one.
+
+use super::engine::CandidateCtx;
+use super::Candidate;
+use crate::cost::{BatchShape, ParallelConfig, PhaseLoad};
+use crate::outcome::price::{PricedOperator, StepPrice, StepSpec};
+use crate::outcome::Phase;
+use crate::plan::Plan;
+use crate::quant::NamedEnum;
+
+/// The batch one rank runs in the step: every decode sequence queries one token at its
+/// context; every prefill chunk queries its new tokens after its cached ones; each sequence of
+/// the step samples one token (a prefill chunk is taken to end its prompt).
+pub fn step_shape(step: &StepSpec) -> BatchShape {
+    let mut shape = BatchShape::default();
+    for &(seqs, context) in &step.decodes {
+        shape.decode.merge(&PhaseLoad::uniform(seqs, 1, context));
+        shape.sampled += seqs;
+    }
+    for p in &step.prefills {
+        shape.prefill.merge(&PhaseLoad::uniform(p.prompts, p.tokens, p.cached + p.tokens));
+        shape.sampled += p.prompts;
+    }
+    shape
+}
+
+/// The step of `par` on the plan's first device under its serving engine.
+pub fn price(plan: &Plan, par: ParallelConfig, step: &StepSpec) -> StepPrice {
+    let device = &plan.devices[0];
+    let ctx = CandidateCtx::new(plan, device, Candidate { parallel: par, mtp: 0 }, Phase::Aggregated);
+    let eff = plan.effective(device);
+    let shape = step_shape(step);
+    let ops = ctx.cost.priced_ops(&shape);
+    let device_s: f64 = ops.iter().map(|o| o.seconds).sum();
+    let host_s = ctx.cost.host_seconds(&shape);
+    let step_s = if ctx.overlap_scheduling { device_s.max(host_s) } else { device_s + host_s };
+    let q = &plan.quant;
+    let quantization = match q.non_expert {
+        Some(ne) if ne != q.linear => format!("linear {} (experts), {} (other linears); KV {}", q.linear.name(), ne.name(), q.kv.name()),
+        _ => format!("linear {}; KV {}", q.linear.name(), q.kv.name()),
+    };
+    StepPrice {
+        model: plan.model.id.clone(),
+        device: device.name.clone(),
+        serving_engine: eff.engine.clone(),
+        execution_profile: eff.describe(),
+        kernel_tables: eff.kernels.as_ref().map(|k| k.0.provenance.to_string()),
+        quantization,
+        tp: par.tp,
+        ep: par.ep,
+        dp: par.dp,
+        moe_tp: par.moe_tp,
+        step: step.clone(),
+        device_ms: ops.iter().map(|o| o.seconds * 1e3).sum(),
+        host_ms: host_s * 1e3,
+        overlap_scheduling: ctx.overlap_scheduling,
+        step_ms: step_s * 1e3,
+        operators: ops
+            .into_iter()
+            .map(|o| PricedOperator { name: o.name.to_string(), kind: o.kind, count: o.count, ms: o.seconds * 1e3, source: o.source })
+            .collect(),
+        warnings: ctx.cost.warnings.clone(),
+    }
+}

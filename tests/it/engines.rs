@@ -1,0 +1,109 @@
+//! The serving engines as they run (issue 22): every waiting request the budget fits is
+//! admitted, so TPOT grows with the load; a client concurrency the KV pool cannot hold at once
+//! is queued or preempted as the engine does, never out of memory; front-end profile fields are
+//! checked by name.
+
+use super::util::{phase, run_json, usage_error};
+
+/// The row of a one-batch run: `--batch-range C C` on one layout.
+fn row(args: &[&str]) -> serde_json::Value {
+    let v = run_json(args);
+    let rows = phase(&v, 0, "aggregated")["rows"].as_array().expect("rows").clone();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    rows[0].clone()
+}
+
+#[test]
+fn tpot_grows_with_the_load_under_vllm() {
+    // Llama-3.1-8B on one H100, 1024/128, a benchmark client of 10 C requests at C in flight.
+    // With one new request per step (the profile until issue 22) TPOT stopped at 35.9 / 37.1 ms
+    // from C = 128 on (fails if the admission limit comes back: TPOT(512) < 1.5 × TPOT(128)).
+    let tpot = |c: u32| {
+        let (c_s, n) = (c.to_string(), (10 * c).to_string());
+        let args = [
+            "meta-llama/Meta-Llama-3.1-8B",
+            "--device",
+            "H100_SXM",
+            "--num-devices",
+            "1",
+            "--tp-sizes",
+            "1",
+            "--batch-range",
+            &c_s,
+            &c_s,
+            "--input-length",
+            "1024",
+            "--output-length",
+            "128",
+            "--quantize-linear-action",
+            "DISABLED",
+            "--quantize-attention-action",
+            "DISABLED",
+            "--serving-engine",
+            "vllm",
+            "--arrival",
+            "closed",
+            "--num-requests",
+            &n,
+            "-q",
+        ];
+        row(&args)["tpot_inter_token_ms"].as_f64().unwrap_or_else(|| panic!("no TPOT at {c}"))
+    };
+    let t: Vec<f64> = [64, 128, 256, 512].map(tpot).to_vec();
+    assert!(t.windows(2).all(|w| w[1] >= w[0]), "TPOT must not fall as the load grows: {t:?}");
+    assert!(t[3] >= 1.5 * t[1], "TPOT(512) {} < 1.5 × TPOT(128) {}", t[3], t[1]);
+}
+
+#[test]
+fn a_concurrency_the_kv_pool_cannot_hold_runs_under_the_engines_and_is_out_of_memory_only_under_msmodeling() {
+    // Qwen3-32B on two H100s at TP 2, 4096-token prompts, 96 in flight: ~400k tokens of KV
+    // against a pool of ~280k. vLLM preempts, SGLang retracts, TensorRT-LLM holds requests
+    // back: each reports latencies. The original tool's policy calls it out of memory.
+    // Fails if `kv_oversubscribed` is checked under every policy (memory_oom under vllm).
+    let args = |engine: &'static str| {
+        vec![
+            "Qwen/Qwen3-32B",
+            "--device",
+            "H100_SXM",
+            "--num-devices",
+            "2",
+            "--tp-sizes",
+            "2",
+            "--batch-range",
+            "96",
+            "96",
+            "--input-length",
+            "4096",
+            "--output-length",
+            "128",
+            "--quantize-linear-action",
+            "DISABLED",
+            "--serving-engine",
+            engine,
+            "--arrival",
+            "closed",
+            "--num-requests",
+            "192",
+            "-q",
+        ]
+    };
+    for engine in ["vllm", "sglang", "trtllm"] {
+        let r = row(&args(engine));
+        assert!(r["stop_reason"].is_null() && r["ttft_ms"].as_f64().is_some_and(|t| t > 0.0), "{engine}: {r}");
+        assert!(r["sim"]["kv_peak_utilization"].as_f64().unwrap() > 0.9, "{engine}: the pool is full: {r}");
+    }
+    let r = row(&args("msmodeling"));
+    assert_eq!(r["stop_reason"], "memory_oom", "{r}");
+}
+
+#[test]
+fn a_front_end_field_out_of_its_bounds_is_a_usage_error_naming_it() {
+    // 50 ms a request, 1 ms a token: a profile beyond them is refused (exit 2), naming the field.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vllm.yaml");
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/engines/vllm.yaml")).unwrap();
+    std::fs::write(&path, text.replace("frontend_output_token_us: 25.0", "frontend_output_token_us: 2500.0")).unwrap();
+    let args = ["Qwen/Qwen3-8B", "--device", "H100_SXM", "--input-length", "100", "--output-length", "10"];
+    let p = path.to_str().unwrap();
+    usage_error(&[&args[..], &["--calibration", p]].concat(), &["frontend_output_token_us", "2500", "1000"]);
+}
