@@ -186,7 +186,7 @@ fn execute<'py>(
     Ok((stdout, files))
 }
 
-/// The long flags of a command (`plan`, `calibrate` or `merge`) and how each takes values:
+/// The long flags of a command (`plan`, `calibrate`, `merge` or `price`) and how each takes values:
 /// `switch` (no value), `value` (one), `values` (one or more after the flag) or `append` (the
 /// flag repeated per value).
 fn flags<'py>(py: Python<'py>, command: &str) -> PyResult<Bound<'py, PyDict>> {
@@ -195,7 +195,8 @@ fn flags<'py>(py: Python<'py>, command: &str) -> PyResult<Bound<'py, PyDict>> {
         "plan" => throughput_optimizer::cli::RawArgs::command(),
         "calibrate" => throughput_optimizer::cli::calibrate::CalibrateArgs::command(),
         "merge" => throughput_optimizer::cli::merge::MergeArgs::command(),
-        other => return Err(raise(py, "UsageError", format!("no command `{other}`: one of plan, calibrate, merge"), 2, None)),
+        "price" => throughput_optimizer::cli::price::PriceArgs::command(),
+        other => return Err(raise(py, "UsageError", format!("no command `{other}`: one of plan, calibrate, merge, price"), 2, None)),
     };
     let out = PyDict::new(py);
     for arg in cmd.get_arguments() {
@@ -244,7 +245,7 @@ fn populate(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 const EXECUTE_DOC: &std::ffi::CStr = c"execute(argv, progress=None, stderr=None, capture=())\n--\n\n\
 Run argv (without the program name) as the binary would: (stdout text, [(flag, path, contents, written)]).";
-const FLAGS_DOC: &std::ffi::CStr = c"flags(command)\n--\n\nThe long flags of plan, calibrate or merge and how each takes values.";
+const FLAGS_DOC: &std::ffi::CStr = c"flags(command)\n--\n\nThe long flags of plan, calibrate, merge or price and how each takes values.";
 
 /// The module's definition. The module is built by hand rather than with PyO3's macros: they
 /// would compile `syn` with more features than the library's derives use, and so rebuild every

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import _thread
 import json
+import math
 import os
 import subprocess
 import threading
@@ -49,8 +50,11 @@ def cli(argv: list[str]) -> subprocess.CompletedProcess:
 
 
 def records(table) -> list[dict]:
-    """A table as a list of dicts, whether pandas made it a DataFrame or not."""
-    return table.to_dict("records") if hasattr(table, "to_dict") else table
+    """A table as a list of dicts, whether pandas made it a DataFrame or not (a DataFrame's
+    missing values, NaN, back to the list's None)."""
+    if not hasattr(table, "to_dict"):
+        return table
+    return [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in r.items()} for r in table.to_dict("records")]
 
 
 @pytest.mark.parametrize("argv", [HEADLINE, PD_RATIO], ids=["headline", "pd-ratio"])
@@ -220,9 +224,17 @@ def test_calibrate_returns_the_json_report():
         t.calibrate("no-such.csv")
 
 
-def test_price_runs_the_price_command(monkeypatch):
-    # price() is the command line `price MODEL --device D …` run through run().
-    calls = []
-    monkeypatch.setattr(t, "run", lambda argv, progress=None: calls.append(argv) or {})
-    t.price("Qwen/Qwen3-32B", device="TEST_DEVICE", decode="64x3500", compile=True)
-    assert calls == [["price", "Qwen/Qwen3-32B", "--device", "TEST_DEVICE", "--decode=64x3500", "--compile"]]
+def test_price_returns_what_the_binary_prints():
+    argv = ["price", "Qwen/Qwen3-32B", "--device", "H100_SXM", "--tp", "2", "--decode", "64x3500",
+            "--prefill", "1x2048@6144", "--output", "json"]  # fmt: skip
+    out = cli(argv)
+    assert out.returncode == 0, out.stderr
+    expected = json.loads(out.stdout)
+    # Fails if price() builds a command line other than the binary's.
+    assert t.price("Qwen/Qwen3-32B", device="H100_SXM", tp=2, decode="64x3500", prefill=["1x2048@6144"]) == expected
+    assert t.run(argv) == expected
+    assert expected["step_ms"] > 0 and expected["operators"]
+    with pytest.raises(t.UsageError, match="--decode"):
+        t.price("Qwen/Qwen3-32B", device="H100_SXM")
+    with pytest.raises(t.UsageError, match="--decode"):
+        t.price("Qwen/Qwen3-32B", device="H100_SXM", decode="64by3500")

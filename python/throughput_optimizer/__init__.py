@@ -266,9 +266,10 @@ def simulate(
         One record per simulated request, in issue order, with the ``--requests-file``
         columns: ``request``, ``instance``, ``arrival_ms``, ``queued_ms``,
         ``first_scheduled_ms``, ``first_token_ms``, ``finish_ms``, ``input_tokens``,
-        ``cached_tokens``, ``output_tokens``, ``preemptions`` (times in ms of engine time;
-        ``None`` for a request still running when the simulation stopped). A pandas
-        DataFrame when pandas is installed, else a list of dicts.
+        ``cached_tokens``, ``output_tokens``, ``preemptions`` (times in ms of engine time; a
+        time that never came, for a request still running when the simulation stopped, is
+        ``None``, NaN in a DataFrame). A pandas DataFrame when pandas is installed, else a
+        list of dicts.
 
     Raises:
         UsageError, RuntimeError, KeyboardInterrupt: see :func:`run`; RuntimeError also when
@@ -313,8 +314,46 @@ def calibrate(measured: Union[PathOrStr, Sequence[PathOrStr]], *, fit: bool = Fa
     return report
 
 
-def price(model: str, *, device: str, progress: Progress = None, **options: Any) -> Union[Report, str]:
-    """Price one engine step (``throughput-optimizer price MODEL --device D …``, e.g.
-    ``decode="64x3500"``): the command line built from the options like :func:`plan`'s and
-    run by :func:`run`; returns what ``price`` prints (a dict for JSON output)."""
-    return run(["price", str(model), "--device", device, *_argv.to_argv("price", options, "price")], progress=progress)
+def price(
+    model: str,
+    *,
+    device: str,
+    decode: Union[str, Sequence[str], None] = None,
+    prefill: Union[str, Sequence[str], None] = None,
+    tp: Optional[int] = None,
+    ep: Optional[int] = None,
+    dp: Optional[int] = None,
+    **options: Any,
+) -> Report:
+    """Price one engine step, operator by operator (``throughput-optimizer price MODEL
+    --device D … --output json``): no search, no memory check.
+
+    Args:
+        model: as for :func:`plan`.
+        device: one device profile name.
+        decode: ``"BxL"``, B sequences each emitting one token at context L (``"64x3500"``),
+            or a list of them (``--decode``).
+        prefill: ``"NxP"``, N prompts of P new tokens, or ``"NxP@C"``, a chunk of P new tokens
+            after C cached (``"1x2048@6144"``), or a list of them (``--prefill``).
+        tp, ep, dp: the layout's tensor-, expert- and attention-data-parallel ranks (1 each
+            when left out).
+        **options: ``price``'s other flags: ``serving_engine="sglang"``,
+            ``quantize_linear_action="FP8"``, ``calibration="none"``,
+            ``performance_model="analytic"`` …
+
+    Returns:
+        What ``price --output json`` prints, as a dict: the step (``step``), its device time,
+        host time and step time (``device_ms``, ``host_ms``, ``step_ms``) and every operator
+        with its time and where that time came from (``operators``).
+
+    Raises:
+        UsageError: a bad flag or value, or neither ``decode`` nor ``prefill``.
+        RuntimeError: see :func:`run`.
+    """
+    options = dict(options, decode=decode, prefill=prefill, tp=tp, ep=ep, dp=dp)
+    if options.pop("output", "json") != "json":
+        raise UsageError("price() returns the JSON report: leave out output= (or call run())")
+    argv = ["price", str(model), "--device", device, "--output", "json", *_argv.to_argv("price", options, "price")]
+    report = run(argv, progress=False)
+    assert isinstance(report, dict), "price --output json prints a JSON report"
+    return report

@@ -19,7 +19,7 @@ _FLAGS: Dict[str, Optional[Dict[str, str]]] = {}
 
 
 def flags(command: str) -> Optional[Dict[str, str]]:
-    """The long flags of ``command`` (``plan``, ``calibrate``, ``merge``) → how each takes
+    """The long flags of ``command`` (``plan``, ``calibrate``, ``merge``, ``price``) → how each takes
     values; ``None`` for a command the extension module has no table of."""
     if command not in _FLAGS:
         try:

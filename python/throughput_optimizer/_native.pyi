@@ -19,5 +19,5 @@ def execute(
     binary's message, or ``KeyboardInterrupt`` once Ctrl-C has stopped the run."""
 
 def flags(command: str) -> Dict[str, str]:
-    """The long flags of ``plan``, ``calibrate`` or ``merge`` → ``switch``, ``value``,
+    """The long flags of ``plan``, ``calibrate``, ``merge`` or ``price`` → ``switch``, ``value``,
     ``values`` or ``append`` (how each takes values)."""
