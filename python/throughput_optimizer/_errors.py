@@ -44,3 +44,9 @@ class RuntimeError(Error, builtins.RuntimeError):  # noqa: A001 - the binary's "
 class PlanWarning(UserWarning):
     """A warning the binary prints on stderr (``warning: …``): a flag that has no effect, a
     default that was adjusted, an output that was left out."""
+
+
+# Shown (and pickled) as the package's own: `throughput_optimizer.UsageError: …`.
+for _class in (Error, UsageError, RuntimeError, PlanWarning):
+    _class.__module__ = "throughput_optimizer"
+del _class
