@@ -99,7 +99,8 @@ def _output(stdout: str, files: List[Tuple[str, str, str, bool]]) -> Union[Repor
         text = next((contents for flag, _, contents, _ in files if flag == "--output-file"), text)
     if text.lstrip().startswith("{"):
         try:
-            return json.loads(text)
+            report: Report = json.loads(text)
+            return report
         except ValueError:
             pass
     return text
@@ -232,7 +233,7 @@ def sweeps(report: Report) -> Table:
     ``itl_p99_ms``, ``best_batch`` and ``best_throughput`` (the best batch at that budget).
 
     Returns a pandas DataFrame when pandas is installed, else a list of dicts."""
-    records = []
+    records: List[Record] = []
     for device in report.get("devices", []):
         for phase in device.get("phases", []):
             for sweep in phase.get("sweeps", []):
@@ -285,6 +286,8 @@ def simulate(
     csv_text = next((contents for flag, _, contents, _ in files if flag == "--requests-file"), None)
     if csv_text is None:
         report = _output(stdout, files)
+        if not isinstance(report, dict):
+            raise RuntimeError("simulate(): the deployment did not run")
         failures = [f for d in report.get("devices", []) for p in d.get("phases", []) for f in p.get("failures", [])]
         raise RuntimeError("simulate(): the deployment did not run" + (": " + "; ".join(failures) if failures else ""))
     return _tables.table(_tables.requests_records(csv_text))

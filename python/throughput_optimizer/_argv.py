@@ -40,7 +40,7 @@ def _text(value: Any) -> str:
     if isinstance(value, bool):
         raise TypeError("a switch")
     if isinstance(value, os.PathLike):
-        return os.fspath(value)
+        return str(os.fspath(value))
     return str(value)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 #: ``progress(done, total)`` after each searched candidate; returning ``False`` stops the run.
 ProgressCallback = Callable[[int, int], Optional[bool]]
@@ -13,9 +13,9 @@ class TqdmBar:
     """A tqdm bar of the candidates searched that shows only once the search has run for a
     second, as the binary's bar does on a terminal."""
 
-    def __init__(self, tqdm) -> None:
+    def __init__(self, tqdm: Any) -> None:
         self._tqdm = tqdm
-        self._bar = None
+        self._bar: Any = None
 
     def __call__(self, done: int, total: int) -> None:
         if self._bar is None:
@@ -28,7 +28,7 @@ class TqdmBar:
             self._bar.close()
 
 
-def resolve(progress: Progress):
+def resolve(progress: Progress) -> Optional[ProgressCallback]:
     """The callback for ``progress``: a callable as given; ``None`` (the default) a tqdm bar
     when tqdm is installed, else none; ``True`` a tqdm bar (tqdm required); ``False`` none."""
     if callable(progress):
@@ -36,7 +36,7 @@ def resolve(progress: Progress):
     if progress is False:
         return None
     try:
-        from tqdm.auto import tqdm
+        from tqdm.auto import tqdm  # type: ignore[import-untyped, unused-ignore]
     except ImportError:
         if progress is True:
             raise

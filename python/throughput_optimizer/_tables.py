@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any, Dict, Iterable, List, Mapping, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Union
+
+if TYPE_CHECKING:
+    import pandas  # type: ignore[import-untyped, unused-ignore]
 
 Record = Dict[str, Any]
 #: A ``pandas.DataFrame`` when pandas is installed, else a list of dicts.
-Table = Union["pandas.DataFrame", List[Record]]  # noqa: F821
+Table = Union["pandas.DataFrame", List[Record]]
 
 
 def flatten(obj: Mapping[str, Any], prefix: str = "") -> Record:
@@ -28,7 +31,7 @@ def flatten(obj: Mapping[str, Any], prefix: str = "") -> Record:
 def table(records: Iterable[Record]) -> Table:
     records = list(records)
     try:
-        import pandas
+        import pandas  # type: ignore[import-untyped, unused-ignore]
     except ImportError:
         return records
     return pandas.DataFrame.from_records(records)
