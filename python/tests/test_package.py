@@ -213,7 +213,7 @@ def test_ctrl_c_stops_a_long_run_and_the_gil_is_released():
         timer.cancel()
         ticker.join()
     elapsed = time.monotonic() - started
-    # The interrupt comes at 1 s; the run stops once the candidates in flight are done.
+    # The interrupt comes at 1 s; the run stops once the simulations in flight are done.
     assert elapsed < 4.0, f"the run went on for {elapsed:.1f} s after Ctrl-C"
     # Fails if the search ran to its end and only then raised.
     assert seen and seen[-1][0] < seen[-1][1], f"the search finished ({seen[-1:]}) before it stopped"

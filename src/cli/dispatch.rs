@@ -25,7 +25,7 @@ pub enum Invocation {
     /// `throughput-optimizer merge FILES…`.
     Merge(MergeArgs),
     /// `throughput-optimizer price MODEL …`.
-    Price(PriceArgs),
+    Price(Box<PriceArgs>),
 }
 
 /// What runs a command line: where its outputs go, what it shows of a search's progress, and
@@ -59,7 +59,7 @@ pub fn parse(argv: &[OsString]) -> Result<Invocation, clap::Error> {
     match argv.get(1).and_then(|a| a.to_str()) {
         Some("calibrate") => CalibrateArgs::try_parse_from(&argv[1..]).map(Invocation::Calibrate),
         Some("merge") => MergeArgs::try_parse_from(&argv[1..]).map(Invocation::Merge),
-        Some("price") => PriceArgs::try_parse_from(&argv[1..]).map(Invocation::Price),
+        Some("price") => PriceArgs::try_parse_from(&argv[1..]).map(|args| Invocation::Price(Box::new(args))),
         _ => RawArgs::parse_argv(argv.iter().cloned()).map(|raw| Invocation::Plan(Box::new(raw))),
     }
 }

@@ -458,8 +458,9 @@ pub fn run_with_progress(plan: &Plan, report: ProgressFn) -> Report {
 }
 
 /// [`run_with_progress`] that its caller can stop (an embedder on Ctrl-C): once `stop` is set,
-/// the candidates not yet started are skipped, and so are the chunk-budget sweeps. The report
-/// of a stopped run is incomplete: the caller discards it.
+/// the candidates not yet started are skipped, the batch searches in flight end at their next
+/// probe ([`engine::Stoppable`]), and the chunk-budget sweeps are skipped. The report of a
+/// stopped run is incomplete: the caller discards it.
 pub fn run_stoppable(plan: &Plan, report: ProgressFn, stop: &AtomicBool) -> Report {
     assemble(plan, report, stop, Source::Search)
 }
@@ -473,10 +474,12 @@ fn assemble(plan: &Plan, report: ProgressFn, stop: &AtomicBool, source: Source) 
         EngineKind::Sim => Box::new(SimEngine::default()),
         EngineKind::Compare => Box::new(CompareEngine::default()),
     };
+    // A stop ends the batch searches in flight at their next probe, not at their candidates' end.
+    let engine = engine::Stoppable { inner: engine.as_ref(), stop };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(plan.jobs).build();
     let devices: Vec<DeviceResult> = match pool {
-        Ok(pool) => pool.install(|| plan.devices.iter().map(|d| run_device(plan, engine.as_ref(), d, &progress, source)).collect()),
-        Err(_) => plan.devices.iter().map(|d| run_device(plan, engine.as_ref(), d, &progress, source)).collect(),
+        Ok(pool) => pool.install(|| plan.devices.iter().map(|d| run_device(plan, &engine, d, &progress, source)).collect()),
+        Err(_) => plan.devices.iter().map(|d| run_device(plan, &engine, d, &progress, source)).collect(),
     };
     Report {
         schema_version: crate::outcome::SCHEMA_VERSION,
