@@ -375,6 +375,9 @@ fn read_csv(path: &Path) -> Result<Columns, String> {
     Ok(c)
 }
 
+/// One table's points (coordinates, time) and the shapes they cover (coordinates' bits).
+type TablePoints = (Vec<(Vec<f64>, f64)>, std::collections::HashSet<Vec<u64>>);
+
 /// Points per table, merged across sources: the first measurement of a shape is kept (the
 /// current version before older ones; the densest kernel before others).
 /// A table's points (coordinates, time) and the shapes already taken (coordinates' bits).
