@@ -61,6 +61,8 @@ pub struct Deployment {
     pub model: String,
     pub device: String,
     pub nvidia: bool,
+    /// An AMD GPU: served by the ROCm builds of vLLM and SGLang.
+    pub amd: bool,
     pub ascend: bool,
     pub moe: bool,
     pub weights: Weights,
@@ -243,6 +245,7 @@ pub(super) fn base(plan: &Plan, device: &str, emit: &EmitOptions) -> Result<Depl
         model: emit.model.clone(),
         device: device.to_string(),
         nvidia: profile.vendor.eq_ignore_ascii_case("nvidia"),
+        amd: profile.vendor.eq_ignore_ascii_case("amd"),
         ascend: profile.vendor.eq_ignore_ascii_case("ascend"),
         moe: plan.model.is_moe(),
         weights,
