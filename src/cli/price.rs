@@ -130,7 +130,7 @@ fn layout_value(flag: &str, v: Option<u32>) -> Result<u32, PlanError> {
     match v {
         None => Ok(1),
         Some(n) if (1..=4096).contains(&n) => Ok(n),
-        Some(n) => Err(PlanError::invalid(flag, &n.to_string(), "a number of ranks from 1 to 4096")),
+        Some(n) => Err(PlanError::invalid(flag, n.to_string(), "a number of ranks from 1 to 4096")),
     }
 }
 
@@ -177,12 +177,10 @@ fn layout(plan: &crate::plan::Plan, tp: u32, ep: u32, dp: u32, args: &PriceArgs)
         _ => None,
     });
     match experts {
-        None if ep > 1 => {
-            return Err(PlanError::invalid("--ep", &ep.to_string(), format!("{} is a dense model: EP must be 1", args.model)))
-        }
-        Some(e) if ep > e => return Err(PlanError::invalid("--ep", &ep.to_string(), format!("at most the model's {e} experts"))),
-        _ if gpus % ep != 0 => {
-            return Err(PlanError::invalid("--ep", &ep.to_string(), format!("must divide the GPUs, tp × dp = {gpus}")));
+        None if ep > 1 => return Err(PlanError::invalid("--ep", ep.to_string(), format!("{} is a dense model: EP must be 1", args.model))),
+        Some(e) if ep > e => return Err(PlanError::invalid("--ep", ep.to_string(), format!("at most the model's {e} experts"))),
+        _ if !gpus.is_multiple_of(ep) => {
+            return Err(PlanError::invalid("--ep", ep.to_string(), format!("must divide the GPUs, tp × dp = {gpus}")));
         }
         _ => {}
     }

@@ -381,7 +381,7 @@ impl DeviceProfile {
         }
         if let Some(h) = self.gpus_per_host {
             let inner = self.comm_grid.last().map_or(1, |l| l.size);
-            if h == 0 || inner % h != 0 {
+            if h == 0 || !inner.is_multiple_of(h) {
                 return Err(format!(
                     "field `gpus_per_host` is {h}; it must divide the innermost grid level's {inner} devices (a host's devices share its fastest link)"
                 ));

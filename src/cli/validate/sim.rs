@@ -355,7 +355,7 @@ pub(crate) fn validate_performance_model(
             };
             let wanted: Vec<(&crate::hardware::DeviceProfile, &str)> = devices.iter().map(|d| (d, engine_of(d))).collect();
             let db = DatabaseTables::load(dir, &wanted)
-                .map_err(|e| Error::rejected("--profiling-database-path", &dir.display().to_string(), e.to_string()))?;
+                .map_err(|e| Error::rejected("--profiling-database-path", dir.display().to_string(), e.to_string()))?;
             KernelChoice::Database(std::sync::Arc::new(db))
         }
         Some(o) => return Err(Error::invalid("--performance-model", o, "not one of analytic, profiling")),
