@@ -95,7 +95,12 @@ impl Deployment {
 /// the checkpoint holds, so the plan must have priced the same.
 fn native_weights(model: &str) -> Option<(LinearQuant, LinearQuant)> {
     let m = model.to_ascii_lowercase();
-    if m.starts_with("deepseek-ai/deepseek-v3") || m.starts_with("deepseek-ai/deepseek-r1") || m.starts_with("moonshotai/kimi-k2") {
+    if m.starts_with("moonshotai/kimi-k2.5") {
+        // compressed-tensors INT4 (W4A16, groups of 32) routed experts, the rest bf16.
+        Some((LinearQuant::W4A16Int4, LinearQuant::Disabled))
+    } else if m.starts_with("zai-org/glm-5-fp8") || m.starts_with("minimaxai/minimax-m2") {
+        Some((LinearQuant::Fp8Block, LinearQuant::Fp8Block))
+    } else if m.starts_with("deepseek-ai/deepseek-v3") || m.starts_with("deepseek-ai/deepseek-r1") || m.starts_with("moonshotai/kimi-k2") {
         Some((LinearQuant::Fp8, LinearQuant::Fp8))
     } else if m.starts_with("openai/gpt-oss") {
         Some((LinearQuant::Mxfp4, LinearQuant::Disabled))
