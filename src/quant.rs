@@ -304,6 +304,10 @@ impl QuantConfig {
             WeightFormat::Mxfp4Experts => (LinearQuant::Mxfp4, None),
             WeightFormat::Int4Experts if model.is_moe() => (LinearQuant::W4A16Int4, Some(LinearQuant::Disabled)),
             WeightFormat::Int4Experts => (LinearQuant::W4A16Int4, None),
+            // Attention's projections stay bf16; the shared experts and dense MLPs (NVFP4 in the
+            // checkpoint) are priced with them, in bf16: `non_expert` covers all three.
+            WeightFormat::Nvfp4Mlp if model.is_moe() => (LinearQuant::Nvfp4, Some(LinearQuant::Disabled)),
+            WeightFormat::Nvfp4Mlp => (LinearQuant::Nvfp4, None),
         };
         let kv = if model.fp8_kv_cache { KvQuant::Fp8 } else { KvQuant::Disabled };
         QuantConfig { linear, non_expert, kv, mxfp4_group_size: 32 }
@@ -365,5 +369,18 @@ mod tests {
         assert_eq!(LinearQuant::W4A16Int4.gemm_dtype(), Dtype::Bf16);
         assert_eq!(LinearQuant::W4A16Int4.activation_bytes(32), 2.0);
         assert_eq!(LinearQuant::W4A16Int4.channel_scale_bytes(), 0.0);
+    }
+
+    #[test]
+    fn checkpoints_of_kimi_k25_and_nvidias_nvfp4_glm5_price_their_experts_apart() {
+        // Kimi-K2.5: INT4 weight-only routed experts, every other linear bf16, bf16 KV.
+        let kimi = crate::model::catalog::find("moonshotai/Kimi-K2.5").unwrap();
+        let q = QuantConfig::checkpoint(&kimi);
+        assert_eq!((q.linear, q.non_expert, q.kv), (LinearQuant::W4A16Int4, Some(LinearQuant::Disabled), KvQuant::Disabled));
+        // NVIDIA's NVFP4 GLM-5: NVFP4 experts, bf16 attention, FP8 KV.
+        let mut glm = crate::model::catalog::find("zai-org/GLM-5").unwrap();
+        (glm.weights, glm.fp8_kv_cache) = (crate::model::WeightFormat::Nvfp4Mlp, true);
+        let q = QuantConfig::checkpoint(&glm);
+        assert_eq!((q.linear, q.non_expert, q.kv), (LinearQuant::Nvfp4, Some(LinearQuant::Disabled), KvQuant::Fp8));
     }
 }

@@ -77,6 +77,10 @@ pub enum WeightFormat {
     /// INT4 routed experts, weight-only in groups of 32 with a bf16 scale each (W4A16,
     /// compressed-tensors `pack-quantized`), everything else bf16 (Kimi-K2.5, Kimi-K2-Thinking).
     Int4Experts,
+    /// NVFP4 MLPs (routed, shared and dense), attention projections kept in bf16: NVIDIA's
+    /// ModelOpt NVFP4 checkpoints of GLM-5, Kimi-K2.5 and MiniMax-M2.5 (their
+    /// `exclude_modules` list every `self_attn` projection).
+    Nvfp4Mlp,
 }
 
 impl WeightFormat {
@@ -91,6 +95,7 @@ impl WeightFormat {
             WeightFormat::Mxfp4Experts => "mxfp4 experts",
             WeightFormat::Nvfp4 => "nvfp4",
             WeightFormat::Int4Experts => "int4 experts (W4A16, groups of 32)",
+            WeightFormat::Nvfp4Mlp => "nvfp4 MLPs, bf16 attention",
         }
     }
 }
