@@ -109,6 +109,12 @@ fn native_weights(model: &str) -> Option<(LinearQuant, LinearQuant)> {
     }
 }
 
+/// The (experts, other linears) quantization a model's checkpoint holds.
+fn checkpoint_weights(model: &crate::model::ModelArch) -> (LinearQuant, LinearQuant) {
+    let q = crate::quant::QuantConfig::checkpoint(model);
+    (q.for_experts(), q.for_non_experts())
+}
+
 fn flags_for(w: (LinearQuant, LinearQuant)) -> String {
     if w.0 == w.1 {
         format!("--quantize-linear-action {}", w.0)
@@ -137,6 +143,9 @@ fn weights(plan: &Plan, model: &str) -> Result<Weights, String> {
         (LinearQuant::Disabled, LinearQuant::Disabled) => Ok(Weights::Bf16),
         (LinearQuant::Fp8, LinearQuant::Fp8) => Ok(Weights::Fp8Online),
         w if matches!(plan.model_source, crate::model::ModelSource::File(_)) => Ok(Weights::Checkpoint(describe(w))),
+        // A republished quantized checkpoint named by its id (`nvidia/GLM-5-NVFP4`), planned in
+        // the precision its name says.
+        w if !plan.model.weights.is_bf16() && checkpoint_weights(&plan.model) == w => Ok(Weights::Checkpoint(describe(w))),
         w => Err(format!(
             "{model} is a BF16 checkpoint, and serving {} weights needs a checkpoint quantized that way (give its directory as the model); \
              or plan BF16 or online-FP8 weights with --quantize-linear-action DISABLED or FP8",
