@@ -81,9 +81,10 @@ crate::quant::named_enum!(ServingEngine { Vllm => "vllm", Sglang => "sglang", Tr
 
 impl ServingEngine {
     /// The engine a device is served with when `--serving-engine` is not given: vLLM on
-    /// NVIDIA GPUs (the profile's `vendor`), msmodeling elsewhere (Ascend, the test device).
+    /// NVIDIA GPUs and (ROCm vLLM) on AMD GPUs (the profile's `vendor`), msmodeling elsewhere
+    /// (Ascend, the test device).
     pub fn default_for(device: &DeviceProfile) -> Self {
-        if device.vendor.eq_ignore_ascii_case("nvidia") {
+        if device.vendor.eq_ignore_ascii_case("nvidia") || device.vendor.eq_ignore_ascii_case("amd") {
             ServingEngine::Vllm
         } else {
             ServingEngine::Msmodeling

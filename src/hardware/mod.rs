@@ -154,6 +154,9 @@ pub struct DeviceProfile {
     pub vendor: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
+    /// Where the figures come from (the datasheet, the measurement), shown by `--list-devices`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
     /// The compute die (`GH100`): devices built on the same die share a calibration's matrix
     /// and bus efficiencies (`calibrate --fit`); empty = the device is its own.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -174,6 +177,12 @@ pub struct DeviceProfile {
     pub op_overhead_us: OpOverhead,
     /// Outermost level first; ranks are laid out row-major (last level fastest).
     pub comm_grid: Vec<GridLevel>,
+    /// Devices one host (one operating system, one engine process tree) holds, when it is
+    /// fewer than the innermost grid level: a GB200 NVL72 rack is one 72-GPU NVLink domain of
+    /// 4-GPU hosts, so TP and EP groups of up to 72 stay on NVLink while an instance of more
+    /// than 4 GPUs spans hosts. `None`: a host holds the innermost level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus_per_host: Option<u32>,
     pub kv_transfer: Link,
     /// Host-side time per engine step (scheduling, launch) not hidden by the device.
     #[serde(default)]
@@ -271,6 +280,11 @@ impl DeviceProfile {
         self.comm_grid.iter().map(|l| l.bandwidth.bytes_per_s * l.efficiency / 1e9).collect()
     }
 
+    /// Devices one host holds: `gpus_per_host`, else the innermost grid level.
+    pub fn host_size(&self) -> u64 {
+        self.gpus_per_host.map_or_else(|| self.comm_grid.last().map_or(1, |l| l.size as u64), u64::from)
+    }
+
     /// Devices per grid level, outermost first.
     pub fn grid_sizes(&self) -> Vec<u64> {
         self.comm_grid.iter().map(|l| l.size as u64).collect()
@@ -364,6 +378,14 @@ impl DeviceProfile {
             non_negative(&format!("comm_grid[{i}].latency_us"), l.latency_us)?;
             physical(&format!("comm_grid[{i}].latency_us"), l.latency_us, OVERHEAD_US_RANGE)?;
             frac(&format!("comm_grid[{i}].efficiency"), l.efficiency)?;
+        }
+        if let Some(h) = self.gpus_per_host {
+            let inner = self.comm_grid.last().map_or(1, |l| l.size);
+            if h == 0 || !inner.is_multiple_of(h) {
+                return Err(format!(
+                    "field `gpus_per_host` is {h}; it must divide the innermost grid level's {inner} devices (a host's devices share its fastest link)"
+                ));
+            }
         }
         if self.grid_size() > 1 << 20 {
             return Err(format!("field `comm_grid` models {} devices; at most 1048576 are supported", self.grid_shape()));

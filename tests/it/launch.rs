@@ -164,3 +164,16 @@ fn an_engine_that_cannot_serve_the_plan_says_why() {
     let out = cmd().args(args(AGG, &["--emit", "vllm"])).output().unwrap();
     assert!(out.status.success());
 }
+
+#[test]
+fn republished_and_int4_checkpoints_serve_as_they_are_stored() {
+    // Issue 23: NVIDIA's NVFP4 GLM-5 (named by its id, NVFP4 MLPs and FP8 KV) and Kimi-K2.5's
+    // INT4 experts are served as their checkpoints hold them, not refused as BF16 ones.
+    // Mutation: drop the republished-checkpoint arm in `deployment::weights` and the first fails.
+    let base = ["--num-devices", "8", "--input-length", "1024", "--output-length", "256", "--tp-sizes", "8", "--engine", "analytic", "-q"];
+    let glm = run_ok(&args(&["nvidia/GLM-5-NVFP4", "--device", "B200", "--emit", "vllm"], &base));
+    assert!(glm.contains("# Weights: NVFP4 experts, DISABLED other linears, as the checkpoint stores them; KV cache: FP8"), "{glm}");
+    assert!(glm.contains("vllm serve nvidia/GLM-5-NVFP4") && glm.contains("--kv-cache-dtype fp8"), "{glm}");
+    let kimi = run_ok(&args(&["moonshotai/Kimi-K2.5", "--device", "H200_SXM", "--emit", "sglang"], &base));
+    assert!(kimi.contains("# Weights: W4A16_INT4 experts, DISABLED other linears, as the checkpoint stores them"), "{kimi}");
+}

@@ -138,6 +138,25 @@ pub(crate) fn validate_sim(
     })
 }
 
+/// `--serving-engine trtllm` on a device TensorRT-LLM does not run on: it is NVIDIA's, and
+/// AMD GPUs are served by the ROCm builds of vLLM and SGLang.
+pub(crate) fn validate_engine_vendor(sim: &SimOptions, devices: &[crate::hardware::DeviceProfile]) -> Result<(), Error> {
+    if sim.serving_engine != Some(ServingEngine::Trtllm) {
+        return Ok(());
+    }
+    match devices.iter().find(|d| d.vendor.eq_ignore_ascii_case("amd")) {
+        Some(d) => Err(Error::rejected(
+            "--serving-engine",
+            "trtllm",
+            format!(
+                "--serving-engine trtllm: TensorRT-LLM runs on NVIDIA GPUs only, and {} is an AMD GPU; serve it with vllm or sglang (their ROCm builds)",
+                d.name
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// `--serving-engine ENGINE@VERSION` for an engine whose profile has no version-dependent
 /// default: the version names the release on the profile line and changes nothing else.
 pub(crate) fn warn_unused_engine_version(

@@ -375,18 +375,17 @@ fn read_csv(path: &Path) -> Result<Columns, String> {
     Ok(c)
 }
 
-/// One table's points (coordinates, time) and the shapes they cover (coordinates' bits).
-type TablePoints = (Vec<(Vec<f64>, f64)>, std::collections::HashSet<Vec<u64>>);
-
 /// Points per table, merged across sources: the first measurement of a shape is kept (the
 /// current version before older ones; the densest kernel before others).
-/// A table's points (coordinates, time) and the shapes already taken (coordinates' bits).
-type TablePoints = (Vec<(Vec<f64>, f64)>, std::collections::HashSet<Vec<u64>>);
-
 #[derive(Default)]
 struct Accumulator {
-    points: BTreeMap<TableId, TablePoints>,
+    points: BTreeMap<TableId, (Points, SeenShapes)>,
 }
+
+/// Measured points of one table: coordinates and latency.
+type Points = Vec<(Vec<f64>, f64)>;
+/// The shapes (coordinates as bits) a table already holds.
+type SeenShapes = std::collections::HashSet<Vec<u64>>;
 
 impl Accumulator {
     /// Add one source's points for `id`, in priority order: a shape already measured (by an

@@ -61,6 +61,8 @@ pub struct Deployment {
     pub model: String,
     pub device: String,
     pub nvidia: bool,
+    /// An AMD GPU: served by the ROCm builds of vLLM and SGLang.
+    pub amd: bool,
     pub ascend: bool,
     pub moe: bool,
     pub weights: Weights,
@@ -93,13 +95,24 @@ impl Deployment {
 /// the checkpoint holds, so the plan must have priced the same.
 fn native_weights(model: &str) -> Option<(LinearQuant, LinearQuant)> {
     let m = model.to_ascii_lowercase();
-    if m.starts_with("deepseek-ai/deepseek-v3") || m.starts_with("deepseek-ai/deepseek-r1") || m.starts_with("moonshotai/kimi-k2") {
+    if m.starts_with("moonshotai/kimi-k2.5") {
+        // compressed-tensors INT4 (W4A16, groups of 32) routed experts, the rest bf16.
+        Some((LinearQuant::W4A16Int4, LinearQuant::Disabled))
+    } else if m.starts_with("zai-org/glm-5-fp8") || m.starts_with("minimaxai/minimax-m2") {
+        Some((LinearQuant::Fp8Block, LinearQuant::Fp8Block))
+    } else if m.starts_with("deepseek-ai/deepseek-v3") || m.starts_with("deepseek-ai/deepseek-r1") || m.starts_with("moonshotai/kimi-k2") {
         Some((LinearQuant::Fp8, LinearQuant::Fp8))
     } else if m.starts_with("openai/gpt-oss") {
         Some((LinearQuant::Mxfp4, LinearQuant::Disabled))
     } else {
         None
     }
+}
+
+/// The (experts, other linears) quantization a model's checkpoint holds.
+fn checkpoint_weights(model: &crate::model::ModelArch) -> (LinearQuant, LinearQuant) {
+    let q = crate::quant::QuantConfig::checkpoint(model);
+    (q.for_experts(), q.for_non_experts())
 }
 
 fn flags_for(w: (LinearQuant, LinearQuant)) -> String {
@@ -130,6 +143,9 @@ fn weights(plan: &Plan, model: &str) -> Result<Weights, String> {
         (LinearQuant::Disabled, LinearQuant::Disabled) => Ok(Weights::Bf16),
         (LinearQuant::Fp8, LinearQuant::Fp8) => Ok(Weights::Fp8Online),
         w if matches!(plan.model_source, crate::model::ModelSource::File(_)) => Ok(Weights::Checkpoint(describe(w))),
+        // A republished quantized checkpoint named by its id (`nvidia/GLM-5-NVFP4`), planned in
+        // the precision its name says.
+        w if !plan.model.weights.is_bf16() && checkpoint_weights(&plan.model) == w => Ok(Weights::Checkpoint(describe(w))),
         w => Err(format!(
             "{model} is a BF16 checkpoint, and serving {} weights needs a checkpoint quantized that way (give its directory as the model); \
              or plan BF16 or online-FP8 weights with --quantize-linear-action DISABLED or FP8",
@@ -243,6 +259,7 @@ pub(super) fn base(plan: &Plan, device: &str, emit: &EmitOptions) -> Result<Depl
         model: emit.model.clone(),
         device: device.to_string(),
         nvidia: profile.vendor.eq_ignore_ascii_case("nvidia"),
+        amd: profile.vendor.eq_ignore_ascii_case("amd"),
         ascend: profile.vendor.eq_ignore_ascii_case("ascend"),
         moe: plan.model.is_moe(),
         weights,

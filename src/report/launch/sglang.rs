@@ -96,7 +96,10 @@ impl Emitter for Sglang {
     }
 
     fn emit(&self, d: &Deployment) -> Result<Vec<LaunchFile>, String> {
-        let notes = vec!["SGLang server arguments as in python/sglang/srt/server_args.py (main, 2025)".to_string()];
+        let mut notes = vec!["SGLang server arguments as in python/sglang/srt/server_args.py (main, 2025)".to_string()];
+        if d.amd {
+            notes.push("AMD: the ROCm build of SGLang (AITER kernels) takes the same arguments".into());
+        }
         if !d.is_pd() {
             let s = header("SGLang", d, &notes) + &command("", &self.serve(d, &d.instances[0], 30000)?) + "\n";
             return Ok(vec![LaunchFile { name: "launch.sh".into(), contents: s }]);

@@ -93,6 +93,9 @@ impl Emitter for Vllm {
         if d.ascend {
             notes.push("Ascend: vLLM with the vllm-ascend plugin takes the same flags".into());
         }
+        if d.amd {
+            notes.push("AMD: the ROCm build of vLLM (AITER kernels) takes the same flags".into());
+        }
         if !d.is_pd() {
             let i = &d.instances[0];
             let s = header("vLLM", d, &notes) + &command("", &self.serve(d, i, 8000)?) + "\n";
