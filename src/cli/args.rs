@@ -381,8 +381,9 @@ pub struct RawArgs {
     /// [default: sim]
     #[arg(long, value_name = "ENGINE", help_heading = "Engine")]
     pub engine: Option<String>,
-    /// Per-operator model: analytic (roofline). `profiling` needs measured databases, which
-    /// this build does not read.
+    /// Per-operator model: analytic (the roofline alone) or profiling (kernel times from
+    /// --profiling-database-path). [default: the built-in measured kernel tables where the
+    /// device and serving engine have them, the roofline elsewhere]
     #[arg(long, value_name = "MODEL", help_heading = "Engine")]
     pub performance_model: Option<String>,
     /// Directory of measured operator timings (for --performance-model profiling).

@@ -134,6 +134,9 @@ fn bad_steps_and_layouts_are_refused_naming_the_flag() {
         (vec!["--prefill", "1x64@-3"], "--prefill"),
         (vec!["--decode", "4x100", "--ep", "2"], "--ep"),
         (vec!["--decode", "4x100", "--tp", "0"], "--tp"),
+        // 8 heads: no engine shards them over 3 ranks (mutation: drop the `model_limit` check in
+        // `cli::price::layout` and this prices with exit 0).
+        (vec!["--decode", "4x100", "--tp", "3"], "--tp"),
         (vec!["--decode", "4x100", "--output", "yaml"], "--output"),
         (vec![], "--decode"),
     ] {
