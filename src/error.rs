@@ -95,6 +95,10 @@ pub enum Error {
     /// `throughput-optimizer merge`: a shard file that cannot be read or does not belong.
     #[error("merge {file}: {message}")]
     Merge { file: String, message: String },
+    /// The caller stopped the run before it finished (an embedder's Ctrl-C; the binary's
+    /// Ctrl-C ends the process instead).
+    #[error("the run was stopped before it finished")]
+    Stopped,
 }
 
 impl From<crate::report::ExportError> for Error {
@@ -150,7 +154,7 @@ impl Error {
 
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Io { .. } | Error::Output(_) | Error::WorkBudget(_) => ErrorKind::Runtime,
+            Error::Io { .. } | Error::Output(_) | Error::WorkBudget(_) | Error::Stopped => ErrorKind::Runtime,
             Error::Scenario { source, .. } => source.kind(),
             _ => ErrorKind::Usage,
         }
@@ -188,6 +192,8 @@ mod tests {
         // Fails if Io is classified as Usage in Error::kind.
         assert_eq!(Error::Io { what: "--output-file x: cannot write".into(), message: "denied".into() }.exit_code(), 1);
         assert_eq!(Error::Output("bad".into()).exit_code(), 1);
+        // Fails if a stopped run is classified as the user's mistake.
+        assert_eq!(Error::Stopped.exit_code(), 1);
         assert_eq!(Error::invalid("--jobs", 2000, "at most 1024").exit_code(), 2);
         // Fails if a scenario error takes Usage instead of its source's kind.
         let located = Error::Scenario { path: "s.yaml".into(), key: None, line: None, source: Box::new(Error::Output("x".into())) };

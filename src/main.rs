@@ -1,24 +1,18 @@
-//! The binary: parse arguments, validate them into a plan, run it, print the report.
-//! Usage errors exit with 2, runtime failures with 1.
+//! The binary: the command line run by [`dispatch`] (parse, validate into a plan, search,
+//! render) with every output written as it comes and a progress bar on a terminal; the guided
+//! `--interactive` session. Usage errors exit with 2, runtime failures with 1.
 
 use std::io::Write as _;
 use std::process::ExitCode;
-use throughput_optimizer::cli::{self, Command, PlanError, RawArgs};
+use throughput_optimizer::cli::dispatch::{self, Invocation};
+use throughput_optimizer::cli::{self, PlanError, RawArgs};
 use throughput_optimizer::report;
 
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if argv.get(1).is_some_and(|a| a == "calibrate") {
-        return calibrate(&argv[1..]);
-    }
-    if argv.get(1).is_some_and(|a| a == "merge") {
-        return merge(&argv[1..]);
-    }
-    if argv.get(1).is_some_and(|a| a == "price") {
-        return price(&argv[1..]);
-    }
-    match RawArgs::parse_argv(std::env::args_os()) {
-        Ok(raw) => exit_with(run(raw)),
+    match dispatch::parse(&argv) {
+        Ok(Invocation::Plan(raw)) if raw.interactive => exit_with(interactive(*raw)),
+        Ok(invocation) => exit_with(dispatch::execute(invocation, &mut Terminal { bar: None })),
         Err(e) => clap_exit(e),
     }
 }
@@ -42,53 +36,32 @@ fn exit_with(result: Result<(), PlanError>) -> ExitCode {
     }
 }
 
-/// `throughput-optimizer calibrate …`: its own arguments; the output is printed only once
-/// everything succeeded.
-fn calibrate(argv: &[std::ffi::OsString]) -> ExitCode {
-    use clap::Parser;
-    let args = match cli::calibrate::CalibrateArgs::try_parse_from(argv) {
-        Ok(a) => a,
-        Err(e) => return clap_exit(e),
-    };
-    let started = std::time::Instant::now();
-    exit_with(cli::calibrate::run(&args).and_then(|out| {
-        report::write_stdout(&out.text)?;
-        if !args.quiet {
-            let _ = write!(std::io::stderr(), "{}", out.dropped);
-            let _ = writeln!(std::io::stderr(), "Calibration table computed in {:.2} seconds.", started.elapsed().as_secs_f64());
-        }
-        Ok(())
-    }))
+/// The binary's session: every output written where it belongs as soon as it is rendered,
+/// and a progress bar while the search runs.
+struct Terminal {
+    bar: Option<Bar>,
 }
 
-/// `throughput-optimizer price MODEL …`: its own arguments; the priced step is printed only
-/// once everything succeeded.
-fn price(argv: &[std::ffi::OsString]) -> ExitCode {
-    use clap::Parser;
-    let args = match cli::price::PriceArgs::try_parse_from(argv) {
-        Ok(a) => a,
-        Err(e) => return clap_exit(e),
-    };
-    exit_with(cli::price::run(&args).and_then(|text| Ok(report::write_stdout(&text)?)))
-}
+impl dispatch::Session for Terminal {
+    fn emit(&mut self, artifact: report::Artifact) -> Result<(), PlanError> {
+        Ok(report::write(&artifact)?)
+    }
 
-/// `throughput-optimizer merge FILES…`: its own arguments; the merged report is written like a
-/// run's (stdout or --output-file, whole or not at all).
-fn merge(argv: &[std::ffi::OsString]) -> ExitCode {
-    use clap::Parser;
-    let args = match cli::merge::MergeArgs::try_parse_from(argv) {
-        Ok(a) => a,
-        Err(e) => return clap_exit(e),
-    };
-    exit_with(cli::merge::run(&args).and_then(|(plan, merged)| {
-        let recordings = throughput_optimizer::search::record(&plan, &merged);
-        for exporter in report::exporters(&plan) {
-            for artifact in exporter.export(&plan, &merged, &recordings)? {
-                report::write(&artifact)?;
-            }
+    fn search_started(&mut self, plan: &cli::Plan) {
+        self.bar = Some(Bar::new(plan.output.quiet));
+    }
+
+    fn progress(&self, done: u64, total: u64) {
+        if let Some(bar) = &self.bar {
+            bar.update(done, total);
         }
-        Ok(())
-    }))
+    }
+
+    fn search_finished(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish();
+        }
+    }
 }
 
 /// A progress bar on stderr that appears only when stderr is a terminal and the search has run
@@ -140,49 +113,4 @@ fn interactive(raw: RawArgs) -> Result<(), PlanError> {
         report::write_stdout(&format!("{text}\n{}", throughput_optimizer::interactive::summarise(&plan, &report)))?;
     }
     Ok(())
-}
-
-fn run(raw: RawArgs) -> Result<(), PlanError> {
-    if raw.interactive {
-        return interactive(raw);
-    }
-    match cli::build(raw)? {
-        Command::ListDevices(reg) => Ok(report::write_stdout(&throughput_optimizer::report::table::device_list(&reg))?),
-        Command::ListModels => Ok(report::write_stdout(&throughput_optimizer::report::table::model_list())?),
-        Command::ShowModel(m) => {
-            let text = throughput_optimizer::yaml::to_string(&*m).map_err(|e| PlanError::Output(e.to_string()))?;
-            Ok(report::write_stdout(&format!("# {}\n{text}", m.summary()))?)
-        }
-        Command::Run(plan) => {
-            if !plan.output.quiet {
-                for w in &plan.warnings {
-                    let _ = writeln!(std::io::stderr(), "warning: {w}");
-                }
-            }
-            let started = std::time::Instant::now();
-            let bar = Bar::new(plan.output.quiet);
-            let report = throughput_optimizer::search::run_with_progress(&plan, &|d, t| bar.update(d, t));
-            bar.finish();
-            if let Some(why) = throughput_optimizer::search::work_budget_spent(&report) {
-                return Err(PlanError::WorkBudget(why));
-            }
-            // What the search found that needs saying (the plan's own warnings came first).
-            if !plan.output.quiet {
-                for w in report.warnings.iter().skip(plan.warnings.len()) {
-                    let _ = writeln!(std::io::stderr(), "warning: {w}");
-                }
-            }
-            // The per-configuration outputs' simulations and pricing (only those the plan asks for).
-            let recordings = throughput_optimizer::search::record(&plan, &report);
-            for exporter in report::exporters(&plan) {
-                for artifact in exporter.export(&plan, &report, &recordings)? {
-                    report::write(&artifact)?;
-                }
-            }
-            if !plan.output.quiet {
-                let _ = writeln!(std::io::stderr(), "All experiments completed in {:.2} seconds.", started.elapsed().as_secs_f64());
-            }
-            Ok(())
-        }
-    }
 }

@@ -81,9 +81,10 @@ crate::quant::named_enum!(ServingEngine { Vllm => "vllm", Sglang => "sglang", Tr
 
 impl ServingEngine {
     /// The engine a device is served with when `--serving-engine` is not given: vLLM on
-    /// NVIDIA GPUs (the profile's `vendor`), msmodeling elsewhere (Ascend, the test device).
+    /// NVIDIA GPUs and (ROCm vLLM) on AMD GPUs (the profile's `vendor`), msmodeling elsewhere
+    /// (Ascend, the test device).
     pub fn default_for(device: &DeviceProfile) -> Self {
-        if device.vendor.eq_ignore_ascii_case("nvidia") {
+        if device.vendor.eq_ignore_ascii_case("nvidia") || device.vendor.eq_ignore_ascii_case("amd") {
             ServingEngine::Vllm
         } else {
             ServingEngine::Msmodeling
@@ -228,6 +229,10 @@ pub struct Workload {
     /// `--random-range-ratio R`: the simulator draws each fixed length uniformly from
     /// [⌊(1 − R)·L⌋, ⌊(1 + R)·L⌋], as vLLM's random dataset does; the formulas use L.
     pub range_ratio: Option<f64>,
+    /// `--ignore-eos`: every request generates its output length exactly, whatever the serving
+    /// engine's benchmark client does by default.
+    #[serde(default)]
+    pub ignore_eos: bool,
     /// Where the lengths come from, as the report's Input Configuration says it.
     pub input_label: String,
     pub output_label: String,
@@ -437,15 +442,28 @@ impl Plan {
     }
 
     /// The KV-cache block size the simulation allocates by on `device`: `--kv-block-size`, else
-    /// the simulated engine's own on an NVIDIA GPU (what `--emit` passes), else the original
-    /// tool's 128 (Ascend, the test device, the formulas).
+    /// the simulated engine's own on an NVIDIA or AMD GPU (what `--emit` passes; the ROCm builds
+    /// of vLLM and SGLang keep the CUDA defaults), else the original tool's 128 (Ascend, the test
+    /// device, the formulas).
     pub fn kv_block_size(&self, device: &DeviceProfile) -> u32 {
-        let nvidia = device.vendor.eq_ignore_ascii_case("nvidia");
+        let gpu = device.vendor.eq_ignore_ascii_case("nvidia") || device.vendor.eq_ignore_ascii_case("amd");
         match self.serving.kv_block_size {
             Some(b) => b,
-            None if nvidia && self.engine != EngineKind::Analytic => self.serving_engine(device).kv_block_size(self.model.uses_mla()),
+            None if gpu && self.engine != EngineKind::Analytic => self.serving_engine(device).kv_block_size(self.model.uses_mla()),
             None => 128,
         }
+    }
+
+    /// How the simulator spreads fixed output lengths on `device` (`None`: it does not): the
+    /// serving engine's benchmark client honours end-of-sequence by default
+    /// (`EngineProfile::benchmark_client`), unless `--ignore-eos` or `--random-range-ratio`
+    /// (which spreads lengths as the user asked) says otherwise.
+    pub fn output_spread(&self, device: &DeviceProfile) -> Option<u64> {
+        if self.workload.ignore_eos || self.workload.range_ratio.is_some() || !matches!(self.workload.output, Lengths::Fixed(_)) {
+            return None;
+        }
+        let profile = self.engines.get(self.serving_engine(device).name());
+        profile.benchmark_client.as_ref().map(|c| c.output_spread_tokens).filter(|k| *k > 0)
     }
 
     /// Device count of each phase's instance.

@@ -90,6 +90,10 @@ pub enum LinearQuant {
     /// NVFP4: FP4 E2M1 weights and activations in groups of 16 with FP8 E4M3 scales (plus one
     /// fp32 scale per tensor), on FP4 tensor cores.
     Nvfp4,
+    /// INT4 weights in groups of 32 with one bf16 scale each, dequantized inside the kernel;
+    /// bf16 activations on bf16 tensor cores (W4A16, compressed-tensors `pack-quantized`, as
+    /// Kimi-K2.5 ships its routed experts; Marlin/Machete kernels).
+    W4A16Int4,
 }
 named_enum!(LinearQuant {
     Disabled => "DISABLED",
@@ -105,6 +109,7 @@ named_enum!(LinearQuant {
     W4A8Mxfp4Mxfp8 => "W4A8_MXFP4_MXFP8",
     Fp8Block => "FP8_BLOCK",
     Nvfp4 => "NVFP4",
+    W4A16Int4 => "W4A16_INT4",
 });
 
 /// `--quantize-attention-action` (KV cache)
@@ -156,6 +161,7 @@ impl LinearQuant {
             LinearQuant::Mxfp4 | LinearQuant::W4A16Mxfp4 | LinearQuant::W4A8Mxfp4Mxfp8 => 0.5 + 1.0 / mxfp4_group.max(1) as f64,
             LinearQuant::Fp8Block => 1.0 + 4.0 / (128.0 * 128.0),
             LinearQuant::Nvfp4 => 0.5 + 1.0 / 16.0,
+            LinearQuant::W4A16Int4 => 0.5 + 2.0 / 32.0,
         }
     }
 
@@ -186,7 +192,8 @@ impl LinearQuant {
             | LinearQuant::W4A16Mxfp4
             | LinearQuant::W4A8Mxfp4Mxfp8
             | LinearQuant::Fp8Block
-            | LinearQuant::Nvfp4 => 0.0,
+            | LinearQuant::Nvfp4
+            | LinearQuant::W4A16Int4 => 0.0,
             _ => 4.0,
         }
     }
@@ -197,7 +204,7 @@ impl LinearQuant {
     /// their activation type: bf16 (W4A16), fp8 (MXFP8 activations).
     pub fn gemm_dtype(self) -> Dtype {
         match self {
-            LinearQuant::Disabled | LinearQuant::W4A16Mxfp4 => MODEL_DTYPE,
+            LinearQuant::Disabled | LinearQuant::W4A16Mxfp4 | LinearQuant::W4A16Int4 => MODEL_DTYPE,
             LinearQuant::Mxfp4 | LinearQuant::Nvfp4 => Dtype::Fp4,
             LinearQuant::W4A8Mxfp4Mxfp8 | LinearQuant::Fp8Block => Dtype::Fp8,
             _ => Dtype::Int8,
@@ -218,7 +225,7 @@ impl LinearQuant {
 
     pub fn act_quant(self) -> ActQuant {
         match self {
-            LinearQuant::Disabled | LinearQuant::W4A16Mxfp4 => ActQuant::None,
+            LinearQuant::Disabled | LinearQuant::W4A16Mxfp4 | LinearQuant::W4A16Int4 => ActQuant::None,
             LinearQuant::W8A16Static | LinearQuant::W8A8Static | LinearQuant::W4A8Static => ActQuant::Static,
             LinearQuant::W8A16Dynamic | LinearQuant::W8A8Dynamic | LinearQuant::W4A8Dynamic | LinearQuant::Fp8 => ActQuant::Dynamic,
             LinearQuant::Mxfp4 => ActQuant::Mxfp4,
@@ -247,7 +254,9 @@ impl LinearQuant {
         match self {
             LinearQuant::W4A16Mxfp4 if fp4_tensor_cores => 1.0,
             LinearQuant::W4A16Mxfp4 => 9.5,
-            LinearQuant::W4A8Static | LinearQuant::W4A8Dynamic => 1.0,
+            // INT4 → bf16 in registers by magic-number bit tricks (Marlin: one lop3 and one
+            // bf16 FMA per pair of values), then one multiply by the group scale.
+            LinearQuant::W4A8Static | LinearQuant::W4A8Dynamic | LinearQuant::W4A16Int4 => 1.0,
             _ => 0.0,
         }
     }
@@ -293,6 +302,12 @@ impl QuantConfig {
             WeightFormat::Nvfp4 => (LinearQuant::Nvfp4, None),
             WeightFormat::Mxfp4Experts if model.is_moe() => (LinearQuant::Mxfp4, Some(LinearQuant::Disabled)),
             WeightFormat::Mxfp4Experts => (LinearQuant::Mxfp4, None),
+            WeightFormat::Int4Experts if model.is_moe() => (LinearQuant::W4A16Int4, Some(LinearQuant::Disabled)),
+            WeightFormat::Int4Experts => (LinearQuant::W4A16Int4, None),
+            // Attention's projections stay bf16; the shared experts and dense MLPs (NVFP4 in the
+            // checkpoint) are priced with them, in bf16: `non_expert` covers all three.
+            WeightFormat::Nvfp4Mlp if model.is_moe() => (LinearQuant::Nvfp4, Some(LinearQuant::Disabled)),
+            WeightFormat::Nvfp4Mlp => (LinearQuant::Nvfp4, None),
         };
         let kv = if model.fp8_kv_cache { KvQuant::Fp8 } else { KvQuant::Disabled };
         QuantConfig { linear, non_expert, kv, mxfp4_group_size: 32 }
@@ -349,5 +364,23 @@ mod tests {
         assert_eq!(LinearQuant::Fp8.gemm_dtype(), Dtype::Int8);
         assert_eq!(KvQuant::Int8.bytes(), 1.0);
         assert_eq!(KvQuant::Disabled.bytes(), 2.0);
+        // INT4 in groups of 32 with a bf16 scale: 4.5 bits a weight; bf16 activations and MMA.
+        assert_eq!(LinearQuant::W4A16Int4.weight_bytes(32), 0.5625);
+        assert_eq!(LinearQuant::W4A16Int4.gemm_dtype(), Dtype::Bf16);
+        assert_eq!(LinearQuant::W4A16Int4.activation_bytes(32), 2.0);
+        assert_eq!(LinearQuant::W4A16Int4.channel_scale_bytes(), 0.0);
+    }
+
+    #[test]
+    fn checkpoints_of_kimi_k25_and_nvidias_nvfp4_glm5_price_their_experts_apart() {
+        // Kimi-K2.5: INT4 weight-only routed experts, every other linear bf16, bf16 KV.
+        let kimi = crate::model::catalog::find("moonshotai/Kimi-K2.5").unwrap();
+        let q = QuantConfig::checkpoint(&kimi);
+        assert_eq!((q.linear, q.non_expert, q.kv), (LinearQuant::W4A16Int4, Some(LinearQuant::Disabled), KvQuant::Disabled));
+        // NVIDIA's NVFP4 GLM-5: NVFP4 experts, bf16 attention, FP8 KV.
+        let mut glm = crate::model::catalog::find("zai-org/GLM-5").unwrap();
+        (glm.weights, glm.fp8_kv_cache) = (crate::model::WeightFormat::Nvfp4Mlp, true);
+        let q = QuantConfig::checkpoint(&glm);
+        assert_eq!((q.linear, q.non_expert, q.kv), (LinearQuant::Nvfp4, Some(LinearQuant::Disabled), KvQuant::Fp8));
     }
 }

@@ -91,7 +91,7 @@ pub struct Prior {
 
 impl Prior {
     /// The engines' documented overheads, within the bounds a real engine stays inside
-    /// (`hardware::calibration`: 5 ms a step, 50 µs a sequence per layer, 50 ms of front end a request).
+    /// (`hardware::calibration`: 4.5 ms a step, 50 µs a sequence per layer, 50 ms of front end a request).
     pub fn new(at: Params) -> Self {
         Prior { at, lower: [0.0; P], upper: [MAX_STEP_OVERHEAD_US, MAX_SEQ_LAYER_OVERHEAD_US, MAX_FRONTEND_REQUEST_US] }
     }
@@ -311,7 +311,7 @@ mod tests {
         let sens = Sensitivity { ttft_ms: 100.0, tpot_ms: 10.0, ttft: [0.0; 2], tpot: [1000.0, 0.0] };
         let samples = vec![Sample { ttft_ms: 100.0, tpot_ms: 60.0, sens }];
         let p = fit_group(&samples, &at, &Prior::new(at));
-        assert!(p.step_overhead_us <= MAX_STEP_OVERHEAD_US && p.step_overhead_us > 4_900.0, "{p:?}");
+        assert!(p.step_overhead_us <= MAX_STEP_OVERHEAD_US && p.step_overhead_us > MAX_STEP_OVERHEAD_US - 100.0, "{p:?}");
     }
 }
 

@@ -200,9 +200,10 @@ impl StepCostModel for Recorder<'_> {
         }
         let seqs = (shape.prefill.seqs + shape.decode.seqs) as f64;
         let parts = self.inner.step_parts(shape);
-        // Every fitted cost is the host's: overlapped behind a longer device part, none moves
-        // the step.
-        let comps = if self.overlap && parts.host_s <= parts.device_s { [0.0; COMPONENTS] } else { [1.0, seqs * self.layers] };
+        // The per-step gap adds to every step; the per-sequence work only where it is not
+        // overlapped behind a longer device part.
+        let seq_layers = if self.overlap && parts.host_s <= parts.device_s { 0.0 } else { seqs * self.layers };
+        let comps = [1.0, seq_layers];
         self.steps.lock().expect("no panic holds the lock").push(comps);
         parts
     }

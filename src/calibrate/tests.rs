@@ -61,11 +61,15 @@ fn a_negative_latency_names_file_row_and_field() {
 
 #[test]
 fn an_unknown_gpu_or_model_and_a_non_number_are_named() {
-    let gpu = csv(&["a,vllm,,Qwen/Qwen3-32B,mi300x,,1024,128,8,2,,1,1,150,18"]);
+    // MI300X has a built-in profile since issue 23: an MI250X is still unknown.
+    let gpu = csv(&["a,vllm,,Qwen/Qwen3-32B,mi250x,,1024,128,8,2,,1,1,150,18"]);
     assert_eq!(
         read(&gpu).unwrap_err().to_string(),
-        "runs.csv: row 1, field `gpu`: `mi300x` is not a known GPU: h100_sxm, h200_sxm, b200_sxm or a device profile name (see --list-devices)"
+        "runs.csv: row 1, field `gpu`: `mi250x` is not a known GPU: h100_sxm, h200_sxm, b200_sxm or a device profile name (see --list-devices)"
     );
+    // A device profile's name is a known GPU (the run maps to it).
+    let mi300x = csv(&["a,vllm,,Qwen/Qwen3-32B,mi300x,,1024,128,8,2,,1,1,150,18"]);
+    assert_eq!(read(&mi300x).unwrap()[0].target.device, "MI300X");
     let model = csv(&["a,vllm,,acme/Nonesuch-7B,h100_sxm,,1024,128,8,2,,1,1,150,18"]);
     assert_eq!(
         read(&model).unwrap_err().to_string(),

@@ -294,6 +294,12 @@ pub struct RawArgs {
     /// below 1). [default: fixed lengths]
     #[arg(long, value_parser = finite_f64, value_name = "R", help_heading = "Simulator")]
     pub random_range_ratio: Option<f64>,
+    /// Every request generates exactly --output-length tokens, as a benchmark client that sends
+    /// `ignore_eos` gets them. [default: the serving engine's own benchmark client's default:
+    /// vllm and trtllm honour end-of-sequence (outputs spread around the length, see the
+    /// profile's `benchmark_client`), sglang ignores it]
+    #[arg(long, help_heading = "Simulator")]
+    pub ignore_eos: bool,
     /// Mean request rate for poisson/constant/gamma arrivals, requests per second over all
     /// replicas.
     #[arg(long, value_parser = finite_f64, value_name = "REQ/S", help_heading = "Simulator")]
@@ -376,8 +382,9 @@ pub struct RawArgs {
     /// [default: sim]
     #[arg(long, value_name = "ENGINE", help_heading = "Engine")]
     pub engine: Option<String>,
-    /// Per-operator model: analytic (roofline). `profiling` needs measured databases, which
-    /// this build does not read.
+    /// Per-operator model: analytic (the roofline alone) or profiling (kernel times from
+    /// --profiling-database-path). [default: the built-in measured kernel tables where the
+    /// device and serving engine have them, the roofline elsewhere]
     #[arg(long, value_name = "MODEL", help_heading = "Engine")]
     pub performance_model: Option<String>,
     /// Directory of measured operator timings (for --performance-model profiling).

@@ -163,7 +163,7 @@ fn fit_and_report(
     if json {
         return fit_json(runs, &out, &before, &after, &cvs, dropped);
     }
-    let mut text = format!("## Before: datasheet efficiencies, engine default overheads\n\n{}\n", render_text(&before));
+    let mut text = format!("## Before: the device's own hardware values, the prior's engine costs\n\n{}\n", render_text(&before));
     text += &format!("## After the fit\n\n{}\n", render_text(&after));
     text += &format!("## Fitted parameters\n\n{}\n", calibrator::render_params(&out.params));
     if !out.screened.is_empty() {

@@ -4,10 +4,12 @@
 //! arguments; [`build`] runs the per-section validators (`validate`, private) through
 //! [`plan::build_checked`]: each failure is a typed [`PlanError`] naming the flag, the value and
 //! what is allowed, and models, device profiles and length files are resolved. Nothing after
-//! this module re-validates user input.
+//! this module re-validates user input. [`dispatch`] runs a whole command line (a plan or a
+//! subcommand) for the binary and for embedders.
 
 pub mod args;
 pub mod calibrate;
+pub mod dispatch;
 pub mod merge;
 pub mod plan;
 pub mod price;

@@ -76,6 +76,7 @@ pub fn validate_plan(raw: RawArgs) -> Result<Plan, PlanError> {
     let engine = v::validate_engine(&raw)?;
     let serving = v::validate_serving(&raw, &devices, &mode, engine, (rates, speculative), &mut warnings)?;
     let sim = v::validate_sim(&raw, engine, &workload.input, trace, &mut warnings)?;
+    v::validate_engine_vendor(&raw, &sim, &devices)?;
     let mut engines = v::validate_calibration(&raw)?;
     v::warn_unused_engine_version(&sim, &engines, &mut warnings);
     v::validate_performance_model(&raw, &devices, &sim, &mut engines)?;

@@ -184,7 +184,7 @@ fn layout(plan: &crate::plan::Plan, tp: u32, ep: u32, dp: u32, args: &PriceArgs)
         }
         _ => {}
     }
-    Ok(crate::cost::ParallelConfig {
+    let par = crate::cost::ParallelConfig {
         num_devices: gpus,
         tp,
         dp,
@@ -192,7 +192,13 @@ fn layout(plan: &crate::plan::Plan, tp: u32, ep: u32, dp: u32, args: &PriceArgs)
         moe_tp: if experts.is_some() { gpus / ep } else { 1 },
         moe_dp: 1,
         dcp: 1,
-    })
+    };
+    // The layouts a planning run refuses (heads, KV heads, widths TP must divide) are refused
+    // here too: no engine shards a model that way.
+    match crate::search::candidates::model_limit(m, &par, plan.workload.images.is_some()) {
+        Some(why) => Err(PlanError::invalid("--tp", tp.to_string(), why)),
+        None => Ok(par),
+    }
 }
 
 /// Parse, validate, price: the rendered output, or the first error (nothing is printed then).

@@ -216,23 +216,37 @@ pub struct StepTime {
 /// is the serving engine's business: one after the other ([`StepParts::serial`]) or, when the
 /// engine prepares the next step while the device runs this one, overlapped
 /// ([`StepParts::overlapped`]).
+///
+/// The host's part comes in two: `host_s`, its work for the step's sequences (building their
+/// inputs, block tables and sampling metadata), which an overlapping engine does for step n + 1
+/// while the device runs step n; and `gap_s`, the per-step time the device waits on the host
+/// however the engine schedules (the sampled tokens' copy back to the host and the launch of the
+/// next step: vLLM's async scheduling narrows the gap between steps, it does not close it).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct StepParts {
     pub device_s: f64,
     pub host_s: f64,
+    pub gap_s: f64,
 }
 
 impl StepParts {
     /// Host and device take turns: the sum (what [`StepCostModel::step_seconds`] prices).
     #[inline]
     pub fn serial(&self) -> f64 {
-        self.device_s + self.host_s
+        self.device_s + self.host_s + self.gap_s
     }
 
-    /// The host prepares step n + 1 while the device runs step n: the slower of the two.
+    /// The host prepares step n + 1 while the device runs step n: the slower of the two, and
+    /// the gap between steps.
     #[inline]
     pub fn overlapped(&self) -> f64 {
-        self.device_s.max(self.host_s)
+        self.device_s.max(self.host_s) + self.gap_s
+    }
+
+    /// The host's time in all.
+    #[inline]
+    pub fn host_total(&self) -> f64 {
+        self.host_s + self.gap_s
     }
 }
 
@@ -246,7 +260,7 @@ pub trait StepCostModel: Send + Sync {
     /// The step's device and host seconds apart (their sum is [`Self::step_seconds`]). A model
     /// without host time puts everything on the device.
     fn step_parts(&self, shape: &BatchShape) -> StepParts {
-        StepParts { device_s: self.step_seconds(shape), host_s: 0.0 }
+        StepParts { device_s: self.step_seconds(shape), ..StepParts::default() }
     }
 }
 
@@ -326,7 +340,7 @@ impl StepCostModel for RooflineCost {
         // Mutation: read one dot product under another's mask, or leave a count the experts
         // read out of the memo's key, and this fires in the cost tests.
         debug_assert_eq!(secs.to_bits(), self.ops.iter().map(|op| op.seconds(&x)).sum::<f64>().to_bits());
-        StepParts { device_s: secs, host_s: self.host_seconds(shape) }
+        StepParts { device_s: secs, host_s: self.per_seq_s * (shape.prefill.seqs + shape.decode.seqs) as f64, gap_s: self.host_s }
     }
 }
 

@@ -294,3 +294,25 @@ mod moe_all_reduce {
         }
     }
 }
+
+#[test]
+fn sparse_attention_reads_the_indexers_top_k_and_caches_its_keys() {
+    // GLM-5 (DeepSeek Sparse Attention, top 2048): past 2048 cached tokens a decode step's MLA
+    // attention stops growing while the indexer, which scores every cached token, keeps
+    // growing. Mutation: drop the window of top-k on the MLA operators, or the indexer.
+    let reg = DeviceRegistry::builtin();
+    let dev = reg.get("H200_SXM").unwrap();
+    let model = catalog::find("zai-org/GLM-5").unwrap();
+    let cost = RooflineCost::new(&model, dev, &ParallelConfig::dense(8, 8), &opts(LinearQuant::Fp8Block, true));
+    let op = |ctx: u64, name: &str| {
+        let step = BatchShape { decode: PhaseLoad::uniform(16, 1, ctx), sampled: 16, ..Default::default() };
+        cost.op_times(&step).into_iter().find(|(n, _, _)| *n == name).unwrap_or_else(|| panic!("no {name}")).2.total()
+    };
+    assert_eq!(op(8192, "mla_decode_attention"), op(32768, "mla_decode_attention"));
+    assert!(op(1024, "mla_decode_attention") < op(2048, "mla_decode_attention"));
+    assert!(op(32768, "dsa_indexer") > 2.0 * op(8192, "dsa_indexer"));
+    // The KV cache holds, per token and layer, the bf16 latent (512 + 64) and the indexer's
+    // FP8 key with its fp32 scale (128 + 4).
+    let (_, mem) = build_both(&model, dev, &ParallelConfig::dense(8, 8), &opts(LinearQuant::Fp8Block, true));
+    assert_eq!(mem.kv_bytes_per_token, 78.0 * (576.0 * 2.0 + 132.0));
+}

@@ -154,6 +154,9 @@ pub struct DeviceProfile {
     pub vendor: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
+    /// Where the figures come from (the datasheet, the measurement), shown by `--list-devices`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
     /// The compute die (`GH100`): devices built on the same die share a calibration's matrix
     /// and bus efficiencies (`calibrate --fit`); empty = the device is its own.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -174,6 +177,12 @@ pub struct DeviceProfile {
     pub op_overhead_us: OpOverhead,
     /// Outermost level first; ranks are laid out row-major (last level fastest).
     pub comm_grid: Vec<GridLevel>,
+    /// Devices one host (one operating system, one engine process tree) holds, when it is
+    /// fewer than the innermost grid level: a GB200 NVL72 rack is one 72-GPU NVLink domain of
+    /// 4-GPU hosts, so TP and EP groups of up to 72 stay on NVLink while an instance of more
+    /// than 4 GPUs spans hosts. `None`: a host holds the innermost level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus_per_host: Option<u32>,
     pub kv_transfer: Link,
     /// Host-side time per engine step (scheduling, launch) not hidden by the device.
     #[serde(default)]
@@ -188,23 +197,10 @@ pub struct DeviceProfile {
     /// names it (`h200_sxm`); empty = no tables, the roofline alone.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub kernel_system: String,
-    /// Devices in one node (one host): launch output puts each server's processes on whole
-    /// nodes of this many devices, and a deployment of more spans several nodes. 8 unless the
-    /// profile says otherwise (HGX / DGX boards, Atlas 800 servers).
-    #[serde(default = "eight", skip_serializing_if = "is_eight")]
-    pub gpus_per_node: u32,
 }
 
 fn one() -> f64 {
     1.0
-}
-
-fn eight() -> u32 {
-    8
-}
-
-fn is_eight(v: &u32) -> bool {
-    *v == 8
 }
 
 fn is_one(v: &f64) -> bool {
@@ -284,6 +280,13 @@ impl DeviceProfile {
         self.comm_grid.iter().map(|l| l.bandwidth.bytes_per_s * l.efficiency / 1e9).collect()
     }
 
+    /// Devices one host (one node) holds: `gpus_per_host`, else 8, the board of an HGX / DGX
+    /// server, an MI300X platform or an Atlas 800 server. Launch output places each server's
+    /// processes on whole nodes of this many devices.
+    pub fn host_size(&self) -> u32 {
+        self.gpus_per_host.unwrap_or(8)
+    }
+
     /// Devices per grid level, outermost first.
     pub fn grid_sizes(&self) -> Vec<u64> {
         self.comm_grid.iter().map(|l| l.size as u64).collect()
@@ -297,9 +300,6 @@ impl DeviceProfile {
         }
         if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.') {
             return Err(format!("field `name`: `{name}` may only contain letters, digits, `_`, `-` and `.`"));
-        }
-        if !(1..=1024).contains(&self.gpus_per_node) {
-            return Err(format!("field `gpus_per_node` is {}; it must be from 1 to 1024", self.gpus_per_node));
         }
         let frac = |field: &str, v: f64| -> Result<(), String> {
             if v > 0.0 && v <= 1.0 {
@@ -380,6 +380,14 @@ impl DeviceProfile {
             non_negative(&format!("comm_grid[{i}].latency_us"), l.latency_us)?;
             physical(&format!("comm_grid[{i}].latency_us"), l.latency_us, OVERHEAD_US_RANGE)?;
             frac(&format!("comm_grid[{i}].efficiency"), l.efficiency)?;
+        }
+        if let Some(h) = self.gpus_per_host {
+            let inner = self.comm_grid.last().map_or(1, |l| l.size);
+            if h == 0 || !inner.is_multiple_of(h) {
+                return Err(format!(
+                    "field `gpus_per_host` is {h}; it must divide the innermost grid level's {inner} devices (a host's devices share its fastest link)"
+                ));
+            }
         }
         if self.grid_size() > 1 << 20 {
             return Err(format!("field `comm_grid` models {} devices; at most 1048576 are supported", self.grid_shape()));

@@ -29,6 +29,15 @@ const BUILTIN: &[(&str, &str)] = builtin_profiles!(
     "H200_SXM.yaml",
     "B200.yaml",
     "L40S.yaml",
+    "B300.yaml",
+    "GB200_NVL72.yaml",
+    "GB300_NVL72.yaml",
+    "H20.yaml",
+    "RTX_PRO_6000.yaml",
+    "L20.yaml",
+    "MI300X.yaml",
+    "MI325X.yaml",
+    "MI355X.yaml",
 );
 
 /// Most profiles one `--device-file` may hold.
@@ -145,7 +154,7 @@ mod tests {
     #[test]
     fn builtin_profiles_load_and_carry_reference_numbers() {
         let reg = DeviceRegistry::builtin();
-        assert_eq!(reg.names().len(), 16);
+        assert_eq!(reg.names().len(), 25);
         let t = reg.get("TEST_DEVICE").unwrap();
         assert_eq!(t.matrix_flops(crate::hardware::Dtype::Int8), Some(707.8e12 * 0.7));
         assert!((t.display_cube_tflops() - 247.73).abs() < 1e-9);

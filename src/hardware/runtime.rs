@@ -148,3 +148,36 @@ impl KvMemory {
         super::check_field("kv_memory.overhead_gib", self.overhead_gib, 0.0, 64.0)
     }
 }
+
+/// What the engine's own benchmark client does to output lengths by default. A client that
+/// honours end-of-sequence (`vllm bench serve` and TensorRT-LLM's `benchmark_serving.py` send
+/// no `ignore_eos` unless asked) gets outputs of different lengths for the same
+/// `--random-output-len`; one that ignores it (SGLang's `bench_serving.py`, unless
+/// `--disable-ignore-eos`) gets the requested length every time.
+///
+/// It matters beyond the mean: in a closed loop of identical requests, the requests that
+/// prefill in the same step finish in the same step and come back together, so the loop stays
+/// in lockstep waves and every TTFT waits behind a wave's prefills. Lengths that differ break
+/// the waves. The measured runs show both: SGLang's TTFTs are the waves' (840 ms for Qwen3-32B
+/// at 16 concurrent 1024-token prompts on 2 × H100), vLLM's and TensorRT-LLM's a lone
+/// prefill's (154 and 165 ms at 8), which no engine could reach with the waves (a step that
+/// prefills seven such prompts takes 390 ms on measured kernels).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BenchmarkClient {
+    /// Where the default comes from (client, release, flag).
+    #[serde(default)]
+    pub source: String,
+    /// Output lengths spread uniformly over [L − k, L + k] tokens around the requested L, at
+    /// least one (0: every request generates L tokens).
+    pub output_spread_tokens: u64,
+}
+
+/// The widest spread a profile may give, tokens.
+pub const MAX_OUTPUT_SPREAD_TOKENS: u64 = 1_000;
+
+impl BenchmarkClient {
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        super::check_field("benchmark_client.output_spread_tokens", self.output_spread_tokens as f64, 0.0, MAX_OUTPUT_SPREAD_TOKENS as f64)
+    }
+}

@@ -32,6 +32,10 @@ const FILES: &[(&str, &str)] = catalog_files!(
     "moonshotai--Kimi-K2-Instruct.yaml",
     "openai--gpt-oss-20b.yaml",
     "openai--gpt-oss-120b.yaml",
+    "zai-org--GLM-5.yaml",
+    "zai-org--GLM-5-FP8.yaml",
+    "moonshotai--Kimi-K2.5.yaml",
+    "MiniMaxAI--MiniMax-M2.5.yaml",
 );
 
 /// Every catalog entry, in `--list-models` order.
@@ -93,6 +97,43 @@ mod tests {
             assert_eq!(parsed, stored, "catalog entry {id} differs from its config.json");
             checked += 1;
         }
-        assert!(checked >= 21);
+        assert!(checked >= 25);
+    }
+
+    fn assert_within_1pct(what: &str, ours: u64, published: f64) {
+        let err = (ours as f64 / published - 1.0).abs();
+        assert!(err < 0.01, "{what}: {ours} parameters against {published} published ({:.2} % off)", err * 100.0);
+    }
+
+    /// Each architecture issue 23 added holds its published checkpoint's weight count within
+    /// 1 %. (Mutation: drop the sparse-attention indexer's, or the vision tower's, parameters,
+    /// or count MiniMax-M2's MTP modules, and a bound fails.)
+    #[test]
+    fn new_architectures_match_their_published_weight_counts() {
+        // GLM-5 (`glm_moe_dsa`): the model card's "744B parameters (40B active)", which leaves
+        // out the MTP layer (one more MoE decoder layer, not counted here either); the lightning
+        // indexer's projections (9.4 M a layer) are in.
+        let glm = find("zai-org/GLM-5").unwrap();
+        assert_within_1pct("GLM-5 without MTP", glm.param_counts().0, 744e9);
+        assert_eq!(glm.mtp.as_ref().map(|m| m.layers), Some(1));
+        let fp8 = find("zai-org/GLM-5-FP8").unwrap();
+        assert_eq!((fp8.param_counts(), fp8.weights), (glm.param_counts(), crate::model::WeightFormat::Fp8Block));
+        // Kimi-K2.5 (`kimi_k25`): its text backbone is Kimi-K2's, whose safetensors hold
+        // 1,026,408,232,448 parameters (Hugging Face's count of moonshotai/Kimi-K2-Instruct,
+        // shown as 1.03T; no MTP layers), plus the 400M MoonViT vision encoder of the model card
+        // (ours: 411 M in its 27 blocks, 466 M with the patch embedding and the patch merger).
+        let kimi = find("moonshotai/Kimi-K2.5").unwrap();
+        let text = kimi.param_counts().0;
+        assert_within_1pct("Kimi-K2.5 text backbone", text, 1_026_408_232_448.0);
+        let vision = kimi.vision.as_ref().expect("Kimi-K2.5 has a vision tower").params();
+        assert_within_1pct("Kimi-K2.5 with vision", text + vision, 1_026_408_232_448.0 + 400e6);
+        assert!((400_000_000..500_000_000).contains(&vision), "MoonViT {vision}");
+        assert_eq!(kimi.weights, crate::model::WeightFormat::Int4Experts);
+        // MiniMax-M2.5 (`minimax_m2`): 229B parameters in its safetensors (Hugging Face's count;
+        // the model card says 230B total, 10B active). Its config's three MTP modules are not in
+        // the checkpoint, and not counted.
+        let minimax = find("MiniMaxAI/MiniMax-M2.5").unwrap();
+        assert_within_1pct("MiniMax-M2.5", minimax.param_counts().0, 229e9);
+        assert!(minimax.mtp.is_none());
     }
 }

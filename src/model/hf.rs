@@ -4,7 +4,7 @@
 //! first and then at the top level. Every error names the field (and the file, added by the
 //! caller).
 
-use super::{Attention, LayerGroup, Mlp, ModelArch, MtpBlock, VisionTower, WeightFormat};
+use super::{Attention, LayerGroup, Mlp, ModelArch, MtpBlock, SparseIndexer, VisionTower, WeightFormat};
 use serde_json::{Map, Value};
 
 /// `model_type` values this parser understands, for error messages.
@@ -20,7 +20,11 @@ pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
     "mixtral",
     "deepseek_v2",
     "deepseek_v3",
+    "deepseek_v32",
     "kimi_k2",
+    "kimi_k25",
+    "glm_moe_dsa",
+    "minimax_m2",
     "gpt_oss",
     "qwen3_5",
     "qwen3_5_text",
@@ -46,7 +50,15 @@ fn limit(key: &str) -> u64 {
         "num_experts" | "n_routed_experts" | "num_local_experts" | "n_shared_experts" | "num_experts_per_tok" | "experts_per_token" => {
             MAX_EXPERTS
         }
-        "num_attention_heads" | "num_key_value_heads" | "linear_num_key_heads" | "linear_num_value_heads" | "num_heads" => MAX_HEADS,
+        "num_attention_heads"
+        | "num_key_value_heads"
+        | "linear_num_key_heads"
+        | "linear_num_value_heads"
+        | "num_heads"
+        | "index_n_heads"
+        | "vt_num_attention_heads" => MAX_HEADS,
+        "vt_num_hidden_layers" => MAX_LAYERS,
+        "index_topk" => MAX_CONTEXT,
         "vocab_size" => MAX_VOCAB,
         "max_position_embeddings" | "sliding_window" => MAX_CONTEXT,
         _ => MAX_DIM,
@@ -156,7 +168,8 @@ pub fn parse_config(text: &str, id: &str) -> Result<ModelArch, String> {
     let arch = match model_type.as_str() {
         "llama" | "mistral" | "qwen2" | "qwen3" | "qwen3_vl" | "qwen3_vl_text" => dense_or_moe(&f, &model_type)?,
         "qwen2_moe" | "qwen3_moe" | "mixtral" => dense_or_moe(&f, &model_type)?,
-        "deepseek_v2" | "deepseek_v3" | "kimi_k2" => deepseek(&f)?,
+        "deepseek_v2" | "deepseek_v3" | "deepseek_v32" | "kimi_k2" | "kimi_k25" | "glm_moe_dsa" => deepseek(&f)?,
+        "minimax_m2" => minimax_m2(&f)?,
         "gpt_oss" => gpt_oss(&f)?,
         "qwen3_5" | "qwen3_5_text" | "qwen3_5_moe" | "qwen3_5_moe_text" | "qwen3_next" => qwen3_5(&f)?,
         other => {
@@ -168,6 +181,7 @@ pub fn parse_config(text: &str, id: &str) -> Result<ModelArch, String> {
     };
     let vision = match top.get("vision_config") {
         Some(Value::Object(v)) if model_type.starts_with("qwen3_vl") || model_type.starts_with("qwen3_5") => Some(vision(v)?),
+        Some(Value::Object(v)) if model_type == "kimi_k25" => Some(moonvit(v, f.u64("hidden_size")?)?),
         _ => None,
     };
     let (layers, mtp) = arch;
@@ -181,25 +195,33 @@ pub fn parse_config(text: &str, id: &str) -> Result<ModelArch, String> {
         layers,
         mtp,
         vision,
-        weights: weight_format(top)?,
-        fp8_kv_cache: fp8_kv_cache(top),
+        weights: weight_format(quantization_config(&f)?)?,
+        fp8_kv_cache: quantization_config(&f)?.is_some_and(fp8_kv_cache),
     };
     model.validate()?;
     Ok(model)
 }
 
+/// The checkpoint's `quantization_config`: at the top level, or in the language model's
+/// `text_config` (Kimi-K2.5 quantizes only its text backbone).
+fn quantization_config<'a>(f: &Fields<'a>) -> Result<Option<&'a Map<String, Value>>, String> {
+    match f.get("quantization_config") {
+        None => Ok(None),
+        Some(Value::Object(q)) => Ok(Some(q)),
+        Some(_) => Err(format!("field `{}` must be an object", f.name("quantization_config"))),
+    }
+}
+
 /// Whether the checkpoint's `quantization_config` quantizes the KV cache to FP8.
-fn fp8_kv_cache(top: &Map<String, Value>) -> bool {
-    let Some(q) = top.get("quantization_config").and_then(Value::as_object) else { return false };
+fn fp8_kv_cache(q: &Map<String, Value>) -> bool {
     let algo = q.get("kv_cache_quant_algo").and_then(Value::as_str).is_some_and(|a| a.eq_ignore_ascii_case("fp8"));
     let scheme = q.get("kv_cache_scheme").is_some_and(|s| !s.is_null());
     algo || scheme
 }
 
 /// The checkpoint's weight format from its `quantization_config` (absent: bf16).
-fn weight_format(top: &Map<String, Value>) -> Result<WeightFormat, String> {
-    let Some(q) = top.get("quantization_config") else { return Ok(WeightFormat::Bf16) };
-    let Some(q) = q.as_object() else { return Err("field `quantization_config` must be an object".into()) };
+fn weight_format(q: Option<&Map<String, Value>>) -> Result<WeightFormat, String> {
+    let Some(q) = q else { return Ok(WeightFormat::Bf16) };
     let text = |k: &str| q.get(k).and_then(Value::as_str).map(str::to_lowercase);
     let method = text("quant_method").unwrap_or_default();
     Ok(match method.as_str() {
@@ -211,8 +233,41 @@ fn weight_format(top: &Map<String, Value>) -> Result<WeightFormat, String> {
             Some("nvfp4") => WeightFormat::Nvfp4,
             other => return Err(format!("field `quantization_config.quant_algo` is {other:?}; supported: FP8, NVFP4")),
         },
-        other => return Err(format!("field `quantization_config.quant_method` is `{other}`; supported: fp8, fbgemm_fp8, mxfp4, modelopt")),
+        "compressed-tensors" => compressed_tensors(q)?,
+        other => {
+            return Err(format!(
+                "field `quantization_config.quant_method` is `{other}`; supported: fp8, fbgemm_fp8, mxfp4, modelopt, compressed-tensors"
+            ))
+        }
     })
+}
+
+/// A compressed-tensors (llm-compressor) scheme: the weights of its first config group. INT4
+/// weight-only in groups of 32 is Kimi-K2.5's (its `ignore` list keeps attention, shared
+/// experts and dense MLPs in bf16: only routed experts are INT4); FP8 is per channel or tensor,
+/// or in blocks.
+fn compressed_tensors(q: &Map<String, Value>) -> Result<WeightFormat, String> {
+    let group = q
+        .get("config_groups")
+        .and_then(Value::as_object)
+        .and_then(|g| g.values().next())
+        .and_then(Value::as_object)
+        .ok_or("field `quantization_config.config_groups` must hold at least one group")?;
+    let w = group.get("weights").and_then(Value::as_object).ok_or("field `quantization_config.config_groups.*.weights` is missing")?;
+    let num = |k: &str| w.get(k).and_then(Value::as_u64);
+    let text = |k: &str| w.get(k).and_then(Value::as_str).unwrap_or("");
+    let activations = group.get("input_activations").is_some_and(|a| !a.is_null());
+    match (num("num_bits"), text("type"), text("strategy"), activations) {
+        (Some(4), "int", "group", false) if num("group_size") == Some(32) => Ok(WeightFormat::Int4Experts),
+        (Some(8), "float", "block", _) => Ok(WeightFormat::Fp8Block),
+        (Some(8), "float", _, _) => Ok(WeightFormat::Fp8Tensor),
+        (bits, kind, strategy, _) => Err(format!(
+            "field `quantization_config.config_groups` holds a {}-bit {kind} `{strategy}` scheme (group size {:?}, activations {}); supported: INT4 weight-only in groups of 32, FP8",
+            bits.map_or("?".into(), |b| b.to_string()),
+            num("group_size"),
+            if activations { "quantized" } else { "bf16" }
+        )),
+    }
 }
 
 type Parsed = (Vec<LayerGroup>, Option<MtpBlock>);
@@ -314,6 +369,7 @@ fn deepseek(f: &Fields) -> Result<Parsed, String> {
         qk_nope_head_dim: f.u32("qk_nope_head_dim")?,
         qk_rope_head_dim: f.u32("qk_rope_head_dim")?,
         v_head_dim: f.u32("v_head_dim")?,
+        indexer: sparse_indexer(f)?,
     };
     let dense = Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias: false };
     let expert_i = f.u64("moe_intermediate_size")?;
@@ -342,6 +398,37 @@ fn deepseek(f: &Fields) -> Result<Parsed, String> {
     let nextn = f.u32_opt("num_nextn_predict_layers")?.unwrap_or(0);
     let mtp = (nextn > 0).then_some(MtpBlock { layers: nextn, attention, mlp: moe });
     Ok((groups, mtp))
+}
+
+/// DeepSeek Sparse Attention's indexer (GLM-5 `glm_moe_dsa`, DeepSeek-V3.2): present when the
+/// config names its top-k.
+fn sparse_indexer(f: &Fields) -> Result<Option<SparseIndexer>, String> {
+    let Some(top_k) = f.u32_opt("index_topk")? else { return Ok(None) };
+    Ok(Some(SparseIndexer { heads: f.u32("index_n_heads")?, head_dim: f.u32("index_head_dim")?, top_k }))
+}
+
+/// MiniMax-M2 (`minimax_m2`): GQA with QK-norm over the whole projection and rotary on
+/// `rotary_dim` of each head, every layer a sigmoid-routed MoE of `num_local_experts` experts of
+/// `intermediate_size` and no shared expert. Its MTP modules (`use_mtp`, `num_mtp_modules`) are
+/// not in the published checkpoint (229 B parameters without them), so none is modelled.
+fn minimax_m2(f: &Fields) -> Result<Parsed, String> {
+    let n = f.u32("num_hidden_layers")?;
+    let mut attention = gqa(f, None)?;
+    if let Attention::Gqa { qk_norm, rotary_fraction, head_dim, .. } = &mut attention {
+        *qk_norm = f.bool_or("use_qk_norm", true)?;
+        if let Some(rot) = f.u32_opt("rotary_dim")? {
+            *rotary_fraction = rot as f64 / *head_dim as f64;
+        }
+    }
+    let shared = f.u64_opt("shared_intermediate_size")?.unwrap_or(0);
+    let mlp = Mlp::Moe {
+        experts: f.u32("num_local_experts")?,
+        top_k: f.u32("num_experts_per_tok")?,
+        expert_intermediate_size: f.u64("intermediate_size")?,
+        shared_intermediate_size: shared,
+        bias: false,
+    };
+    Ok((vec![LayerGroup { count: n, attention, mlp }], None))
 }
 
 fn gpt_oss(f: &Fields) -> Result<Parsed, String> {
@@ -425,6 +512,28 @@ fn qwen3_5(f: &Fields) -> Result<Parsed, String> {
     let mtp_layers = f.u32_opt("mtp_num_hidden_layers")?.unwrap_or(0);
     let mtp = (mtp_layers > 0).then_some(MtpBlock { layers: mtp_layers, attention: full, mlp });
     Ok((groups, mtp))
+}
+
+/// Kimi-K2.5's MoonViT (`vt_*` fields): a ViT of 14-pixel patches whose 2 × 2 neighbours a
+/// patch merger (two linear layers) maps into the language model's width, as Qwen-VL's.
+fn moonvit(v: &Map<String, Value>, text_hidden: u64) -> Result<VisionTower, String> {
+    let empty = Map::new();
+    let f = Fields { text: v, top: &empty, prefix: "vision_config." };
+    let named = |e: String| if e.starts_with("required field") { e.replace("field `", "field `vision_config.") } else { e };
+    let hidden = f.u64("vt_hidden_size").map_err(named)?;
+    let merge = f.u32_list("merge_kernel_size")?;
+    Ok(VisionTower {
+        depth: f.u32("vt_num_hidden_layers").map_err(named)?,
+        hidden_size: hidden,
+        intermediate_size: f.u64("vt_intermediate_size").map_err(named)?,
+        heads: f.u32("vt_num_attention_heads").map_err(named)?,
+        patch_size: f.u32("patch_size").map_err(named)?,
+        spatial_merge_size: merge.first().copied().unwrap_or(2),
+        temporal_patch_size: 1,
+        in_channels: 3,
+        out_hidden_size: f.u64_opt("text_hidden_size")?.unwrap_or(text_hidden),
+        deepstack_mergers: 0,
+    })
 }
 
 fn vision(v: &Map<String, Value>) -> Result<VisionTower, String> {

@@ -74,6 +74,13 @@ pub enum WeightFormat {
     Mxfp4Experts,
     /// NVFP4 (ModelOpt): FP4 in groups of 16 with FP8 scales.
     Nvfp4,
+    /// INT4 routed experts, weight-only in groups of 32 with a bf16 scale each (W4A16,
+    /// compressed-tensors `pack-quantized`), everything else bf16 (Kimi-K2.5, Kimi-K2-Thinking).
+    Int4Experts,
+    /// NVFP4 MLPs (routed, shared and dense), attention projections kept in bf16: NVIDIA's
+    /// ModelOpt NVFP4 checkpoints of GLM-5, Kimi-K2.5 and MiniMax-M2.5 (their
+    /// `exclude_modules` list every `self_attn` projection).
+    Nvfp4Mlp,
 }
 
 impl WeightFormat {
@@ -87,6 +94,8 @@ impl WeightFormat {
             WeightFormat::Fp8Block => "fp8 (128 x 128 blocks)",
             WeightFormat::Mxfp4Experts => "mxfp4 experts",
             WeightFormat::Nvfp4 => "nvfp4",
+            WeightFormat::Int4Experts => "int4 experts (W4A16, groups of 32)",
+            WeightFormat::Nvfp4Mlp => "nvfp4 MLPs, bf16 attention",
         }
     }
 }
@@ -132,9 +141,39 @@ pub enum Attention {
         qk_nope_head_dim: u32,
         qk_rope_head_dim: u32,
         v_head_dim: u32,
+        /// DeepSeek Sparse Attention (GLM-5, DeepSeek-V3.2): a lightning indexer scores every
+        /// cached token for each query and the attention proper reads only the top-k.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        indexer: Option<SparseIndexer>,
     },
     /// Gated DeltaNet linear attention: a constant-size recurrent state per sequence.
     LinearAttention { key_heads: u32, value_heads: u32, key_head_dim: u32, value_head_dim: u32, conv_kernel: u32 },
+}
+
+/// The lightning indexer of DeepSeek Sparse Attention: `heads` small query heads of
+/// `head_dim` (projected from the query's low-rank latent) score each query against one
+/// `head_dim`-wide key per cached token (its own FP8 cache beside MLA's latent), and the
+/// `top_k` best keys are the only ones the attention reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SparseIndexer {
+    pub heads: u32,
+    pub head_dim: u32,
+    pub top_k: u32,
+}
+
+impl SparseIndexer {
+    /// Bytes the indexer caches per token and layer: an FP8 key and its fp32 scale.
+    pub fn cache_bytes(&self) -> f64 {
+        self.head_dim as f64 + 4.0
+    }
+
+    /// Parameters: the query projection from the `q_lora`-wide latent (or the hidden state),
+    /// the key projection and the per-head weights from the hidden state.
+    pub fn params(&self, hidden: u64, q_in: u64) -> u64 {
+        let (h, d) = (self.heads as u64, self.head_dim as u64);
+        q_in * h * d + hidden * d + hidden * h
+    }
 }
 
 /// The channel mixer of a layer.
@@ -220,7 +259,7 @@ impl Attention {
                 let kv = 2 * kv_heads as u64 * head_dim as u64;
                 hidden * (q + kv) + heads as u64 * head_dim as u64 * hidden
             }
-            Attention::Mla { heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim } => {
+            Attention::Mla { heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, indexer } => {
                 let h = heads as u64;
                 let qd = (qk_nope_head_dim + qk_rope_head_dim) as u64;
                 let q = match q_lora_rank {
@@ -229,7 +268,8 @@ impl Attention {
                 };
                 let kv_a = hidden * (kv_lora_rank + qk_rope_head_dim) as u64;
                 let kv_b = kv_lora_rank as u64 * h * (qk_nope_head_dim + v_head_dim) as u64;
-                q + kv_a + kv_b + h * v_head_dim as u64 * hidden
+                let index = indexer.map_or(0, |i| i.params(hidden, q_lora_rank.map_or(hidden, u64::from)));
+                q + kv_a + kv_b + h * v_head_dim as u64 * hidden + index
             }
             Attention::LinearAttention { key_heads, value_heads, key_head_dim, value_head_dim, conv_kernel } => {
                 let (kh, vh, dk, dv) = (key_heads as u64, value_heads as u64, key_head_dim as u64, value_head_dim as u64);
@@ -300,7 +340,10 @@ impl ModelArch {
     /// One line for `--list-models`.
     pub fn summary(&self) -> String {
         let (total, active) = self.param_counts();
-        let kind = if self.uses_mla() {
+        let sparse = self.layers.iter().any(|g| matches!(g.attention, Attention::Mla { indexer: Some(_), .. }));
+        let kind = if sparse {
+            "MLA+DSA+MoE"
+        } else if self.uses_mla() {
             "MLA+MoE"
         } else if self.layers.iter().any(|g| matches!(g.attention, Attention::LinearAttention { .. })) {
             if self.is_moe() {
@@ -359,9 +402,17 @@ impl ModelArch {
                         return Err(format!("`partial_rotary_factor` is {rotary_fraction}; it must be in (0, 1]"));
                     }
                 }
-                Attention::Mla { heads, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, q_lora_rank } => {
+                Attention::Mla { heads, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, q_lora_rank, indexer } => {
                     if heads == 0 || kv_lora_rank == 0 || qk_rope_head_dim == 0 || v_head_dim == 0 || qk_nope_head_dim == 0 {
                         return Err("MLA fields `num_attention_heads`, `kv_lora_rank`, `qk_nope_head_dim`, `qk_rope_head_dim`, `v_head_dim` must be positive".into());
+                    }
+                    if let Some(i) = indexer {
+                        if i.heads == 0 || i.head_dim == 0 || i.top_k == 0 {
+                            return Err(format!(
+                                "sparse-attention indexer fields `index_n_heads` ({}), `index_head_dim` ({}) and `index_topk` ({}) must be positive",
+                                i.heads, i.head_dim, i.top_k
+                            ));
+                        }
                     }
                     if q_lora_rank == Some(0) {
                         return Err("`q_lora_rank` must be positive or null".into());

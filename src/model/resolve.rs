@@ -84,6 +84,12 @@ pub fn modelopt_kv(id: &str) -> bool {
     lower.starts_with("nvidia/") && suffix_weights(&lower).is_some_and(|w| w != WeightFormat::Mxfp4Experts)
 }
 
+/// NVIDIA's NVFP4 checkpoints that keep attention in bf16 (their `hf_quant_config.json` or
+/// `quantization_config` excludes every `self_attn` module), by `model_type`, and whether they
+/// quantize the KV cache to FP8 (`kv_cache_quant_algo`): nvidia/GLM-5-NVFP4 and
+/// nvidia/MiniMax-M2.5-NVFP4 do, nvidia/Kimi-K2.5-NVFP4 does not.
+const NVFP4_MLP_ONLY: [(&str, bool); 3] = [("glm_moe_dsa", true), ("minimax_m2", true), ("kimi_k25", false)];
+
 /// A catalog network under another name: another organisation, the `Meta-` prefix, an
 /// `-Instruct` or precision suffix (the suffix sets the checkpoint's weight format).
 fn catalog_alias(id: &str) -> Option<ModelArch> {
@@ -95,6 +101,12 @@ fn catalog_alias(id: &str) -> Option<ModelArch> {
     if let Some(w) = suffix_weights(id) {
         m.weights = w;
         m.fp8_kv_cache = modelopt_kv(id);
+        if w == WeightFormat::Nvfp4 && id.trim().to_lowercase().starts_with("nvidia/") {
+            if let Some(&(_, kv)) = NVFP4_MLP_ONLY.iter().find(|(t, _)| *t == m.model_type) {
+                m.weights = WeightFormat::Nvfp4Mlp;
+                m.fp8_kv_cache = kv;
+            }
+        }
     }
     m.id = id.trim().to_string();
     Some(m)
@@ -142,4 +154,26 @@ pub fn resolve_model(id: &str) -> Result<(ModelArch, ModelSource), ModelError> {
         cache: cache_dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
         hint,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvidia_nvfp4_checkpoints_of_glm5_kimi_k25_and_minimax_m25_keep_attention_in_bf16() {
+        // Their exclude lists name every `self_attn` projection; Kimi-K2.5's keeps the KV
+        // cache in bf16. (Mutation: drop NVFP4_MLP_ONLY and all three read as whole-NVFP4.)
+        for (id, kv) in [("nvidia/GLM-5-NVFP4", true), ("nvidia/Kimi-K2.5-NVFP4", false), ("nvidia/MiniMax-M2.5-NVFP4", true)] {
+            let (m, _) = resolve_model(id).unwrap();
+            assert_eq!((m.weights, m.fp8_kv_cache), (WeightFormat::Nvfp4Mlp, kv), "{id}");
+        }
+        // Qwen3's excludes only its routers: the whole network in NVFP4, FP8 KV.
+        let (q, _) = resolve_model("nvidia/Qwen3-32B-NVFP4").unwrap();
+        assert_eq!((q.weights, q.fp8_kv_cache), (WeightFormat::Nvfp4, true));
+        // The published precisions of the originals.
+        assert_eq!(resolve_model("zai-org/GLM-5-FP8").unwrap().0.weights, WeightFormat::Fp8Block);
+        assert_eq!(resolve_model("MiniMaxAI/MiniMax-M2.5").unwrap().0.weights, WeightFormat::Fp8Block);
+        assert_eq!(resolve_model("moonshotai/Kimi-K2.5").unwrap().0.weights, WeightFormat::Int4Experts);
+    }
 }

@@ -50,13 +50,17 @@ pub struct StepPrice {
     pub step: StepSpec,
     /// Σ of the operators' `ms`.
     pub device_ms: f64,
-    /// The engine's host time of the step (scheduling, input preparation, sampling).
+    /// The engine's host time of the step (scheduling, input preparation, sampling), the gap
+    /// between steps included.
     pub host_ms: f64,
-    /// Whether the engine plans the next step while this one runs (host time hidden behind
-    /// device time).
+    /// The part of `host_ms` the device waits for however the engine schedules (the sampled
+    /// tokens' copy back, the next step's launch).
+    pub host_gap_ms: f64,
+    /// Whether the engine plans the next step while this one runs (host time other than the
+    /// gap hidden behind device time).
     pub overlap_scheduling: bool,
-    /// `device_ms` plus the host time not hidden: max(device, host) with overlapped
-    /// scheduling, their sum without.
+    /// `device_ms` plus the host time not hidden: max(device, host − gap) + gap with
+    /// overlapped scheduling, their sum without.
     pub step_ms: f64,
     pub operators: Vec<PricedOperator>,
     /// Notes on approximations taken (a dtype peak missing, a layout the engine would not run).

@@ -42,7 +42,11 @@ pub fn text(p: &StepPrice) -> String {
         ]);
     }
     let _ = writeln!(out, "{t}");
-    let hidden = if p.overlap_scheduling { "hidden behind the device time (overlapped scheduling)" } else { "added to the device time" };
+    let hidden = if p.overlap_scheduling {
+        format!("{:.4} ms of it between steps, the rest overlapped with the device (overlapped scheduling)", p.host_gap_ms)
+    } else {
+        "added to the device time".to_string()
+    };
     let _ = writeln!(out, "Device time: {:.4} ms", p.device_ms);
     let _ = writeln!(out, "Host time:   {:.4} ms, {hidden}", p.host_ms);
     let _ = writeln!(out, "Step time:   {:.4} ms", p.step_ms);

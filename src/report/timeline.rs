@@ -33,9 +33,9 @@ fn ms(t: Option<u64>) -> String {
     t.map(|ns| format!("{:.3}", ns as f64 / 1e6)).unwrap_or_default()
 }
 
-/// `--requests-file`: one row per simulated request, in issue order. Times are the engine's
-/// (the serving front end's per-request overhead the report adds to TTFT is not in them); a
-/// request still running when the simulation stopped has no first token or finish.
+/// `--requests-file`: one row per simulated request, in issue order. Times are as the client
+/// sees them (the serving front end's time included); a request still running when the
+/// simulation stopped has no first token or finish.
 pub fn requests_csv(rec: &Timeline) -> Result<String, ExportError> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([

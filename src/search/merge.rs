@@ -71,7 +71,7 @@ pub fn merge(plan: &Plan, shards: &[Report]) -> Result<Report, MergeError> {
     }
     check_complete(plan, shards, &pieces)?;
     let quiet = |_: u64, _: u64| {};
-    Ok(super::assemble(plan, &quiet, super::Source::Merged(&Pieces(pieces))))
+    Ok(super::assemble(plan, &quiet, &super::NEVER_STOPPED, super::Source::Merged(&Pieces(pieces))))
 }
 
 /// The non-finite latencies of `rows`, as [`crate::outcome::ShardCandidate::non_finite`] lists them.

@@ -30,6 +30,7 @@ use crate::outcome::{
 use crate::plan::{EngineKind, Mode, Plan};
 use crate::workload::Lengths;
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Token budgets to try on `device`: the explicit one; the serving engine's default (vLLM's,
 /// with a simulator engine); or 4×, 2×, 1× the raw input length (retried in that order only
@@ -85,6 +86,24 @@ fn batch_bounds(plan: &Plan, device: &DeviceProfile) -> (u32, Option<u32>) {
     (s.batch_min, cap)
 }
 
+/// Without `--batch-range`, a closed loop under vLLM, SGLang or TensorRT-LLM searches batches
+/// up to the number of prompts its KV pool holds at once: a running request holds at least its
+/// prompt, so the engines queue or preempt any client beyond that, which adds waiting and no
+/// throughput, and a search past it only simulates ever longer queues (Qwen3-32B in BF16 on one
+/// H100 holds a dozen 3,500-token prompts; at the default max-num-seqs of 1024 the search ran
+/// out of its work budget).
+fn kv_bound(ctx: &CandidateCtx, budget: u64, batch_min: u32, batch_max: Option<u32>) -> Option<u32> {
+    let plan = ctx.plan;
+    if plan.engine == EngineKind::Analytic || plan.search.batch_max.is_some() {
+        return batch_max;
+    }
+    let seqs = plan.engine_limits(ctx.device).max_num_seqs.unwrap_or(batch_max.unwrap_or(batch_min) as u64);
+    let Some(tokens) = ctx.sim_setup().closed_loop_kv_tokens(budget, seqs) else { return batch_max };
+    let per_request = plan.workload.input.mean_raw().max(1);
+    let held = u32::try_from(tokens.div_ceil(per_request)).unwrap_or(u32::MAX).max(batch_min);
+    Some(batch_max.map_or(held, |m| m.min(held)))
+}
+
 /// Search one candidate: try budgets, run the batch search, return every probe.
 ///
 /// With open-loop arrivals the offered load is fixed and latency falls as the running cap
@@ -93,6 +112,7 @@ fn batch_bounds(plan: &Plan, device: &DeviceProfile) -> (u32, Option<u32>) {
 pub fn search_candidate(engine: &dyn Engine, ctx: &CandidateCtx) -> (Vec<Row>, Option<String>) {
     let (budgets, explicit) = budgets(ctx.plan, ctx.device);
     let (batch_min, batch_max) = batch_bounds(ctx.plan, ctx.device);
+    let batch_max = kv_bound(ctx, budgets[0], batch_min, batch_max);
     if explicit && budgets.len() > 1 {
         // A chunk-budget study: every budget is searched on its own.
         let mut rows = Vec::new();
@@ -137,17 +157,25 @@ pub fn search_candidate(engine: &dyn Engine, ctx: &CandidateCtx) -> (Vec<Row>, O
 /// Called after each candidate with (candidates done, candidates in the run).
 pub type ProgressFn<'a> = &'a (dyn Fn(u64, u64) + Sync);
 
-/// Progress of a run, shared by the worker threads.
+/// Progress of a run, shared by the worker threads, and the caller's request to stop it.
 struct Progress<'a> {
     done: std::sync::atomic::AtomicU64,
     total: u64,
     report: ProgressFn<'a>,
+    stop: &'a AtomicBool,
 }
+
+/// The stop flag of runs nobody can stop.
+static NEVER_STOPPED: AtomicBool = AtomicBool::new(false);
 
 impl Progress<'_> {
     fn tick(&self) {
         let d = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         (self.report)(d.min(self.total), self.total);
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
     }
 }
 
@@ -204,7 +232,7 @@ fn owned(plan: &Plan, cands: Vec<Candidate>) -> Vec<(usize, Candidate)> {
 /// Search every candidate of one phase on one device, in parallel, results in candidate order.
 pub fn search_phase(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, n: u32, phase: Phase) -> PhaseResult {
     let quiet = |_: u64, _: u64| {};
-    let p = Progress { done: 0.into(), total: 1, report: &quiet };
+    let p = Progress { done: 0.into(), total: 1, report: &quiet, stop: &NEVER_STOPPED };
     search_phase_with(plan, engine, device, n, phase, &p, Source::Search)
 }
 
@@ -222,6 +250,11 @@ fn search_phase_with(
         Source::Search => owned(plan, cands)
             .par_iter()
             .map(|&(index, c)| {
+                // Once stopped, the candidates not yet started are left out (the caller
+                // discards the report).
+                if progress.stopped() {
+                    return Searched { index, rows: Vec::new(), failure: None };
+                }
                 let ctx = CandidateCtx::new(plan, device, c, phase);
                 let (rows, failure) = search_candidate(engine, &ctx);
                 progress.tick();
@@ -253,7 +286,7 @@ fn search_phase_with(
     let (ttft, tpot) = phase_limits(plan, phase);
     let best = best_per_layout(&rows, ttft, tpot, ranking(plan));
     let sweeps = match &plan.search.max_batched_tokens {
-        Some(b) if b.len() > 1 && phase == Phase::Aggregated && !best.is_empty() => {
+        Some(b) if b.len() > 1 && phase == Phase::Aggregated && !best.is_empty() && !progress.stopped() => {
             let layouts: Vec<Row> = if plan.search.sweep_all_layouts { best.clone() } else { best[..1].to_vec() };
             sweep::study(plan, engine, device, &rows, &layouts)
         }
@@ -446,22 +479,32 @@ pub fn run(plan: &Plan) -> Report {
 
 /// [`run`], reporting progress after each candidate.
 pub fn run_with_progress(plan: &Plan, report: ProgressFn) -> Report {
-    assemble(plan, report, Source::Search)
+    assemble(plan, report, &NEVER_STOPPED, Source::Search)
+}
+
+/// [`run_with_progress`] that its caller can stop (an embedder on Ctrl-C): once `stop` is set,
+/// the candidates not yet started are skipped, the batch searches in flight end at their next
+/// probe ([`engine::Stoppable`]), and the chunk-budget sweeps are skipped. The report of a
+/// stopped run is incomplete: the caller discards it.
+pub fn run_stoppable(plan: &Plan, report: ProgressFn, stop: &AtomicBool) -> Report {
+    assemble(plan, report, stop, Source::Search)
 }
 
 /// The report of `plan` from its candidates' results, searched or merged: everything after
 /// the per-candidate search (ranking, frontier, summaries) is the same code either way.
-fn assemble(plan: &Plan, report: ProgressFn, source: Source) -> Report {
-    let progress = Progress { done: 0.into(), total: count_candidates(plan).max(1), report };
+fn assemble(plan: &Plan, report: ProgressFn, stop: &AtomicBool, source: Source) -> Report {
+    let progress = Progress { done: 0.into(), total: count_candidates(plan).max(1), report, stop };
     let engine: Box<dyn Engine> = match plan.engine {
         EngineKind::Analytic => Box::new(AnalyticEngine),
         EngineKind::Sim => Box::new(SimEngine::default()),
         EngineKind::Compare => Box::new(CompareEngine::default()),
     };
+    // A stop ends the batch searches in flight at their next probe, not at their candidates' end.
+    let engine = engine::Stoppable { inner: engine.as_ref(), stop };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(plan.jobs).build();
     let devices: Vec<DeviceResult> = match pool {
-        Ok(pool) => pool.install(|| plan.devices.iter().map(|d| run_device(plan, engine.as_ref(), d, &progress, source)).collect()),
-        Err(_) => plan.devices.iter().map(|d| run_device(plan, engine.as_ref(), d, &progress, source)).collect(),
+        Ok(pool) => pool.install(|| plan.devices.iter().map(|d| run_device(plan, &engine, d, &progress, source)).collect()),
+        Err(_) => plan.devices.iter().map(|d| run_device(plan, &engine, d, &progress, source)).collect(),
     };
     let found = warnings::after_search(plan, &devices);
     Report {

@@ -34,8 +34,8 @@ pub fn price(plan: &Plan, par: ParallelConfig, step: &StepSpec) -> StepPrice {
     let shape = step_shape(step);
     let ops = ctx.cost.priced_ops(&shape);
     let device_s: f64 = ops.iter().map(|o| o.seconds).sum();
-    let host_s = ctx.cost.host_seconds(&shape);
-    let step_s = if ctx.overlap_scheduling { device_s.max(host_s) } else { device_s + host_s };
+    let parts = crate::cost::StepParts { device_s, ..crate::cost::StepCostModel::step_parts(&ctx.cost, &shape) };
+    let step_s = if ctx.overlap_scheduling { parts.overlapped() } else { parts.serial() };
     let q = &plan.quant;
     let quantization = match q.non_expert {
         Some(ne) if ne != q.linear => format!("linear {} (experts), {} (other linears); KV {}", q.linear.name(), ne.name(), q.kv.name()),
@@ -54,7 +54,8 @@ pub fn price(plan: &Plan, par: ParallelConfig, step: &StepSpec) -> StepPrice {
         moe_tp: par.moe_tp,
         step: step.clone(),
         device_ms: ops.iter().map(|o| o.seconds * 1e3).sum(),
-        host_ms: host_s * 1e3,
+        host_ms: parts.host_total() * 1e3,
+        host_gap_ms: parts.gap_s * 1e3,
         overlap_scheduling: ctx.overlap_scheduling,
         step_ms: step_s * 1e3,
         operators: ops

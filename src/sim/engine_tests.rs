@@ -27,7 +27,7 @@ impl StepCostModel for SplitCost {
         if shape.is_empty() {
             return StepParts::default();
         }
-        StepParts { device_s: self.device_s + self.per_token_s * shape.tokens() as f64, host_s: self.host_s }
+        StepParts { device_s: self.device_s + self.per_token_s * shape.tokens() as f64, host_s: self.host_s, gap_s: 0.0 }
     }
 }
 

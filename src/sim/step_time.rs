@@ -25,9 +25,9 @@ pub fn wall_seconds(cfg: &InstanceConfig, cost: &dyn StepCostModel, shape: &Batc
         (Some(g), overlap) => {
             let (parts, launch_s) = graphed(g, cost, shape);
             if overlap {
-                parts.device_s.max(parts.host_s + launch_s)
+                parts.device_s.max(parts.host_s + launch_s) + parts.gap_s
             } else {
-                parts.host_s + parts.device_s.max(launch_s)
+                parts.host_s + parts.gap_s + parts.device_s.max(launch_s)
             }
         }
     }

@@ -115,6 +115,8 @@ pub struct RequestFactory {
     issued_open: u64,
     /// `--random-range-ratio` for fixed lengths.
     range_ratio: Option<f64>,
+    /// The benchmark client's spread of fixed output lengths, tokens (see `with_output_spread`).
+    output_spread: Option<u64>,
     trace_pos: usize,
 }
 
@@ -132,6 +134,7 @@ impl RequestFactory {
             next_arrival_ns: 0,
             issued_open: 0,
             range_ratio: None,
+            output_spread: None,
             trace_pos: 0,
         }
     }
@@ -155,6 +158,14 @@ impl RequestFactory {
         self
     }
 
+    /// Spread fixed output lengths alone uniformly over [L − k, L + k] tokens (at least one),
+    /// as a benchmark client that honours end-of-sequence gets them (a `--random-range-ratio`
+    /// replaces it).
+    pub fn with_output_spread(mut self, tokens: Option<u64>) -> Self {
+        self.output_spread = tokens.filter(|k| *k > 0);
+        self
+    }
+
     fn spread(ratio: Option<f64>, n: u64, rng: &mut ChaCha8Rng) -> u64 {
         match ratio {
             Some(r) => {
@@ -175,7 +186,10 @@ impl RequestFactory {
             (_, Lengths::Distribution(d)) if d.output_bins.is_some() => {
                 draw_from_bins(d.output_bins.as_ref().unwrap(), &mut self.output_rng)
             }
-            (Lengths::Fixed(n), _) => Self::spread(self.range_ratio, *n, &mut self.output_rng),
+            (Lengths::Fixed(n), _) => match (self.range_ratio, self.output_spread) {
+                (None, Some(k)) => self.output_rng.random_range(n.saturating_sub(k).max(1)..=n + k),
+                (ratio, _) => Self::spread(ratio, *n, &mut self.output_rng),
+            },
             (Lengths::Distribution(d), _) => draw_from_bins(&d.bins, &mut self.output_rng),
         };
         (input, output)

@@ -166,14 +166,20 @@ fn the_sensitivity_pass_simulates_what_a_prediction_simulates_and_its_slopes_pre
     let (_, tpot) = params(500.0, 0.3).predict(&s, &params(500.0, 3.3));
     assert!((tpot - moved.tpot_ms).abs() < 0.02 * moved.tpot_ms, "first order {tpot} vs simulated {}", moved.tpot_ms);
     assert!(moved.tpot_ms > s.tpot_ms * 1.05, "a per-layer cost must show: {} -> {}", s.tpot_ms, moved.tpot_ms);
-    // Overlapped scheduling hides host time below the device's: 2 ms more per step leave the
-    // simulated TPOT where it was, and the slopes, which record only the larger part of each
-    // step, say so (fails if the recorder keeps the host components of device-bound steps).
+    // Overlapped scheduling hides the per-sequence host work below the device's: 3 µs more per
+    // sequence per layer leave the simulated TPOT where it was, and the slopes, which record
+    // the per-sequence component only where the host part is the larger, say so (fails if the
+    // recorder keeps it for device-bound steps). The per-step gap is not hidden: 2 ms more per
+    // step move TPOT by about 2 ms, as the slopes say (fails if the recorder drops it).
     let at = base.with_engines(calibration_with(500.0, 0.3, true));
     let s = at.sensitivity(&run).unwrap();
+    let moved = base.with_engines(calibration_with(500.0, 3.3, true)).predict(&run).unwrap();
+    let (_, tpot) = params(500.0, 0.3).predict(&s, &params(500.0, 3.3));
+    assert!((moved.tpot_ms - s.tpot_ms).abs() < 0.01 * s.tpot_ms, "hidden host time moved TPOT: {} -> {}", s.tpot_ms, moved.tpot_ms);
+    assert!((tpot - moved.tpot_ms).abs() < 0.02 * moved.tpot_ms, "first order {tpot} vs simulated {}", moved.tpot_ms);
     let moved = base.with_engines(calibration_with(2500.0, 0.3, true)).predict(&run).unwrap();
     let (_, tpot) = params(500.0, 0.3).predict(&s, &params(2500.0, 0.3));
-    assert!((moved.tpot_ms - s.tpot_ms).abs() < 0.01 * s.tpot_ms, "hidden host time moved TPOT: {} -> {}", s.tpot_ms, moved.tpot_ms);
+    assert!(moved.tpot_ms > s.tpot_ms + 1.5, "the gap between steps must show in TPOT: {} -> {}", s.tpot_ms, moved.tpot_ms);
     assert!((tpot - moved.tpot_ms).abs() < 0.02 * moved.tpot_ms, "first order {tpot} vs simulated {}", moved.tpot_ms);
 }
 
@@ -213,7 +219,7 @@ fn a_fit_writes_profiles_that_reproduce_its_after_table() {
         for k in ["memory_efficiency", "matrix_efficiency_scale", "comm_efficiency", "grouped_gemm_efficiency"] {
             assert!(e.get(k).is_none(), "{k} in {e:?}");
         }
-        assert!(e["step_overhead_us"].as_f64().unwrap() <= 5000.0 && e["frontend_request_us"].as_f64().unwrap() <= 50000.0, "{e:?}");
+        assert!(e["step_overhead_us"].as_f64().unwrap() <= 4500.0 && e["frontend_request_us"].as_f64().unwrap() <= 50000.0, "{e:?}");
     }
 }
 
@@ -273,7 +279,7 @@ fn an_engine_version_selects_the_release_defaults() {
     assert!(current.contains("; overlapped scheduling\n"), "{current}");
     let old = run_ok(&[&args[..], &["--serving-engine", "vllm@0.11"]].concat());
     assert!(!old.contains("overlapped"), "{old}");
-    assert!(old.contains("calibration, fitted on 154 measured runs (release 0.11.0)"), "{old}");
+    assert!(old.contains("calibration, fitted on ") && old.contains(" measured runs (release 0.11.0)"), "{old}");
     usage_error(&[&args[..], &["--serving-engine", "vllm@next"]].concat(), &["--serving-engine", "`next`"]);
     // SGLang's overlap scheduler is on from 0.4 (`disable_overlap_schedule` false).
     let sglang = run_ok(&[&args[..], &["--serving-engine", "sglang"]].concat());
@@ -329,11 +335,15 @@ fn the_per_layer_overhead_counts_every_layer_pass_a_step_runs() {
     use throughput_optimizer::search::candidates::Candidate;
     use throughput_optimizer::search::engine::CandidateCtx;
     let argv = ["throughput-optimizer", "deepseek-ai/DeepSeek-V3", "--device", "H100_SXM", "--num-devices", "8"];
-    let plan = super::util::plan_of(
+    let mut plan = super::util::plan_of(
         &[&argv[..], &["--input-length", "1024", "--output-length", "128", "--serving-engine", "vllm", "--num-mtp-tokens", "2"]].concat(),
     );
+    // A per-layer cost of 0.5 µs on every entry (the built-in fit may put it at 0).
+    let mut vllm = plan.engines.get("vllm").clone();
+    vllm.devices.iter_mut().for_each(|d| d.overheads.seq_layer_overhead_us = 0.5);
+    plan.engines.replace(vllm);
     let per_layer = plan.effective(&plan.devices[0]).per_seq_layer_s;
-    assert!(per_layer > 0.0, "the built-in vLLM H100 entry has a per-layer overhead");
+    assert!((per_layer - 0.5e-6).abs() < 1e-18, "{per_layer}");
     let parallel = ParallelConfig { num_devices: 8, tp: 8, dp: 1, ep: 8, moe_tp: 1, moe_dp: 1, dcp: 1 };
     let ctx = |mtp: u32| CandidateCtx::new(&plan, &plan.devices[0], Candidate { parallel, mtp }, Phase::Decode);
     let (plain, drafting) = (ctx(0), ctx(2));

@@ -146,7 +146,8 @@ fn an_engine_that_cannot_serve_the_plan_says_why() {
     // TensorRT-LLM on an Ascend device.
     let ascend: Vec<&str> = AGG.iter().map(|a| if *a == "H100_SXM" { "ATLAS_800_A2_376T_64G" } else { a }).collect();
     usage_error(&args(&ascend, &["--emit", "trtllm"]), &["--emit trtllm", "NVIDIA GPUs only", "ATLAS_800_A2_376T_64G"]);
-    // The FP8 checkpoint of DeepSeek-V3 cannot serve the BF16 weights a plan priced.
+    // The FP8-block checkpoint of DeepSeek-V3 (128 × 128 blocks, as its quantization_config says)
+    // cannot serve the BF16 weights a plan priced; the refusal names the checkpoint's own.
     usage_error(
         &[
             "deepseek-ai/DeepSeek-V3",
@@ -163,7 +164,7 @@ fn an_engine_that_cannot_serve_the_plan_says_why() {
             "--emit",
             "sglang",
         ],
-        &["--emit sglang", "FP8 weights", "--quantize-linear-action FP8"],
+        &["--emit sglang", "FP8_BLOCK weights", "--quantize-linear-action FP8_BLOCK"],
     );
     let out = cmd().args(args(AGG, &["--emit", "vllm"])).output().unwrap();
     assert!(out.status.success());
@@ -236,4 +237,23 @@ fn k8s_manifests_request_the_plans_devices() {
     ));
     assert!(y.contains("kind: LeaderWorkerSet") && y.contains("size: 2"), "{y}");
     assert_eq!(k8s_gpus(&y), 16, "{y}");
+}
+
+#[test]
+fn republished_and_int4_checkpoints_serve_as_they_are_stored() {
+    // Issue 23: NVIDIA's NVFP4 GLM-5 (named by its id, NVFP4 MLPs and FP8 KV) and Kimi-K2.5's
+    // INT4 experts are served as their checkpoints hold them, not refused as BF16 ones.
+    // Mutation: drop the republished-checkpoint arm in `deployment::weights` and the first fails.
+    let base =
+        ["--num-devices", "8", "--input-length", "1024", "--output-length", "256", "--tp-sizes", "8", "--batch-range", "1", "16", "-q"];
+    let glm = run_ok(&args(&["nvidia/GLM-5-NVFP4", "--device", "B200", "--emit", "vllm"], &base));
+    assert!(glm.contains("# Weights: NVFP4 experts, DISABLED other linears, as the checkpoint stores them; KV cache: FP8"), "{glm}");
+    assert!(glm.contains("vllm serve nvidia/GLM-5-NVFP4") && glm.contains("--kv-cache-dtype fp8"), "{glm}");
+    let kimi = run_ok(&args(&["moonshotai/Kimi-K2.5", "--device", "H200_SXM", "--emit", "sglang"], &base));
+    assert!(kimi.contains("# Weights: W4A16_INT4 experts, DISABLED other linears, as the checkpoint stores them"), "{kimi}");
+    // DeepSeek-V3 with no quantization flag plans its checkpoint's FP8 blocks on NVIDIA, and the
+    // commands serve them (they were refused: the launch side took the checkpoint for per-tensor
+    // FP8). Mutation: compare against LinearQuant::Fp8 for DeepSeek in `deployment::weights`.
+    let ds = run_ok(&args(&["deepseek-ai/DeepSeek-V3", "--device", "H200_SXM", "--emit", "vllm"], &base));
+    assert!(ds.contains("# Weights: FP8_BLOCK, as the checkpoint stores them") && !ds.contains("--quantization"), "{ds}");
 }

@@ -52,6 +52,15 @@ const ALL_DEVICES: &[&str] = &[
     "H200_SXM",
     "B200",
     "L40S",
+    "B300",
+    "GB200_NVL72",
+    "GB300_NVL72",
+    "H20",
+    "RTX_PRO_6000",
+    "L20",
+    "MI300X",
+    "MI325X",
+    "MI355X",
 ];
 
 fn best_throughput(report: &Value, phase_name: &str) -> f64 {
@@ -664,6 +673,22 @@ fn list_devices() {
     for d in ALL_DEVICES {
         assert!(out.contains(d), "--list-devices lacks {d}:\n{out}");
     }
+    // Every datasheet-sourced profile names its source (issue 23); the NVL72 racks say both
+    // their NVLink domain and their host size.
+    for (d, source) in [
+        ("B300", "NVIDIA HGX B300 datasheet"),
+        ("GB200_NVL72", "NVIDIA GB200 NVL72 datasheet"),
+        ("GB300_NVL72", "NVIDIA GB300 NVL72 datasheet"),
+        ("H20", "NVIDIA H20 product brief"),
+        ("RTX_PRO_6000", "NVIDIA RTX PRO 6000 Blackwell Server Edition datasheet"),
+        ("L20", "NVIDIA L20 product brief"),
+        ("MI300X", "AMD Instinct MI300X data sheet"),
+        ("MI325X", "AMD Instinct MI325X data sheet"),
+        ("MI355X", "AMD Instinct MI355X data sheet"),
+    ] {
+        assert!(out.contains(&format!("  {d}: {source}")), "--list-devices does not name {d}'s source:\n{out}");
+    }
+    assert!(out.contains("16 x 72 (4 per host)"), "{out}");
 }
 
 #[test]

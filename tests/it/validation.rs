@@ -589,3 +589,16 @@ fn compare_disagg_needs_aggregation_two_devices_and_a_closed_loop() {
     );
     usage_error(&base(&["--arrival", "poisson", "2"]), &["--compare-disagg", "--arrival poisson", "closed loop"]);
 }
+
+#[test]
+fn tensorrt_llm_is_refused_on_amd_gpus() {
+    // Issue 23: AMD GPUs are served by the ROCm builds of vLLM and SGLang; TensorRT-LLM is
+    // NVIDIA's. Both ways of asking for it are usage errors naming the device.
+    let base =
+        ["meta-llama/Meta-Llama-3.1-70B", "--device", "MI300X", "--num-devices", "8", "--input-length", "1024", "--output-length", "256"];
+    usage_error(
+        &[&base[..], &["--serving-engine", "trtllm"]].concat(),
+        &["--serving-engine trtllm", "MI300X is an AMD GPU", "vllm or sglang"],
+    );
+    usage_error(&[&base[..], &["--emit", "trtllm"]].concat(), &["--emit trtllm", "MI300X is an AMD GPU", "--emit vllm"]);
+}

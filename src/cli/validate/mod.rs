@@ -20,7 +20,7 @@ pub(crate) use search::validate_search;
 pub(crate) use serving::{validate_calibration, validate_mtp, validate_serving, validate_speculative};
 pub(crate) use shard::validate_shard;
 pub(crate) use sim::{
-    check_calibration_engines, unused_reserve_warning, validate_engine, validate_performance_model, validate_sim,
+    check_calibration_engines, unused_reserve_warning, validate_engine, validate_engine_vendor, validate_performance_model, validate_sim,
     warn_unused_engine_version,
 };
 pub(crate) use workload::{load_arrival_trace, validate_slo, validate_workload};

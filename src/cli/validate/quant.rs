@@ -9,7 +9,7 @@ use crate::quant::{KvQuant, LinearQuant, NamedEnum, QuantConfig};
 /// `--quantize-*-action` and `--mxfp4-group-size`.
 /// The quantization flags. Without `--quantize-linear-action`, a plan on NVIDIA devices runs the
 /// checkpoint as it is published (its weights, and its KV cache where the checkpoint quantizes
-/// it), as vLLM, SGLang and TensorRT-LLM serve it; elsewhere the original tool's default
+/// it), as vLLM, SGLang and TensorRT-LLM serve it (and on AMD GPUs, ROCm vLLM and SGLang); elsewhere the original tool's default
 /// (W8A8_DYNAMIC weights, bf16 KV) stays.
 pub(crate) fn validate_quant(
     raw: &RawArgs,
@@ -20,7 +20,9 @@ pub(crate) fn validate_quant(
     let parse_q = |flag: &str, v: &Option<String>| -> Result<Option<LinearQuant>, Error> {
         v.as_deref().map(|s| LinearQuant::parse_choice(s).map_err(|e| Error::choice(flag, e))).transpose()
     };
-    let nvidia = !devices.is_empty() && devices.iter().all(|d| d.vendor == "NVIDIA");
+    // vLLM, SGLang and TensorRT-LLM on NVIDIA GPUs, and the ROCm builds of vLLM and SGLang on
+    // AMD GPUs, serve the checkpoint as it is published.
+    let nvidia = !devices.is_empty() && devices.iter().all(|d| d.vendor == "NVIDIA" || d.vendor == "AMD");
     let checkpoint = QuantConfig::checkpoint(model);
     let linear = parse_q("--quantize-linear-action", &raw.quantize_linear_action)?;
     let non_expert = parse_q("--quantize-non-expert-linear-action", &raw.quantize_non_expert_linear_action)?;

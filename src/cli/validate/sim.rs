@@ -33,6 +33,7 @@ fn sim_flags(raw: &RawArgs) -> Vec<&'static str> {
         (raw.slo_percentile.is_some(), "--slo-percentile"),
         (raw.measure.is_some(), "--measure"),
         (raw.random_range_ratio.is_some(), "--random-range-ratio"),
+        (raw.ignore_eos, "--ignore-eos"),
         (raw.prefix_groups.is_some(), "--prefix-groups"),
         (raw.prefix_length.is_some(), "--prefix-length"),
         (raw.pd_routing.is_some(), "--pd-routing"),
@@ -190,6 +191,31 @@ pub(crate) fn check_calibration_engines(plan: &crate::plan::Plan) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// TensorRT-LLM on a device it does not run on: it is NVIDIA's, and AMD GPUs are served by the
+/// ROCm builds of vLLM and SGLang. Named by the flag that asked for it (`--serving-engine`, or
+/// `--emit trtllm`, which plans under TensorRT-LLM when no engine is given).
+pub(crate) fn validate_engine_vendor(raw: &RawArgs, sim: &SimOptions, devices: &[crate::hardware::DeviceProfile]) -> Result<(), Error> {
+    if sim.serving_engine != Some(ServingEngine::Trtllm) {
+        return Ok(());
+    }
+    let (flag, instead) = if raw.serving_engine.is_some() {
+        ("--serving-engine", "--serving-engine vllm or sglang")
+    } else {
+        ("--emit", "--emit vllm or --emit sglang")
+    };
+    match devices.iter().find(|d| d.vendor.eq_ignore_ascii_case("amd")) {
+        Some(d) => Err(Error::rejected(
+            flag,
+            "trtllm",
+            format!(
+                "{flag} trtllm: TensorRT-LLM runs on NVIDIA GPUs only, and {} is an AMD GPU; serve it with vllm or sglang (their ROCm builds): {instead}",
+                d.name
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// `--serving-engine ENGINE@VERSION` for an engine whose profile has no version-dependent

@@ -65,7 +65,8 @@ pub(crate) fn validate_workload(
     }
     let images = validate_images(raw, model, warnings)?;
     let range_ratio = validate_range_ratio(raw, &input, &output, warnings)?;
-    Ok(Workload { input, output, prefix_cache_hit_rate: hit, images, range_ratio, input_label, output_label })
+    let ignore_eos = raw.ignore_eos;
+    Ok(Workload { input, output, prefix_cache_hit_rate: hit, images, range_ratio, ignore_eos, input_label, output_label })
 }
 
 /// `--arrival trace FILE`: the trace, read once for the whole validation (its lengths size the

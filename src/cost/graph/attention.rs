@@ -8,7 +8,7 @@ use super::{Builder, TOK};
 use crate::cost::ops::{f, scaled, unit, Collective, Op, OpKind};
 use crate::hardware::kernels::KernelOp;
 use crate::hardware::Dtype;
-use crate::model::Attention;
+use crate::model::{Attention, SparseIndexer};
 use crate::quant::{ActQuant, LinearQuant};
 
 impl Builder<'_> {
@@ -17,8 +17,10 @@ impl Builder<'_> {
             Attention::Gqa { heads, kv_heads, head_dim, qk_norm, bias, sliding_window, output_gate, rotary_fraction } => {
                 self.gqa(count, heads, kv_heads, head_dim, qk_norm, bias, sliding_window, output_gate, rotary_fraction)
             }
-            Attention::Mla { heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim } => {
-                self.mla(count, heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
+            Attention::Mla { heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, indexer } => {
+                let dims =
+                    MlaDims { r: kv_lora_rank as f64, rope: qk_rope_head_dim as f64, nope: qk_nope_head_dim as f64, v: v_head_dim as f64 };
+                self.mla(count, heads, q_lora_rank, dims, indexer)
             }
             Attention::LinearAttention { key_heads, value_heads, key_head_dim, value_head_dim, conv_kernel } => {
                 self.linear_attention(count, key_heads, value_heads, key_head_dim, value_head_dim, conv_kernel)
@@ -151,11 +153,14 @@ impl Builder<'_> {
         self.ops.push(op);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn mla(&mut self, count: f64, heads: u32, q_lora: Option<u32>, r: u32, nope: u32, rope: u32, v: u32) {
+    /// Multi-head latent attention; with a sparse-attention `indexer` (DeepSeek Sparse
+    /// Attention), the indexer runs over the whole context and the attention proper reads at
+    /// most its top-k tokens per query (priced as a window of top-k).
+    fn mla(&mut self, count: f64, heads: u32, q_lora: Option<u32>, dims: MlaDims, indexer: Option<SparseIndexer>) {
         let (h, tp) = (self.h, self.tp);
         let hq = heads as f64 / tp;
-        let (r, nope, rope, v) = (r as f64, nope as f64, rope as f64, v as f64);
+        let MlaDims { r, rope, nope, v } = dims;
+        let top_k = indexer.map(|i| i.top_k as f64);
         let q = self.non_expert_q;
         let qq = Some(q);
         let kvb = self.opts.quant.kv.bytes();
@@ -184,6 +189,9 @@ impl Builder<'_> {
         } else {
             self.gemm("q_proj", count, TOK, h, hq * (nope + rope), qq, false);
         }
+        if let Some(ix) = indexer {
+            self.dsa_indexer(count, ix, qa.unwrap_or(h));
+        }
         self.norm("kv_a_layernorm", count, TOK, r, false, ActQuant::None);
         self.rope(count, (hq + 1.0) * rope, rope);
         let kvq = if kvb < 2.0 { 1.0 } else { 0.0 };
@@ -201,13 +209,12 @@ impl Builder<'_> {
         mem[f::P_TOKENS] = (hq * (nope + rope) + hq * v) * 2.0 / self.hbm;
         mem[f::P_CTX] = ((hq * (nope + v) + rope) * 2.0 + (r + rope) * kvb) / self.hbm;
         self.causal(&mut mma, &mut gp);
-        let dims = MlaDims { r, rope, nope, v };
         let op = Op {
             name: "mla_prefill_attention",
             count,
             gate: f::P_TOKENS,
             fixed_s: self.fixed_mma,
-            window: None,
+            window: top_k,
             kind: OpKind::Roofline { mma, gp, mem },
         };
         let op = self.measured_mla(&op, KernelOp::ContextMla, hq, dims).unwrap_or(op);
@@ -228,7 +235,7 @@ impl Builder<'_> {
             count,
             gate: f::D_TOKENS,
             fixed_s: self.fixed_mma,
-            window: None,
+            window: top_k,
             kind: OpKind::Roofline { mma, gp, mem },
         };
         match self.measured_mla(&op, KernelOp::GenerationMla, hq, dims) {
@@ -270,6 +277,46 @@ impl Builder<'_> {
         self.act_quant("o_input_quant", count, tok, hq * v, q);
         self.row_parallel("o_proj", "attn_all_reduce", count, tok, hq * v, h, qq, false);
         self.track_width(hq * (nope + rope + v) * 2.0);
+    }
+
+    /// DeepSeek Sparse Attention's lightning indexer over `q_in`-wide query latents: its
+    /// projections (replicated on every TP rank, as vLLM and SGLang build them; the per-head
+    /// weights in bf16 as the FP8 checkpoints keep them), the FP8 key cache it writes, and the
+    /// scores of every query against every cached key (FP8 MMA, `heads` × `head_dim` per pair;
+    /// a ReLU, the head weighting and the top-k selection per pair on the vector units).
+    fn dsa_indexer(&mut self, count: f64, ix: SparseIndexer, q_in: f64) {
+        let h = self.h;
+        let (ih, id) = (ix.heads as f64, ix.head_dim as f64);
+        let q = Some(self.non_expert_q);
+        let tok = unit(TOK, 1.0);
+        self.gemm("indexer_q_proj", count, TOK, q_in, ih * id, q, false);
+        self.gemm("indexer_k_proj", count, TOK, h, id, q, false);
+        self.gemm("indexer_weights_proj", count, TOK, h, ih, None, false);
+        // LayerNorm and rotary of the key, FP8 quantization into the cache.
+        let op = self.vector_op("indexer_k_cache", count, tok, id, 8.0, 2.0 + 1.0, false, 2.0);
+        self.ops.push(op);
+        let mma_r = self.mma_rate(Dtype::Fp8);
+        let mut mma = [0.0; f::N];
+        let mut gp = [0.0; f::N];
+        let mut mem = [0.0; f::N];
+        mma[f::P_PAIRS] = 2.0 * ih * id / mma_r;
+        mma[f::D_PAIRS] = 2.0 * ih * id / mma_r;
+        gp[f::P_PAIRS] = (2.0 * ih + 4.0) / self.vec_bf16;
+        gp[f::D_PAIRS] = (2.0 * ih + 4.0) / self.vec_bf16;
+        mem[TOK] = (ih * id + ix.top_k as f64 * 4.0) / self.hbm;
+        mem[f::P_CTX] = ix.cache_bytes() / self.hbm;
+        mem[f::D_CTX] = ix.cache_bytes() / self.hbm;
+        self.causal(&mut mma, &mut gp);
+        self.ops.push(Op {
+            name: "dsa_indexer",
+            count,
+            gate: TOK,
+            fixed_s: self.fixed_mma,
+            window: None,
+            kind: OpKind::Roofline { mma, gp, mem },
+        });
+        // The indexer's key cache beside the latent one, on every rank.
+        self.kv_per_token += count * self.copies * ix.cache_bytes();
     }
 
     fn linear_attention(&mut self, count: f64, kh: u32, vh: u32, dk: u32, dv: u32, kernel: u32) {

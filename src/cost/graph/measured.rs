@@ -170,13 +170,14 @@ impl Builder<'_> {
             LinearQuant::Nvfp4 => (MoeDtype::Nvfp4, true),
             LinearQuant::W4A16Mxfp4 | LinearQuant::Mxfp4 => (MoeDtype::W4a16Mxfp4, true),
             LinearQuant::W4A8Mxfp4Mxfp8 => (MoeDtype::W4a8Mxfp4Mxfp8, true),
+            LinearQuant::W4A16Int4 => (MoeDtype::Int4WeightOnly, true),
             // Integer kernels: the FP8 (8-bit activations) or bf16 (weight-only) table, carried.
             LinearQuant::W8A8Static | LinearQuant::W8A8Dynamic | LinearQuant::W4A8Static | LinearQuant::W4A8Dynamic => {
                 (MoeDtype::Fp8, false)
             }
             LinearQuant::W8A16Static | LinearQuant::W8A16Dynamic => (MoeDtype::Bf16, false),
         };
-        let bytes = match dt {
+        let bytes = |dt: MoeDtype| match dt {
             MoeDtype::Bf16 => (2.0, 2.0),
             MoeDtype::Fp8 | MoeDtype::Fp8Block => (1.0, 1.0),
             MoeDtype::W4a16Mxfp4 | MoeDtype::Int4WeightOnly => (0.5 + 1.0 / 32.0, 2.0),
@@ -188,7 +189,15 @@ impl Builder<'_> {
         } else {
             ["power_law_1.2", "power_law_1.01", "balanced"]
         };
-        skew.iter().find_map(|s| t.get(&TableId::moe(dt, s))).map(|g| (g, dt, bytes, exact))
+        // INT4 weight-only experts where the engine's table has none (TensorRT-LLM's): the bf16
+        // table (its activations and tensor cores), carried by the rooflines' ratio. Not the
+        // MXFP4 weight-only one: it holds gpt-oss's shapes only.
+        let carried: &[MoeDtype] = match dt {
+            MoeDtype::Int4WeightOnly => &[MoeDtype::Bf16],
+            _ => &[],
+        };
+        let own = std::iter::once((dt, exact)).chain(carried.iter().map(|&d| (d, false)));
+        own.into_iter().find_map(|(dt, exact)| skew.iter().find_map(|s| t.get(&TableId::moe(dt, s))).map(|g| (g, dt, bytes(dt), exact)))
     }
 
     /// The roofline of this rank's routed experts per unit of tokens per expert: each local
@@ -333,7 +342,15 @@ impl Builder<'_> {
             actual: roof_of(&dims, hq),
         };
         let (prefill, decode) = if kernel == KernelOp::ContextMla { (Some(side), None) } else { (None, Some(side)) };
-        let lookup = Lookup::Attention { prefill, decode, window: None, clamp_lookup: false, dcp: self.par.dcp.max(1) as f64 };
-        Some(Op { fixed_s: 0.0, kind: OpKind::Measured(Box::new(Measured { roofline: op.kind.clone(), lookup })), ..op.clone() })
+        // A sparse attention's top-k reads the full-attention tables as a window would: decode
+        // looked up at the clamped length, the rooflines clamped.
+        let (window, clamp_lookup) = (op.window, op.window.is_some());
+        let lookup = Lookup::Attention { prefill, decode, window, clamp_lookup, dcp: self.par.dcp.max(1) as f64 };
+        Some(Op {
+            fixed_s: 0.0,
+            window: None,
+            kind: OpKind::Measured(Box::new(Measured { roofline: op.kind.clone(), lookup })),
+            ..op.clone()
+        })
     }
 }

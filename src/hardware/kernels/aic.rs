@@ -379,8 +379,13 @@ fn read_csv(path: &Path) -> Result<Columns, String> {
 /// current version before older ones; the densest kernel before others).
 #[derive(Default)]
 struct Accumulator {
-    points: BTreeMap<TableId, (Vec<(Vec<f64>, f64)>, std::collections::HashSet<Vec<u64>>)>,
+    points: BTreeMap<TableId, (Points, SeenShapes)>,
 }
+
+/// Measured points of one table: coordinates and latency.
+type Points = Vec<(Vec<f64>, f64)>;
+/// The shapes (coordinates as bits) a table already holds.
+type SeenShapes = std::collections::HashSet<Vec<u64>>;
 
 impl Accumulator {
     /// Add one source's points for `id`, in priority order: a shape already measured (by an

@@ -22,6 +22,18 @@ const BUILTIN: &[(&str, &str, &[u8])] = builtin_tables!(
     ("b200_sxm", "vllm"),
     ("b200_sxm", "sglang"),
     ("b200_sxm", "trtllm"),
+    ("b300_sxm", "vllm"),
+    ("b300_sxm", "sglang"),
+    ("b300_sxm", "trtllm"),
+    ("gb200", "vllm"),
+    ("gb200", "sglang"),
+    ("gb200", "trtllm"),
+    ("gb300", "vllm"),
+    ("gb300", "sglang"),
+    ("gb300", "trtllm"),
+    ("rtx_pro_6000_server", "vllm"),
+    ("rtx_pro_6000_server", "sglang"),
+    ("rtx_pro_6000_server", "trtllm"),
 );
 
 static DECODED: [OnceLock<Arc<KernelTables>>; BUILTIN.len()] = [const { OnceLock::new() }; BUILTIN.len()];

@@ -106,18 +106,8 @@ impl<const N: usize> Dense<N> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn grid() -> Grid {
-        // t(n, m) = 1 + m·n; n = 20 measured at m ∈ {1, 4} only.
-        let mut pts = Vec::new();
-        for m in [1.0, 2.0, 4.0] {
-            pts.push((vec![10.0, m], 1.0 + m * 10.0));
-        }
-        for m in [1.0, 4.0] {
-            pts.push((vec![20.0, m], 1.0 + m * 20.0));
-        }
-        Grid::from_points(2, pts).unwrap()
-    }
+    // t(n, m) = 1 + m·n; n = 20 measured at m ∈ {1, 4} only.
+    use crate::hardware::kernels::grid::tests::grid;
 
     #[test]
     fn a_slice_prices_as_the_grid_does() {

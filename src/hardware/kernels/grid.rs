@@ -296,12 +296,12 @@ impl Walk<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     /// t(m, n) = 1 + m·n on m ∈ {1, 2, 4}, n ∈ {10, 20}, except that n = 20 was measured at
-    /// m ∈ {1, 4} only.
-    fn grid() -> Grid {
+    /// m ∈ {1, 4} only (the dense slices' tests use it too).
+    pub(in crate::hardware::kernels) fn grid() -> Grid {
         let mut pts = Vec::new();
         for m in [1.0, 2.0, 4.0] {
             pts.push((vec![10.0, m], 1.0 + m * 10.0));

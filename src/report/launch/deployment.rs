@@ -61,6 +61,8 @@ pub struct Deployment {
     pub model: String,
     pub device: String,
     pub nvidia: bool,
+    /// An AMD GPU: served by the ROCm builds of vLLM and SGLang.
+    pub amd: bool,
     pub ascend: bool,
     pub moe: bool,
     pub weights: Weights,
@@ -76,7 +78,7 @@ pub struct Deployment {
     pub kv_memory: Option<(KvMemorySetting, Option<f64>)>,
     /// KV-cache block size in tokens, as simulated ([`Plan::kv_block_size`]).
     pub block_size: u32,
-    /// Devices per node of the device profile: servers are placed on nodes of this many.
+    /// Devices per node (`DeviceProfile::host_size`): servers are placed on nodes of this many.
     pub gpus_per_node: u32,
     /// Longest prompt (sizes the KV-transfer buffer of TensorRT-LLM).
     pub max_input: u64,
@@ -92,17 +94,10 @@ impl Deployment {
     }
 }
 
-/// Published checkpoints that are not BF16: (experts, other linears). The commands serve what
-/// the checkpoint holds, so the plan must have priced the same.
-fn native_weights(model: &str) -> Option<(LinearQuant, LinearQuant)> {
-    let m = model.to_ascii_lowercase();
-    if m.starts_with("deepseek-ai/deepseek-v3") || m.starts_with("deepseek-ai/deepseek-r1") || m.starts_with("moonshotai/kimi-k2") {
-        Some((LinearQuant::Fp8, LinearQuant::Fp8))
-    } else if m.starts_with("openai/gpt-oss") {
-        Some((LinearQuant::Mxfp4, LinearQuant::Disabled))
-    } else {
-        None
-    }
+/// The (experts, other linears) quantization a model's checkpoint holds.
+fn checkpoint_weights(model: &crate::model::ModelArch) -> (LinearQuant, LinearQuant) {
+    let q = crate::quant::QuantConfig::checkpoint(model);
+    (q.for_experts(), q.for_non_experts())
 }
 
 fn flags_for(w: (LinearQuant, LinearQuant)) -> String {
@@ -117,7 +112,11 @@ fn weights(plan: &Plan, model: &str) -> Result<Weights, String> {
     let planned = (plan.quant.for_experts(), plan.quant.for_non_experts());
     let describe =
         |w: (LinearQuant, LinearQuant)| if w.0 == w.1 { w.0.to_string() } else { format!("{} experts, {} other linears", w.0, w.1) };
-    if let Some(native) = native_weights(&plan.model.id) {
+    // A checkpoint stored quantized (its config's `quantization_config`: DeepSeek-V3's FP8
+    // blocks, gpt-oss's MXFP4 experts, Kimi-K2.5's INT4 experts): the commands serve what it
+    // holds, so the plan must have priced the same.
+    if !plan.model.weights.is_bf16() && !matches!(plan.model_source, crate::model::ModelSource::File(_)) {
+        let native = checkpoint_weights(&plan.model);
         if native != planned {
             return Err(format!(
                 "the {} checkpoint holds {} weights but the plan priced {}: rerun with {} so that the commands serve what was planned",
@@ -244,6 +243,7 @@ pub(super) fn base(plan: &Plan, device: &str, emit: &EmitOptions) -> Result<Depl
         model: emit.model.clone(),
         device: device.to_string(),
         nvidia: profile.vendor.eq_ignore_ascii_case("nvidia"),
+        amd: profile.vendor.eq_ignore_ascii_case("amd"),
         ascend: profile.vendor.eq_ignore_ascii_case("ascend"),
         moe: plan.model.is_moe(),
         weights,
@@ -257,7 +257,7 @@ pub(super) fn base(plan: &Plan, device: &str, emit: &EmitOptions) -> Result<Depl
             .flatten()
             .map(|m| (m.setting, plan.serving.gpu_memory_utilization.or(m.fraction))),
         block_size: plan.kv_block_size(profile),
-        gpus_per_node: profile.gpus_per_node,
+        gpus_per_node: profile.host_size(),
         max_input: plan.workload.input.max_effective(0.0),
         instances: Vec::new(),
         source: String::new(),

@@ -1,6 +1,6 @@
 //! Where each server of a deployment runs: its node (or the whole nodes it spans), the GPUs it
 //! owns there (`CUDA_VISIBLE_DEVICES`), and the ports it listens on. Servers are packed onto
-//! nodes of the device profile's `gpus_per_node` in order (prefill before decode), each on its
+//! nodes of the device profile's `gpus_per_host` (8 unless it says otherwise) in order (prefill before decode), each on its
 //! own GPUs; a server larger than a node takes whole nodes. Ports are distinct across the whole
 //! deployment, so that any two servers can share a host.
 

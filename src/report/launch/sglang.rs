@@ -112,8 +112,12 @@ impl Emitter for Sglang {
         LaunchEngine::Sglang
     }
 
-    fn notes(&self, _d: &Deployment) -> Vec<String> {
-        vec!["SGLang 0.5: every flag is one of SGLang 0.5's (profiles/engines/flags/sglang-0.5.txt)".to_string()]
+    fn notes(&self, d: &Deployment) -> Vec<String> {
+        let mut notes = vec!["SGLang 0.5: every flag is one of SGLang 0.5's (profiles/engines/flags/sglang-0.5.txt)".to_string()];
+        if d.amd {
+            notes.push("AMD: the ROCm build of SGLang (AITER kernels) takes the same arguments".into());
+        }
+        notes
     }
 
     fn check(&self, d: &Deployment) -> Result<(), String> {

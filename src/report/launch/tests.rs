@@ -12,6 +12,7 @@ fn moe(layout: ParallelConfig) -> Deployment {
         model: "Qwen/Qwen3-30B-A3B".into(),
         device: "H100_SXM".into(),
         nvidia: true,
+        amd: false,
         ascend: false,
         moe: true,
         weights: Weights::Bf16,

@@ -130,6 +130,12 @@ impl Emitter for Trtllm {
     }
 
     fn check(&self, d: &Deployment) -> Result<(), String> {
+        if d.amd {
+            return Err(format!(
+                "TensorRT-LLM runs on NVIDIA GPUs only, and {} is an AMD GPU: emit the ROCm builds' commands with --emit vllm or --emit sglang",
+                d.device
+            ));
+        }
         if !d.nvidia {
             return Err(format!("TensorRT-LLM runs on NVIDIA GPUs only, and {} is not one", d.device));
         }

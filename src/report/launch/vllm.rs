@@ -126,6 +126,9 @@ impl Emitter for Vllm {
         if d.ascend {
             notes.push("Ascend: vLLM with the vllm-ascend plugin takes the same flags".into());
         }
+        if d.amd {
+            notes.push("AMD: the ROCm build of vLLM (AITER kernels) takes the same flags".into());
+        }
         if d.is_pd() {
             notes.push(
                 "KV hand-off: NixlConnector, each instance on its own side-channel ports (VLLM_NIXL_SIDE_CHANNEL_PORT and up)".into(),

@@ -62,7 +62,26 @@ fn input_configuration(plan: &Plan, report: &Report, dev: &DeviceResult) -> Stri
     if let Some(sv) = &dev.serving {
         let _ = writeln!(s, "{}", serving_line(sv));
     }
+    if let Some(line) = output_spread_line(plan, dev) {
+        let _ = writeln!(s, "{line}");
+    }
     s
+}
+
+/// How the simulator spread the output lengths, when the serving engine's benchmark client
+/// honours end-of-sequence (`Plan::output_spread`).
+fn output_spread_line(plan: &Plan, dev: &DeviceResult) -> Option<String> {
+    use crate::quant::NamedEnum;
+    if plan.engine == crate::plan::EngineKind::Analytic {
+        return None;
+    }
+    let d = plan.devices.iter().find(|d| d.name == dev.device)?;
+    let k = plan.output_spread(d)?;
+    let engine = plan.serving_engine(d).name();
+    Some(format!(
+        "Output lengths: {} ± {k} tokens per request ({engine}'s benchmark client honours end-of-sequence; --ignore-eos for exact lengths)",
+        plan.workload.output.mean_raw()
+    ))
 }
 
 /// The simulated serving engine, its policy, token budget and running cap.

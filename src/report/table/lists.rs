@@ -22,12 +22,22 @@ pub fn device_list(reg: &DeviceRegistry) -> String {
             format!("{:.2}", p.display_cube_tflops()),
             format!("{:.1}", p.memory_gib()),
             format!("{:.3}", p.display_hbm_tib_s()),
-            p.grid_shape(),
+            match p.gpus_per_host {
+                Some(h) => format!("{} ({h} per host)", p.grid_shape()),
+                None => p.grid_shape(),
+            },
             p.grid_size().to_string(),
             origin.to_string(),
         ]);
     }
-    format!("{t}\n")
+    // Where each profile's figures come from: too long for a column, one line per device.
+    let sources: String =
+        reg.profiles().filter(|(p, _)| !p.source.is_empty()).map(|(p, _)| format!("  {}: {}\n", p.name, p.source)).collect();
+    if sources.is_empty() {
+        format!("{t}\n")
+    } else {
+        format!("{t}\nFigures from:\n{sources}")
+    }
 }
 
 /// `--list-models`

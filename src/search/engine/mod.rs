@@ -3,8 +3,9 @@
 //! device, the candidate's cost and memory models). The adapters here turn the plan into each
 //! engine's own configuration: [`sim::SimEngine`] simulates the candidate's
 //! [`sim::SimSetup`] (built once per candidate) at each probe's batch size and budget,
-//! [`analytic::AnalyticEngine`] prices the closed-form formulas, [`CompareEngine`] runs both;
-//! [`row`] fills what both engines' rows share. The engines themselves (`crate::sim`,
+//! [`analytic::AnalyticEngine`] prices the closed-form formulas, [`CompareEngine`] runs both,
+//! [`Stoppable`] lets a caller stop any of them between probes; [`row`] fills what both
+//! engines' rows share. The engines themselves (`crate::sim`,
 //! `crate::analytic`) never see the plan.
 
 pub mod analytic;
@@ -133,5 +134,25 @@ impl Engine for CompareEngine {
             feasible: a.stop.is_none(),
         });
         (p, st)
+    }
+}
+
+/// Any engine, stoppable between probes by its caller (an embedder's Ctrl-C): once `stop` is
+/// set, every probe returns at once as out of memory, so each batch search in flight ends at
+/// its next probe rather than at the end of its candidate. A stopped run's report is
+/// discarded; until then every probe is the inner engine's own.
+pub struct Stoppable<'a> {
+    pub inner: &'a dyn Engine,
+    pub stop: &'a std::sync::atomic::AtomicBool,
+}
+
+impl Engine for Stoppable<'_> {
+    fn probe(&self, ctx: &CandidateCtx, batch: u32, budget: u64) -> (Probe, ProbeStats) {
+        if !self.stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return self.inner.probe(ctx, batch, budget);
+        }
+        let probe = Probe { row: crate::outcome::Row::probe_stub(batch), stop: Some(crate::outcome::StopReason::MemoryOom) };
+        let stats = ProbeStats { total_gib: 0.0, weight_gib: 0.0, reserved_gib: 0.0, avail_gib: 0.0, latencies: [(0.0, f64::INFINITY); 2] };
+        (probe, stats)
     }
 }

@@ -85,7 +85,7 @@ pub fn simulate_split(
             bins: input_bins(plan),
         },
     };
-    let rep = simulate_report(&sys, request_factory(plan, ArrivalProcess::Poisson { rate }))?;
+    let rep = simulate_report(&sys, request_factory(plan, ArrivalProcess::Poisson { rate }, plan.output_spread(device)))?;
     let pct = plan.sim.slo_percentile;
     let tpot = match plan.serving.tpot_definition {
         TpotDefinition::InterToken => rep.latency.tpot_inter_token,

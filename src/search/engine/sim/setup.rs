@@ -79,7 +79,7 @@ impl SimSetup {
         let open = so.arrival.is_open();
         let serving_engine = plan.serving_engine(ctx.device);
         let instance = instance_template(ctx, serving_engine);
-        let factory = request_factory(plan, so.arrival.clone());
+        let factory = request_factory(plan, so.arrival.clone(), plan.output_spread(ctx.device));
         let (ttft_limit_ms, tpot_limit_ms) = crate::search::phase_limits(plan, ctx.phase);
         let run = RunParams {
             measure: so.measure,
@@ -181,6 +181,14 @@ impl SimSetup {
             }
         }
         ic
+    }
+
+    /// Tokens the KV pool of one instance holds under a `budget`-token step with `max_num_seqs`
+    /// running, where the engine's own scheduler runs a closed loop (`None` for open loops, the
+    /// decode-first policy and P/D phase searches, whose KV demand is checked instead).
+    pub fn closed_loop_kv_tokens(&self, budget: u64, max_num_seqs: u64) -> Option<u64> {
+        let engine_loop = !self.open && self.demand.is_none() && self.instance.scheduler != SchedulerKind::DecodeFirst;
+        engine_loop.then(|| self.kv_blocks(budget, max_num_seqs) * self.instance.block_size)
     }
 
     /// KV blocks one instance holds once weights, the reserve and the largest step's
@@ -342,9 +350,11 @@ fn decode_mode(ctx: &CandidateCtx) -> DecodeMode {
 }
 
 /// The plan's request stream under `arrival` (the plan's own, or a P/D verification's rate).
-pub fn request_factory(plan: &Plan, arrival: ArrivalProcess) -> RequestFactory {
+/// `output_spread`: see [`Plan::output_spread`].
+pub fn request_factory(plan: &Plan, arrival: ArrivalProcess, output_spread: Option<u64>) -> RequestFactory {
     RequestFactory::new(plan.workload.input.clone(), plan.workload.output.clone(), plan.sim.shared_prefix, arrival, plan.seed)
         .with_range_ratio(plan.workload.range_ratio)
+        .with_output_spread(output_spread)
 }
 
 /// Bins of a variable-length input, for per-bin latencies.
