@@ -61,6 +61,9 @@ mod tests;
 mod pd_tests;
 
 #[cfg(test)]
+mod pipeline_tests;
+
+#[cfg(test)]
 mod engine_tests;
 
 #[cfg(test)]

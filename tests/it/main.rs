@@ -10,6 +10,7 @@ mod launch;
 mod layers;
 mod modes;
 mod msrv;
+mod pipeline;
 mod price;
 mod scenarios;
 mod schema;

@@ -1,14 +1,14 @@
 //! SGLang's launch commands: `sglang.launch_server` per instance and, for P/D, the router.
 //!
 //! Flag names as `server_args.py` documents them in `docs/advanced_features/server_arguments.md`
-//! (main at 004813e): `--tp-size`, `--dp-size`, `--enable-dp-attention`, `--ep-size`,
+//! (main at 004813e): `--tp-size`, `--pp-size`, `--dp-size`, `--enable-dp-attention`, `--ep-size`,
 //! `--moe-dp-size`, `--max-running-requests`, `--chunked-prefill-size`, `--kv-cache-dtype`
 //! (`fp8_e4m3`), `--speculative-algorithm EAGLE` with `--speculative-num-steps`,
 //! `--disable-radix-cache`, `--mem-fraction-static`, `--page-size`, `--disaggregation-mode`,
 //! `--disaggregation-transfer-backend`; the router is `sglang_router.launch_router`.
 
 use super::deployment::{Deployment, Instance, Role, Weights};
-use super::script::{command, header, no_dcp, no_int8_kv, placement_note};
+use super::script::{command, header, no_dcp, no_int8_kv, pipeline_flag, placement_note};
 use super::{Emitter, LaunchFile};
 use crate::cost::ParallelConfig;
 use crate::hardware::runtime::KvMemorySetting;
@@ -27,12 +27,15 @@ impl Sglang {
         let mut v = Vec::new();
         if !d.moe {
             v.extend(["--tp-size".into(), l.tp.to_string()]);
+            v.extend(pipeline_flag("--pp-size", l));
             if l.dp > 1 {
                 v.extend(["--dp-size".into(), l.dp.to_string()]);
             }
             return Ok(v);
         }
-        v.extend(["--tp-size".into(), l.num_devices.to_string()]);
+        // `--tp-size` counts the devices of one pipeline stage.
+        v.extend(["--tp-size".into(), (l.num_devices / l.pp.max(1)).to_string()]);
+        v.extend(pipeline_flag("--pp-size", l));
         if l.dp > 1 {
             v.extend(["--dp-size".into(), l.dp.to_string(), "--enable-dp-attention".into()]);
         }

@@ -8,7 +8,7 @@
 //! and `trtllm-serve disaggregated -c FILE` (examples/disaggregated/README.md).
 
 use super::deployment::{Deployment, Instance, Role, Weights};
-use super::script::{command, header, no_dcp, no_int8_kv, placement_note};
+use super::script::{command, header, no_dcp, no_int8_kv, pipeline_flag, placement_note};
 use super::{Emitter, LaunchFile};
 use crate::cost::ParallelConfig;
 use crate::hardware::runtime::KvMemorySetting;
@@ -25,7 +25,9 @@ impl Trtllm {
     fn parallel(&self, d: &Deployment, l: &ParallelConfig) -> Result<(Vec<String>, bool, u32), String> {
         no_dcp("TensorRT-LLM", l)?;
         if !d.moe {
-            return Ok((vec!["--tp_size".into(), l.tp.to_string()], false, l.dp));
+            let mut v = vec!["--tp_size".into(), l.tp.to_string()];
+            v.extend(pipeline_flag("--pp_size", l));
+            return Ok((v, false, l.dp));
         }
         if l.moe_dp > 1 {
             return Err(format!("TensorRT-LLM has no MoE data parallelism (the plan's MoE-DP{})", l.moe_dp));
@@ -36,7 +38,9 @@ impl Trtllm {
                 l.tp, l.dp
             ));
         }
-        let mut v = vec!["--tp_size".into(), l.num_devices.to_string()];
+        // `--tp_size` counts the devices of one pipeline stage.
+        let mut v = vec!["--tp_size".into(), (l.num_devices / l.pp.max(1)).to_string()];
+        v.extend(pipeline_flag("--pp_size", l));
         if l.ep > 1 {
             v.extend(["--ep_size".into(), l.ep.to_string()]);
         }

@@ -1,7 +1,7 @@
 //! vLLM's launch commands: `vllm serve` per instance and, for P/D, the NixlConnector proxy.
 //!
 //! Flag names were checked in vLLM's sources: `vllm/engine/arg_utils.py` at 99d7eb5 (v0.11
-//! line: `--tensor-parallel-size`, `--data-parallel-size`, `--enable-expert-parallel`,
+//! line: `--tensor-parallel-size`, `--pipeline-parallel-size`, `--data-parallel-size`, `--enable-expert-parallel`,
 //! `--decode-context-parallel-size`, `--max-num-seqs`, `--max-num-batched-tokens`,
 //! `--kv-cache-dtype`, `--quantization`, `--speculative-config`, `--kv-transfer-config`,
 //! `--enable-prefix-caching`, `--gpu-memory-utilization`, `--block-size`), the `mtp` method of
@@ -9,7 +9,7 @@
 //! (`kv_role: kv_both`, `toy_proxy_server.py`).
 
 use super::deployment::{Deployment, Instance, Role, Weights};
-use super::script::{command, header, no_int8_kv, placement_note, quote};
+use super::script::{command, header, no_int8_kv, pipeline_flag, placement_note, quote};
 use super::{Emitter, LaunchFile};
 use crate::cost::ParallelConfig;
 use crate::hardware::runtime::KvMemorySetting;
@@ -24,13 +24,16 @@ impl Vllm {
     /// `--enable-expert-parallel`. Other splits of the experts have no flag.
     fn parallel(&self, d: &Deployment, l: &ParallelConfig) -> Result<Vec<String>, String> {
         let mut v = vec!["--tensor-parallel-size".into(), l.tp.to_string()];
+        v.extend(pipeline_flag("--pipeline-parallel-size", l));
         if l.dp > 1 {
             v.extend(["--data-parallel-size".into(), l.dp.to_string()]);
         }
+        // A pipeline stage's devices hold its MoE layers.
+        let stage = l.num_devices / l.pp.max(1);
         if d.moe {
             match (l.ep, l.moe_tp, l.moe_dp) {
-                (1, t, 1) if t == l.num_devices => {}
-                (e, 1, 1) if e == l.num_devices => v.push("--enable-expert-parallel".into()),
+                (1, t, 1) if t == stage => {}
+                (e, 1, 1) if e == stage => v.push("--enable-expert-parallel".into()),
                 _ => {
                     return Err(format!(
                         "vLLM shards MoE layers over all {} devices of an instance (TP, or EP with --enable-expert-parallel); \
