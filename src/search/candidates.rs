@@ -190,15 +190,20 @@ pub fn check(plan: &Plan) -> Result<(), String> {
         if c.is_empty() {
             if skipped.is_empty() {
                 let s = &plan.search;
-                let given: Vec<String> =
-                    [("--tp-sizes", &s.tp), ("--ep-sizes", &s.ep), ("--moe-dp-sizes", &s.moe_dp), ("--dcp-sizes", &s.dcp), ("--pp-sizes", &s.pp)]
-                        .iter()
-                        .filter_map(|(f, v)| {
-                            v.as_ref()
-                                .filter(|x| !x.is_empty())
-                                .map(|x| format!("{f} {}", x.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")))
-                        })
-                        .collect();
+                let given: Vec<String> = [
+                    ("--tp-sizes", &s.tp),
+                    ("--ep-sizes", &s.ep),
+                    ("--moe-dp-sizes", &s.moe_dp),
+                    ("--dcp-sizes", &s.dcp),
+                    ("--pp-sizes", &s.pp),
+                ]
+                .iter()
+                .filter_map(|(f, v)| {
+                    v.as_ref()
+                        .filter(|x| !x.is_empty())
+                        .map(|x| format!("{f} {}", x.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")))
+                })
+                .collect();
                 let given = if given.is_empty() { String::new() } else { format!(" ({})", given.join(", ")) };
                 let pp_rule = if s.pp.is_some() { ", TP × PP must divide it, and EP × MoE-DP must divide a stage's devices" } else { "" };
                 return Err(format!(

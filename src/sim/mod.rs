@@ -31,13 +31,13 @@ pub mod instance;
 pub mod kv;
 pub mod link;
 pub mod metrics;
+mod pipeline;
 pub mod queue;
 pub mod records;
 pub mod router;
 pub mod scheduler;
 mod simulation;
 pub mod steady;
-mod pipeline;
 mod step_time;
 
 pub use config::{

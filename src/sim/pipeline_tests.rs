@@ -13,12 +13,7 @@ const T: FixedCost = FixedCost { per_step_s: 2e-3, per_token_s: 0.0 };
 const T_NS: Nanos = 2_000_000;
 
 fn cfg(concurrency: u64) -> SimConfig {
-    SimConfig {
-        instance: InstanceConfig::for_tests(64, 0.0, 16, 4),
-        instances: 1,
-        role: Role::Mixed,
-        run: RunParams::closed(concurrency),
-    }
+    SimConfig { instance: InstanceConfig::for_tests(64, 0.0, 16, 4), instances: 1, role: Role::Mixed, run: RunParams::closed(concurrency) }
 }
 
 fn burst(input: u64, output: u64) -> RequestFactory {

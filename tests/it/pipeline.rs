@@ -10,7 +10,21 @@ const BASE: &[&str] = &["Qwen/Qwen3-32B", "--num-devices", "8", "--input-length"
 #[test]
 fn pp_above_the_layer_count_is_refused() {
     // Qwen3-0.6B has 28 decoder layers: a stage needs one.
-    let a = ["Qwen/Qwen3-0.6B", "--num-devices", "32", "--tp-sizes", "1", "--pp-sizes", "32", "--engine", "analytic", "--input-length", "64", "--output-length", "8"];
+    let a = [
+        "Qwen/Qwen3-0.6B",
+        "--num-devices",
+        "32",
+        "--tp-sizes",
+        "1",
+        "--pp-sizes",
+        "32",
+        "--engine",
+        "analytic",
+        "--input-length",
+        "64",
+        "--output-length",
+        "8",
+    ];
     usage_error(&a, &["--pp-sizes", "32", "28 decoder layers", "from 1 to 28"]);
 }
 
@@ -21,7 +35,10 @@ fn pp_above_the_devices_is_refused() {
 
 #[test]
 fn tp_times_pp_must_divide_the_devices() {
-    usage_error(&args(BASE, &["--tp-sizes", "8", "--pp-sizes", "2", "--engine", "analytic"]), &["No valid parallel combination", "--pp-sizes 2", "TP × PP"]);
+    usage_error(
+        &args(BASE, &["--tp-sizes", "8", "--pp-sizes", "2", "--engine", "analytic"]),
+        &["No valid parallel combination", "--pp-sizes 2", "TP × PP"],
+    );
 }
 
 #[test]

@@ -5,11 +5,11 @@
 //! ([`crate::analytic::pipeline`]), with one micro-batch per stage in flight.
 
 use super::row::{base_row, composition_rows, stats};
+use crate::analytic::pipeline::cycle_ms;
 use crate::analytic::{
     agg_chunked, agg_single_chunk, agg_varlen, chunk_plan, disagg_decode, disagg_prefill, disagg_prefill_varlen, mtp_tokens_per_step,
     AggOutcome, Forward, ForwardOracle, PhaseOutcome,
 };
-use crate::analytic::pipeline::cycle_ms;
 use crate::cost::pipeline::StageModels;
 use crate::cost::{BatchShape, Breakdown, PhaseLoad, StepCostModel};
 use crate::outcome::Phase;

@@ -6,10 +6,10 @@
 
 use super::Simulation;
 use crate::sim::error::SimError;
+use crate::sim::pipeline::stage_times;
 use crate::sim::queue::Event;
 use crate::sim::records::StepRecord;
 use crate::sim::router::Set;
-use crate::sim::pipeline::stage_times;
 use crate::sim::step_time::wall_seconds;
 
 /// Longest engine step the simulator accepts, in seconds. Real steps take milliseconds; a
