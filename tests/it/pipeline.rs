@@ -72,7 +72,10 @@ fn both_engines_give_pp_rows_with_the_stage_split() {
 
 #[test]
 fn launch_commands_carry_the_stages() {
-    let base = args(BASE, &["--tp-sizes", "4", "--pp-sizes", "2", "--engine", "analytic", "--tpot-limits", "200"]);
+    let base = args(
+        BASE,
+        &["--tp-sizes", "4", "--pp-sizes", "2", "--engine", "analytic", "--tpot-limits", "200", "--quantize-linear-action", "DISABLED"],
+    );
     for (engine, flag) in [("vllm", "--pipeline-parallel-size 2"), ("sglang", "--pp-size 2"), ("trtllm", "--pp_size 2")] {
         let out = run_ok(&args(&base, &["--emit", engine]));
         assert!(out.contains(flag), "{engine}:\n{out}");
