@@ -74,7 +74,20 @@ fn both_engines_give_pp_rows_with_the_stage_split() {
 fn launch_commands_carry_the_stages() {
     let base = args(
         BASE,
-        &["--tp-sizes", "4", "--pp-sizes", "2", "--engine", "analytic", "--tpot-limits", "200", "--quantize-linear-action", "DISABLED"],
+        &[
+            "--tp-sizes",
+            "4",
+            "--pp-sizes",
+            "2",
+            "--engine",
+            "analytic",
+            "--tpot-limits",
+            "200",
+            "--quantize-linear-action",
+            "DISABLED",
+            "--device",
+            "H100_SXM",
+        ],
     );
     for (engine, flag) in [("vllm", "--pipeline-parallel-size 2"), ("sglang", "--pp-size 2"), ("trtllm", "--pp_size 2")] {
         let out = run_ok(&args(&base, &["--emit", engine]));
