@@ -17,7 +17,7 @@ fn opts() -> CostOptions {
 
 fn par(tp: u32, ep: u32) -> ParallelConfig {
     let n = 8.max(ep);
-    ParallelConfig { num_devices: n, tp, dp: n / tp, ep, moe_tp: n / ep, moe_dp: 1, dcp: 1 }
+    ParallelConfig { num_devices: n, tp, dp: n / tp, ep, moe_tp: n / ep, moe_dp: 1, dcp: 1, pp: 1 }
 }
 
 fn model(id: &str, tp: u32, ep: u32) -> RooflineCost {

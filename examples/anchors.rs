@@ -194,6 +194,7 @@ fn main() {
             moe_tp: if model.is_moe() { n / a.ep } else { 1 },
             moe_dp: 1,
             dcp: 1,
+            pp: 1,
         };
         let opts = CostOptions {
             quant: QuantConfig { linear: a.linear, non_expert: None, kv: a.kv, mxfp4_group_size: 32 },

@@ -261,6 +261,9 @@ pub struct SearchSpace {
     pub ep: Option<Vec<u32>>,
     pub moe_dp: Option<Vec<u32>>,
     pub dcp: Option<Vec<u32>>,
+    /// Pipeline-parallel sizes (`--pp-sizes`); `None` = 1, as for the other sizes.
+    #[serde(default)]
+    pub pp: Option<Vec<u32>>,
     pub mtp: Vec<u32>,
     pub batch_min: u32,
     pub batch_max: Option<u32>,

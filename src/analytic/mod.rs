@@ -6,8 +6,11 @@
 //! be checked with scripted latencies, and the search's analytic engine
 //! (`search::engine::analytic`) supplies an oracle backed by the roofline model. Nothing here
 //! knows the command line: a formula that runs out of memory says so with [`Oom`].
+//! [`pipeline`] holds the step of a pipelined replica's micro-batch, what its oracle prices as
+//! a forward.
 
 pub mod pd;
+pub mod pipeline;
 
 use crate::cost::memory::MemoryUse;
 use crate::cost::Breakdown;

@@ -188,6 +188,11 @@ pub struct RawArgs {
     /// [default when absent: 1]
     #[arg(long, num_args = 0.., value_parser = positive_u32, value_name = "N", help_heading = "Search space")]
     pub dcp_sizes: Option<Vec<u32>>,
+    /// Pipeline-parallel sizes to search: the decoder layers split over PP stages, a replica
+    /// of TP × PP devices; without values: powers of two up to --num-devices and the model's
+    /// layers. [default when absent: 1]
+    #[arg(long, num_args = 0.., value_parser = positive_u32, value_name = "N", help_heading = "Search space")]
+    pub pp_sizes: Option<Vec<u32>>,
     /// Batch size per DP replica to search: `MAX` or `MIN MAX`. [default: 1 to unbounded,
     /// found by doubling from 512]
     #[arg(long, num_args = 1.., value_parser = positive_u32, value_name = "N", help_heading = "Search space")]

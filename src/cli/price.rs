@@ -192,6 +192,7 @@ fn layout(plan: &crate::plan::Plan, tp: u32, ep: u32, dp: u32, args: &PriceArgs)
         moe_tp: if experts.is_some() { gpus / ep } else { 1 },
         moe_dp: 1,
         dcp: 1,
+        pp: 1,
     };
     // The layouts a planning run refuses (heads, KV heads, widths TP must divide) are refused
     // here too: no engine shards a model that way.

@@ -5,12 +5,14 @@
 //! it lays out the operator graph ([`graph`]) with coefficients precomputed, then prices any
 //! [`BatchShape`] in O(operator kinds). [`StepCostModel`] is the seam the engines use, so
 //! scheduler tests can swap in a fixed-latency model. [`memory::MemoryModel`] holds weights,
-//! KV bytes per token and activation estimates.
+//! KV bytes per token and activation estimates. [`pipeline`] splits a pipelined replica's
+//! layers over its stages and prices the activation send between them.
 
 pub mod graph;
 mod memo;
 pub mod memory;
 pub mod ops;
+pub mod pipeline;
 pub mod priced;
 
 pub use crate::hardware::kernels::KernelRef;
@@ -37,11 +39,29 @@ pub struct ParallelConfig {
     pub moe_dp: u32,
     /// Decode context parallelism inside the TP group.
     pub dcp: u32,
+    /// Pipeline stages of a replica (`--pp-sizes`): the decoder layers are split over `pp`
+    /// stages, each `num_devices / pp` devices laid out as the other sizes say (TP, EP, MoE-TP
+    /// and MoE-DP count the devices of one stage). Absent from JSON when 1.
+    #[serde(default = "one_stage", skip_serializing_if = "is_one_stage")]
+    pub pp: u32,
+}
+
+fn one_stage() -> u32 {
+    1
+}
+
+fn is_one_stage(pp: &u32) -> bool {
+    *pp == 1
 }
 
 impl ParallelConfig {
     pub fn dense(num_devices: u32, tp: u32) -> Self {
-        ParallelConfig { num_devices, tp, dp: num_devices / tp, ep: 1, moe_tp: 1, moe_dp: 1, dcp: 1 }
+        ParallelConfig { num_devices, tp, dp: num_devices / tp, ep: 1, moe_tp: 1, moe_dp: 1, dcp: 1, pp: 1 }
+    }
+
+    /// Devices of one replica: TP × PP.
+    pub fn replica_devices(&self) -> u32 {
+        self.tp * self.pp
     }
 }
 

@@ -85,7 +85,7 @@ fn the_fast_path_prices_every_step_as_the_full_evaluation_bit_for_bit() {
         &ParallelConfig::dense(8, 8),
         &opts(LinearQuant::W8A8Dynamic, true),
     );
-    let moe_par = ParallelConfig { num_devices: 16, tp: 8, dp: 2, ep: 16, moe_tp: 1, moe_dp: 1, dcp: 1 };
+    let moe_par = ParallelConfig { num_devices: 16, tp: 8, dp: 2, ep: 16, moe_tp: 1, moe_dp: 1, dcp: 1, pp: 1 };
     let moe = RooflineCost::new(&catalog::find("deepseek-ai/DeepSeek-V3.1").unwrap(), dev, &moe_par, &opts(LinearQuant::W8A8Dynamic, true));
     let mut shapes = Vec::new();
     for (seqs, ctx) in [(1, 100), (3, 777), (64, 4000), (255, 12_345)] {
@@ -120,7 +120,7 @@ fn memoised_steps_cost_the_same_bits_as_evaluated_ones_across_models() {
     let qwen = catalog::find("Qwen/Qwen3-32B").unwrap();
     let mut models = Vec::new();
     for (tp, dp) in [(8, 2), (4, 4)] {
-        let par = ParallelConfig { num_devices: 16, tp, dp, ep: 16, moe_tp: 1, moe_dp: 1, dcp: 1 };
+        let par = ParallelConfig { num_devices: 16, tp, dp, ep: 16, moe_tp: 1, moe_dp: 1, dcp: 1, pp: 1 };
         models.push(RooflineCost::new(&ds, dev, &par, &opts(LinearQuant::W8A8Dynamic, true)));
     }
     for tp in [1, 2, 4, 8, 8, 8, 8, 8] {
@@ -180,7 +180,7 @@ mod moe_all_reduce {
         RooflineCost::new(&model, dev, &par, &o)
     }
 
-    const TP8: ParallelConfig = ParallelConfig { num_devices: 8, tp: 8, dp: 1, ep: 1, moe_tp: 8, moe_dp: 1, dcp: 1 };
+    const TP8: ParallelConfig = ParallelConfig { num_devices: 8, tp: 8, dp: 1, ep: 1, moe_tp: 8, moe_dp: 1, dcp: 1, pp: 1 };
 
     fn decode(tokens: u64) -> BatchShape {
         BatchShape { decode: PhaseLoad::uniform(tokens, 1, 2048), sampled: tokens, ..Default::default() }
@@ -226,7 +226,7 @@ mod moe_all_reduce {
     // attention-DP layout switches pattern.
     #[test]
     fn attention_dp_layouts_keep_the_dispatch_pattern() {
-        let dp = ParallelConfig { num_devices: 8, tp: 1, dp: 8, ep: 8, moe_tp: 1, moe_dp: 1, dcp: 1 };
+        let dp = ParallelConfig { num_devices: 8, tp: 1, dp: 8, ep: 8, moe_tp: 1, moe_dp: 1, dcp: 1, pp: 1 };
         assert_eq!(names(&gpt_oss(dp, true)), names(&gpt_oss(dp, false)));
         let shape = decode(64);
         assert_eq!(gpt_oss(dp, true).step_seconds(&shape).to_bits(), gpt_oss(dp, false).step_seconds(&shape).to_bits());
@@ -236,7 +236,7 @@ mod moe_all_reduce {
         let reg = DeviceRegistry::builtin();
         let dev = reg.get("H100_SXM").unwrap();
         let model = catalog::find("deepseek-ai/DeepSeek-V3.1").unwrap();
-        let par = ParallelConfig { num_devices: 8, tp: 8, dp: 1, ep: 8, moe_tp: 1, moe_dp: 1, dcp: 1 };
+        let par = ParallelConfig { num_devices: 8, tp: 8, dp: 1, ep: 8, moe_tp: 1, moe_dp: 1, dcp: 1, pp: 1 };
         let mut o = opts(LinearQuant::W8A8Dynamic, true);
         o.compile = compile;
         o.moe_all_reduce = true;
@@ -276,7 +276,7 @@ mod moe_all_reduce {
             deepseek(CompileOptions { enabled: true, ..Default::default() }),
             deepseek(CompileOptions::default()),
             gpt_oss(TP8, true),
-            gpt_oss(ParallelConfig { num_devices: 8, tp: 8, dp: 1, ep: 4, moe_tp: 2, moe_dp: 1, dcp: 1 }, true),
+            gpt_oss(ParallelConfig { num_devices: 8, tp: 8, dp: 1, ep: 4, moe_tp: 2, moe_dp: 1, dcp: 1, pp: 1 }, true),
         ];
         for cost in &costs {
             for (seqs, ctx) in [(1, 100), (3, 777), (64, 4000), (255, 12_345)] {

@@ -19,7 +19,7 @@ impl Candidate {
     /// draft tags), as the original prints it.
     pub fn label(&self, model: &ModelArch, spec: Option<&Speculative>) -> String {
         let p = &self.parallel;
-        let mut s = format!("TP={} | PP=1 | DP={}", p.tp, p.dp);
+        let mut s = format!("TP={} | PP={} | DP={}", p.tp, p.pp, p.dp);
         if model.is_moe() {
             s += &format!(" | EP={} | MOE-TP={} | MOE-DP={}", p.ep, p.moe_tp, p.moe_dp);
         }
@@ -124,9 +124,7 @@ pub fn enumerate(plan: &Plan, n: u32, phase: Phase) -> (Vec<Candidate>, Vec<Stri
     let s = &plan.search;
     let moe = model.is_moe();
     let tps = resolve_sizes(&s.tp, n, n);
-    // The default EP range stops at the expert count (explicit sizes are checked against it).
-    let ep_max = model.num_experts().map_or(n, |e| ep_cap(n, e));
-    let eps = if moe { resolve_sizes(&s.ep, ep_max, ep_max) } else { vec![1] };
+    let pps = resolve_sizes(&s.pp, 1, n);
     let mdps = if moe { resolve_sizes(&s.moe_dp, 1, n) } else { vec![1] };
     // Decode context parallelism splits decode attention only.
     let dcps = if phase == Phase::Prefill { vec![1] } else { resolve_sizes(&s.dcp, 1, n) };
@@ -134,32 +132,32 @@ pub fn enumerate(plan: &Plan, n: u32, phase: Phase) -> (Vec<Candidate>, Vec<Stri
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for &tp in &tps {
-        for &ep in &eps {
-            for &md in &mdps {
-                for &mtp in &mtps {
-                    for &dcp in &dcps {
-                        if !n.is_multiple_of(tp) || !n.is_multiple_of(ep) || !n.is_multiple_of(ep * md) || tp % dcp != 0 {
-                            continue;
-                        }
-                        let p = ParallelConfig {
-                            num_devices: n,
-                            tp,
-                            dp: n / tp,
-                            ep: if moe { ep } else { 1 },
-                            moe_tp: if moe { n / (ep * md) } else { 1 },
-                            moe_dp: if moe { md } else { 1 },
-                            dcp,
-                        };
-                        if let Some(why) = model_limit(model, &p, plan.workload.images.is_some()) {
-                            let msg = format!("{}: {why}", Candidate { parallel: p, mtp }.label(model, None));
-                            if !skipped.contains(&msg) {
-                                skipped.push(msg);
+        for &pp in &pps {
+            // One pipeline stage's devices: EP, MoE-TP and MoE-DP lay out those (the default EP
+            // spans the stage).
+            let stage = (n / pp).max(1);
+            // The default EP range stops at the expert count (explicit sizes are checked
+            // against it).
+            let ep_max = model.num_experts().map_or(stage, |e| ep_cap(stage, e));
+            let eps = if moe { resolve_sizes(&s.ep, ep_max, ep_max) } else { vec![1] };
+            for ep in eps {
+                for &md in &mdps {
+                    for &mtp in &mtps {
+                        for &dcp in &dcps {
+                            if !n.is_multiple_of(tp * pp) || !stage.is_multiple_of(ep) || !stage.is_multiple_of(ep * md) || tp % dcp != 0 {
+                                continue;
                             }
-                            continue;
-                        }
-                        let c = Candidate { parallel: p, mtp };
-                        if !out.contains(&c) {
-                            out.push(c);
+                            let p = ParallelConfig {
+                                num_devices: n,
+                                tp,
+                                dp: n / (tp * pp),
+                                ep: if moe { ep } else { 1 },
+                                moe_tp: if moe { stage / (ep * md) } else { 1 },
+                                moe_dp: if moe { md } else { 1 },
+                                dcp,
+                                pp,
+                            };
+                            push_candidate(plan, p, mtp, &mut out, &mut skipped);
                         }
                     }
                 }
@@ -167,6 +165,22 @@ pub fn enumerate(plan: &Plan, n: u32, phase: Phase) -> (Vec<Candidate>, Vec<Stri
         }
     }
     (out, skipped)
+}
+
+/// Keep a layout the model can run (once), or say why it was skipped (once).
+fn push_candidate(plan: &Plan, p: ParallelConfig, mtp: u32, out: &mut Vec<Candidate>, skipped: &mut Vec<String>) {
+    let model = &plan.model;
+    if let Some(why) = model_limit(model, &p, plan.workload.images.is_some()) {
+        let msg = format!("{}: {why}", Candidate { parallel: p, mtp }.label(model, None));
+        if !skipped.contains(&msg) {
+            skipped.push(msg);
+        }
+        return;
+    }
+    let c = Candidate { parallel: p, mtp };
+    if !out.contains(&c) {
+        out.push(c);
+    }
 }
 
 /// Fail early (as a usage error) when a phase has no runnable layout.
@@ -193,18 +207,24 @@ pub fn check(plan: &Plan) -> Result<(), String> {
         if c.is_empty() {
             if skipped.is_empty() {
                 let s = &plan.search;
-                let given: Vec<String> =
-                    [("--tp-sizes", &s.tp), ("--ep-sizes", &s.ep), ("--moe-dp-sizes", &s.moe_dp), ("--dcp-sizes", &s.dcp)]
-                        .iter()
-                        .filter_map(|(f, v)| {
-                            v.as_ref()
-                                .filter(|x| !x.is_empty())
-                                .map(|x| format!("{f} {}", x.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")))
-                        })
-                        .collect();
+                let given: Vec<String> = [
+                    ("--tp-sizes", &s.tp),
+                    ("--ep-sizes", &s.ep),
+                    ("--moe-dp-sizes", &s.moe_dp),
+                    ("--dcp-sizes", &s.dcp),
+                    ("--pp-sizes", &s.pp),
+                ]
+                .iter()
+                .filter_map(|(f, v)| {
+                    v.as_ref()
+                        .filter(|x| !x.is_empty())
+                        .map(|x| format!("{f} {}", x.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" ")))
+                })
+                .collect();
                 let given = if given.is_empty() { String::new() } else { format!(" ({})", given.join(", ")) };
+                let pp_rule = if s.pp.is_some() { ", TP × PP must divide it, and EP × MoE-DP must divide a stage's devices" } else { "" };
                 return Err(format!(
-                    "No valid parallel combination is produced by the provided search arguments{given} under {n} devices{which}: every size must divide the device count (and TP must be a multiple of DCP); use divisors of {n}"
+                    "No valid parallel combination is produced by the provided search arguments{given} under {n} devices{which}: every size must divide the device count{pp_rule} (and TP must be a multiple of DCP); use divisors of {n}"
                 ));
             }
             return Err(format!("no parallel layout{which} fits {}: {}; choose sizes the model allows", plan.model.id, skipped.join("; ")));

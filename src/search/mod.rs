@@ -77,10 +77,11 @@ pub fn image_tokens(plan: &Plan) -> u64 {
 /// simulated run with `--max-num-seqs` (or the serving engine's default) stops at that cap: a
 /// client beyond it only waits in the queue, which adds TTFT and no throughput, so without a
 /// TTFT limit the search would otherwise never end.
-fn batch_bounds(plan: &Plan, device: &DeviceProfile) -> (u32, Option<u32>) {
+/// With pipeline stages the batch is one micro-batch, and the lanes share the cap.
+fn batch_bounds(plan: &Plan, device: &DeviceProfile, stages: u32) -> (u32, Option<u32>) {
     let s = &plan.search;
     let cap = match (s.batch_max, plan.engine_limits(device).max_num_seqs) {
-        (None, Some(m)) if plan.engine != EngineKind::Analytic => Some((m as u32).max(s.batch_min)),
+        (None, Some(m)) if plan.engine != EngineKind::Analytic => Some(((m as u32).div_ceil(stages)).max(s.batch_min)),
         (max, _) => max,
     };
     (s.batch_min, cap)
@@ -111,7 +112,7 @@ fn kv_bound(ctx: &CandidateCtx, budget: u64, batch_min: u32, batch_max: Option<u
 /// simulated once at its running cap (`--max-num-seqs`, default 256).
 pub fn search_candidate(engine: &dyn Engine, ctx: &CandidateCtx) -> (Vec<Row>, Option<String>) {
     let (budgets, explicit) = budgets(ctx.plan, ctx.device);
-    let (batch_min, batch_max) = batch_bounds(ctx.plan, ctx.device);
+    let (batch_min, batch_max) = batch_bounds(ctx.plan, ctx.device, ctx.cand.parallel.pp.max(1));
     let batch_max = kv_bound(ctx, budgets[0], batch_min, batch_max);
     if explicit && budgets.len() > 1 {
         // A chunk-budget study: every budget is searched on its own.

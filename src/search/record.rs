@@ -18,7 +18,7 @@ use crate::outcome::recording::{
 };
 use crate::outcome::{DeviceResult, Phase, PhaseResult, Report, Row};
 use crate::plan::Plan;
-use crate::sim::{simulate_detailed, RequestState, Role, StepRecord};
+use crate::sim::{simulate_detailed_staged, RequestState, Role, StepRecord};
 
 /// What the plan's outputs need recorded of `report`'s best rows (nothing when it asks for
 /// none of the files that look inside a run).
@@ -64,7 +64,7 @@ fn timelines(plan: &Plan, report: &Report) -> Result<Vec<Timeline>, RecordingFai
                 steps.push(step_span(&s));
             }
         };
-        let (_, requests) = simulate_detailed(&cfg, &setup.cost, factory, &mut keep)
+        let (_, requests) = simulate_detailed_staged(&cfg, &setup.cost, setup.pipeline(), factory, &mut keep)
             .map_err(|e| RecordingFailure { device: d.device.clone(), message: e.to_string() })?;
         out.push(Timeline {
             device: d.device.clone(),

@@ -249,8 +249,34 @@ impl RunParams {
 pub struct Group<'a> {
     pub role: Role,
     pub count: u32,
+    /// One instance's configuration; with a pipeline, one micro-batch lane's (its share of the
+    /// replica's KV pool and running cap).
     pub cfg: InstanceConfig,
+    /// The whole model's step cost (with a pipeline, only where a step's time went).
     pub cost: &'a dyn StepCostModel,
+    /// Pipeline parallelism: each of the `count` replicas runs its steps through these stages
+    /// (`None`: one stage, a step priced by `cost`).
+    pub pipeline: Option<Pipeline<'a>>,
+}
+
+/// The stages of a pipelined replica (`sim::pipeline`): each stage's step cost, first to
+/// last, and the activation send between consecutive stages. A replica keeps one micro-batch
+/// per stage in flight, as vLLM's batch queue and SGLang's micro-batches do: it is simulated
+/// as one lane per stage, each an instance running one batch at a time.
+pub struct Pipeline<'a> {
+    pub stages: Vec<&'a dyn StepCostModel>,
+    pub send: crate::cost::pipeline::StageSend,
+}
+
+impl Pipeline<'_> {
+    /// Stages (micro-batch lanes) per replica.
+    pub fn len(&self) -> u32 {
+        self.stages.len() as u32
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.stages.is_empty()
+    }
 }
 
 /// Moving a finished prefill's KV cache to a decode instance.

@@ -10,7 +10,8 @@
 //! the store of request records), [`queue`] (events), [`kv`] (paged KV pool, prefix cache),
 //! [`link`] (KV transfers sharing the links between prefill and decode instances),
 //! `step_time` (what a planned step takes on the clock: device and host time combined as
-//! the engine runs them, CUDA graphs or eager launches),
+//! the engine runs them, CUDA graphs or eager launches), `pipeline` (a pipelined replica's
+//! stages on the clock: micro-batch lanes sharing the stages, the sends between them),
 //! [`instance`] (one instance's mechanics: queues, running sequences, KV accounting, the step
 //! builder, step completion), [`scheduler`] (the per-step policy behind the
 //! [`scheduler::Scheduler`] trait: msmodeling's [`scheduler::DecodeFirst`] or vLLM V1's
@@ -30,6 +31,7 @@ pub mod instance;
 pub mod kv;
 pub mod link;
 pub mod metrics;
+mod pipeline;
 pub mod queue;
 pub mod records;
 pub mod router;
@@ -39,7 +41,7 @@ pub mod steady;
 mod step_time;
 
 pub use config::{
-    CudaGraphs, Frontend, GraphUnit, Group, InstanceConfig, KvTransfer, Measure, Role, Routing, RunParams, SimConfig, System,
+    CudaGraphs, Frontend, GraphUnit, Group, InstanceConfig, KvTransfer, Measure, Pipeline, Role, Routing, RunParams, SimConfig, System,
 };
 pub use decode::{AcceptanceDraws, DecodeMode};
 pub use error::SimError;
@@ -47,13 +49,19 @@ pub use instance::Instance;
 pub use metrics::{BinStat, LatencyStats, Percentile, Recorder, SimReport, Stat};
 pub use queue::{Event, EventQueue, Nanos};
 pub use records::{RequestState, Requests, StepRecord};
-pub use simulation::{simulate, simulate_detailed, simulate_report, simulate_system, CLIENT_JITTER_NS, MAX_STEP_SECONDS};
+pub use simulation::{
+    simulate, simulate_detailed, simulate_detailed_staged, simulate_report, simulate_staged, simulate_system, CLIENT_JITTER_NS,
+    MAX_STEP_SECONDS,
+};
 
 #[cfg(test)]
 mod tests;
 
 #[cfg(test)]
 mod pd_tests;
+
+#[cfg(test)]
+mod pipeline_tests;
 
 #[cfg(test)]
 mod engine_tests;

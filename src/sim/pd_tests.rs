@@ -21,8 +21,8 @@ fn pd_system(cost: &FixedCost, p: u32, d: u32) -> System<'_> {
     let inst = InstanceConfig::for_tests(64, 0.15, 4, 4);
     System {
         groups: vec![
-            Group { role: Role::Prefill, count: p, cfg: inst.clone(), cost },
-            Group { role: Role::Decode, count: d, cfg: inst, cost },
+            Group { role: Role::Prefill, count: p, cfg: inst.clone(), cost, pipeline: None },
+            Group { role: Role::Decode, count: d, cfg: inst, cost, pipeline: None },
         ],
         transfer: Some(KvTransfer {
             bytes_per_token: 10.0,

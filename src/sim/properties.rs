@@ -219,8 +219,8 @@ proptest! {
         let cost = c.cost;
         let sys = System {
             groups: vec![
-                Group { role: Role::Prefill, count: p, cfg: c.cfg.instance.clone(), cost: &cost },
-                Group { role: Role::Decode, count: d, cfg: c.cfg.instance.clone(), cost: &cost },
+                Group { role: Role::Prefill, count: p, cfg: c.cfg.instance.clone(), cost: &cost, pipeline: None },
+                Group { role: Role::Decode, count: d, cfg: c.cfg.instance.clone(), cost: &cost, pipeline: None },
             ],
             transfer: Some(KvTransfer {
                 bytes_per_token: 64.0,

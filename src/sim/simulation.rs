@@ -20,7 +20,7 @@ mod stats;
 pub use event_loop::MAX_STEP_SECONDS;
 pub use feed::CLIENT_JITTER_NS;
 
-use super::config::{Group, Role, Routing, SimConfig, System};
+use super::config::{Group, Pipeline, Role, Routing, SimConfig, System};
 use super::decode::AcceptanceDraws;
 use super::error::SimError;
 use super::instance::{Instance, StepOutcome};
@@ -28,7 +28,7 @@ use super::metrics::{Recorder, SimReport};
 use super::queue::{EventQueue, Nanos};
 use super::records::{RequestState, Requests, StepRecord};
 use super::steady::Window;
-use super::{link, router};
+use super::{link, pipeline, router};
 use crate::cost::StepCostModel;
 use crate::workload::arrival::{rng, ArrivalProcess, NewRequest, RequestFactory, Stream};
 use stats::{KvUse, Mark, StepStats, Tally};
@@ -40,13 +40,24 @@ const OPEN_EDGE_SHARE: f64 = 0.1;
 
 /// Simulate a stream of requests over `cfg.instances` identical instances.
 pub fn simulate(cfg: &SimConfig, cost: &dyn StepCostModel, factory: RequestFactory) -> Result<SimReport, SimError> {
-    simulate_report(&single_group(cfg, cost), factory)
+    simulate_report(&single_group(cfg, cost, None), factory)
+}
+
+/// [`simulate`] where each of the `cfg.instances` replicas runs its steps through `pipeline`'s
+/// stages (`cfg.instance` is one micro-batch lane; `None`: as [`simulate`]).
+pub fn simulate_staged(
+    cfg: &SimConfig,
+    cost: &dyn StepCostModel,
+    pipeline: Option<Pipeline>,
+    factory: RequestFactory,
+) -> Result<SimReport, SimError> {
+    simulate_report(&single_group(cfg, cost, pipeline), factory)
 }
 
 /// A homogeneous configuration as a system of one group.
-fn single_group<'a>(cfg: &SimConfig, cost: &'a dyn StepCostModel) -> System<'a> {
+fn single_group<'a>(cfg: &SimConfig, cost: &'a dyn StepCostModel, pipeline: Option<Pipeline<'a>>) -> System<'a> {
     System {
-        groups: vec![Group { role: cfg.role, count: cfg.instances, cfg: cfg.instance.clone(), cost }],
+        groups: vec![Group { role: cfg.role, count: cfg.instances, cfg: cfg.instance.clone(), cost, pipeline }],
         transfer: None,
         routing: Routing::LeastLoaded,
         run: cfg.run.clone(),
@@ -60,7 +71,18 @@ pub fn simulate_detailed(
     factory: RequestFactory,
     on_step: &mut dyn FnMut(StepRecord),
 ) -> Result<(SimReport, Vec<RequestState>), SimError> {
-    simulate_system(&single_group(cfg, cost), factory, on_step)
+    simulate_system(&single_group(cfg, cost, None), factory, on_step)
+}
+
+/// [`simulate_detailed`] through a pipeline's stages (see [`simulate_staged`]).
+pub fn simulate_detailed_staged(
+    cfg: &SimConfig,
+    cost: &dyn StepCostModel,
+    pipeline: Option<Pipeline>,
+    factory: RequestFactory,
+    on_step: &mut dyn FnMut(StepRecord),
+) -> Result<(SimReport, Vec<RequestState>), SimError> {
+    simulate_system(&single_group(cfg, cost, pipeline), factory, on_step)
 }
 
 /// Run a system of instance groups over a request stream.
@@ -110,6 +132,12 @@ struct Simulation<'s, 'a> {
     open_marks: (u64, u64),
     instances: Vec<Instance>,
     group_of: Vec<usize>,
+    /// A pipelined group's lanes: the replica whose stages each instance's batches run
+    /// through (an index into `stages`; `u32::MAX`: the instance is not pipelined).
+    replica_of: Vec<u32>,
+    stages: Vec<pipeline::Stages>,
+    /// Scratch: the stage times of the batch being planned.
+    stage_ns: Vec<Nanos>,
     kv_use: KvUse,
     /// Decode instances (routing among them and the entry instances: `router`).
     decoders: Vec<u32>,
@@ -190,14 +218,23 @@ impl<'s, 'a> Simulation<'s, 'a> {
         let edge = (open_total as f64 * OPEN_EDGE_SHARE).floor() as u64;
         let mut instances: Vec<Instance> = Vec::new();
         let mut group_of: Vec<usize> = Vec::new();
+        let (mut replica_of, mut stages) = (Vec::new(), Vec::new());
         for (g, grp) in sys.groups.iter().enumerate() {
             if grp.cfg.kv_blocks == 0 {
                 return Err(SimError::NoKvCapacity);
             }
+            // A pipelined replica is one lane per stage, sharing the stages.
+            let lanes = grp.pipeline.as_ref().map_or(1, |p| p.len().max(1));
             for _ in 0..grp.count {
-                let id = instances.len() as u32;
-                instances.push(Instance::with_scheduler(id, grp.role, &grp.cfg, grp.cfg.scheduler.build()));
-                group_of.push(g);
+                for _ in 0..lanes {
+                    let id = instances.len() as u32;
+                    instances.push(Instance::with_scheduler(id, grp.role, &grp.cfg, grp.cfg.scheduler.build()));
+                    group_of.push(g);
+                    replica_of.push(if grp.pipeline.is_some() { stages.len() as u32 } else { u32::MAX });
+                }
+                if grp.pipeline.is_some() {
+                    stages.push(pipeline::Stages::new(lanes as usize));
+                }
             }
         }
         let ids_with = |pred: &dyn Fn(Role) -> bool| -> Vec<u32> { instances.iter().filter(|i| pred(i.role)).map(|i| i.id).collect() };
@@ -223,6 +260,9 @@ impl<'s, 'a> Simulation<'s, 'a> {
             kv_use: KvUse::new(&instances, &group_of, sys.groups.len()),
             instances,
             group_of,
+            replica_of,
+            stages,
+            stage_ns: Vec::new(),
             decoders,
             link,
             reqs: Requests::default(),

@@ -344,7 +344,7 @@ fn the_per_layer_overhead_counts_every_layer_pass_a_step_runs() {
     plan.engines.replace(vllm);
     let per_layer = plan.effective(&plan.devices[0]).per_seq_layer_s;
     assert!((per_layer - 0.5e-6).abs() < 1e-18, "{per_layer}");
-    let parallel = ParallelConfig { num_devices: 8, tp: 8, dp: 1, ep: 8, moe_tp: 1, moe_dp: 1, dcp: 1 };
+    let parallel = ParallelConfig { num_devices: 8, tp: 8, dp: 1, ep: 8, moe_tp: 1, moe_dp: 1, dcp: 1, pp: 1 };
     let ctx = |mtp: u32| CandidateCtx::new(&plan, &plan.devices[0], Candidate { parallel, mtp }, Phase::Decode);
     let (plain, drafting) = (ctx(0), ctx(2));
     assert_eq!((plain.layer_passes, drafting.layer_passes), (61, 63));

@@ -12,6 +12,7 @@ mod launch_check;
 mod layers;
 mod modes;
 mod msrv;
+mod pipeline;
 mod price;
 mod scenarios;
 mod schema;

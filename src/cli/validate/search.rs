@@ -48,6 +48,8 @@ pub(crate) fn validate_search(
     let ep = check_sizes("--ep-sizes", &raw.ep_sizes)?;
     let moe_dp = check_sizes("--moe-dp-sizes", &raw.moe_dp_sizes)?;
     let dcp = check_sizes("--dcp-sizes", &raw.dcp_sizes)?;
+    let pp = check_sizes("--pp-sizes", &raw.pp_sizes)?;
+    let pp = check_stages(pp, model, limit)?;
     // Ignored for a dense model, and then they must not change the TP default either.
     let (ep, moe_dp) = if !model.is_moe() && (ep.is_some() || moe_dp.is_some()) {
         warnings.push(format!("--ep-sizes/--moe-dp-sizes are ignored: {} is a dense model", model.id));
@@ -81,7 +83,7 @@ pub(crate) fn validate_search(
     };
     let max_batched_tokens = budgets(raw, mode, warnings)?;
     let count = |v: &Option<Vec<u32>>| v.as_ref().map_or(1, |v| if v.is_empty() { pow2_count(limit) } else { v.len() });
-    let combos = count(&tp) * count(&ep) * count(&moe_dp) * count(&dcp) * mtp.len();
+    let combos = count(&tp) * count(&ep) * count(&moe_dp) * count(&dcp) * count(&pp) * mtp.len();
     let max_combos = raw.max_search_combinations.unwrap_or(100);
     if max_combos > 0 && combos as u64 > max_combos {
         warnings.push(format!(
@@ -93,6 +95,7 @@ pub(crate) fn validate_search(
         ep,
         moe_dp,
         dcp,
+        pp,
         mtp,
         batch_min,
         batch_max,
@@ -103,6 +106,29 @@ pub(crate) fn validate_search(
         // Set by `validate_shard` once the whole plan is known.
         shard: None,
     })
+}
+
+/// `--pp-sizes`: a stage holds at least one decoder layer, so PP is at most the model's layer
+/// count (the layers are split as evenly as possible: PP need not divide them). Without values:
+/// the powers of two up to the device limit and the layer count.
+fn check_stages(pp: Option<Vec<u32>>, model: &ModelArch, limit: u32) -> Result<Option<Vec<u32>>, Error> {
+    let layers = model.num_layers();
+    match pp {
+        Some(v) if v.is_empty() => Ok(Some((0..32).map(|k| 1u32 << k).take_while(|&p| p <= limit && p <= layers).collect())),
+        Some(v) => match v.iter().find(|&&p| p > layers) {
+            Some(bad) => Err(Error::rejected(
+                "--pp-sizes",
+                bad,
+                format!(
+                    "--pp-sizes contains {bad}, but {} has {layers} decoder layers and each pipeline stage needs at least one; use values from 1 to {}",
+                    model.id,
+                    layers.min(limit)
+                ),
+            )),
+            None => Ok(Some(v)),
+        },
+        None => Ok(None),
+    }
 }
 
 fn batch_range(raw: &RawArgs) -> Result<(u32, Option<u32>), Error> {

@@ -1,10 +1,11 @@
 //! The graph assembly: the model's layers in step order (embedding, decoder layers, MTP and
-//! drafter passes, final norm, LM head, vision tower), and the memory model from what the
-//! builders accumulated.
+//! drafter passes, final norm, LM head, vision tower), whole or one pipeline stage's share of
+//! them, and the memory model from what the builders accumulated.
 
 use super::{Builder, TOK};
 use crate::cost::memory::MemoryModel;
 use crate::cost::ops::{f, unit, Collective};
+use crate::cost::pipeline::StageSpan;
 use crate::cost::{CostOptions, EmbeddingTp, ParallelConfig, RooflineCost};
 use crate::hardware::DeviceProfile;
 use crate::model::{Attention, LayerGroup, Mlp, ModelArch};
@@ -12,39 +13,43 @@ use crate::quant::ActQuant;
 
 /// Build the cost model and the matching memory model of one candidate.
 pub fn build_both(model: &ModelArch, dev: &DeviceProfile, par: &ParallelConfig, opts: &CostOptions) -> (RooflineCost, MemoryModel) {
+    build_stage(model, dev, par, opts, &StageSpan::whole(model))
+}
+
+/// Build the cost and memory models of one pipeline stage: its decoder layers, the embedding
+/// (and a vision tower) on the first stage, MTP and drafter passes, the final norm and the LM
+/// head on the last. The whole model is the one stage that is both.
+pub fn build_stage(
+    model: &ModelArch,
+    dev: &DeviceProfile,
+    par: &ParallelConfig,
+    opts: &CostOptions,
+    span: &StageSpan,
+) -> (RooflineCost, MemoryModel) {
     let mut b = Builder::new(model, dev, par, opts);
-    b.embedding();
-    for g in &model.layers {
-        b.copies = 1.0;
-        b.layer(g.count as f64, &g.attention, &g.mlp, TOK);
+    // A last stage without the embedding holds its own LM head, tied or not.
+    b.tied_flag &= span.first;
+    if span.first {
+        b.embedding();
     }
-    let mut lm_passes = 1.0;
-    if opts.mtp_tokens > 0 {
-        if let Some(m) = &model.mtp {
-            let k = opts.mtp_tokens as f64;
-            // k draft passes reuse the model's MTP layer(s): compute k times, hold weights once.
-            b.copies = m.layers as f64 / k;
-            b.gemm("mtp_eh_proj", k, TOK, 2.0 * b.h, b.h, Some(b.non_expert_q), false);
-            b.vector("mtp_enorm_hnorm", 2.0 * k, TOK, b.h, 5.0, 4.0, false);
-            b.weights += 2.0 * b.h * 2.0 * m.layers as f64;
-            b.layer(k, &m.attention, &m.mlp, TOK);
-            lm_passes += k;
+    let mut at = 0;
+    for g in &model.layers {
+        let (lo, hi) = (at.max(span.layers.0), (at + g.count).min(span.layers.1));
+        at += g.count;
+        if hi > lo {
+            b.copies = 1.0;
+            b.layer((hi - lo) as f64, &g.attention, &g.mlp, TOK);
         }
     }
-    if opts.draft_layers > 0 {
-        // DFlash/DSpark drafters: priced as extra layers of the target's first layer kind.
-        let g: &LayerGroup = &model.layers[0];
-        b.copies = 1.0;
-        b.layer(opts.draft_layers as f64, &g.attention, &g.mlp, TOK);
+    if span.last {
+        b.head(model);
     }
-    b.copies = 1.0;
-    b.norm("final_norm", 1.0, TOK, b.h, true, ActQuant::None);
-    b.lm_head(lm_passes);
-    if opts.with_vision {
+    if span.first && opts.with_vision {
         if let Some(v) = &model.vision {
             b.vision(v);
         }
     }
+    let sampled = if span.last { b.vocab / b.tp * 2.0 + b.vocab * 4.0 } else { 0.0 };
     let mem = MemoryModel {
         device_bytes: dev.memory.bytes,
         weight_bytes: b.weights,
@@ -52,10 +57,40 @@ pub fn build_both(model: &ModelArch, dev: &DeviceProfile, par: &ParallelConfig, 
         state_bytes_per_seq: b.state_per_seq,
         kv_capacity_factor: b.kv_capacity_factor,
         act_bytes_per_token: 2.0 * (2.0 * b.h) + b.max_act_width * 2.0,
-        act_bytes_per_sampled: b.vocab / b.tp * 2.0 + b.vocab * 4.0,
+        act_bytes_per_sampled: sampled,
     };
     let cost = RooflineCost::from_ops(b.ops, dev.host_overhead_us * 1e-6, b.warnings);
     (cost, mem)
+}
+
+impl Builder<'_> {
+    /// The last stage's passes after the decoder layers: MTP and drafter passes, the final
+    /// norm, the LM head and the sampler.
+    fn head(&mut self, model: &ModelArch) {
+        let opts = self.opts;
+        let mut lm_passes = 1.0;
+        if opts.mtp_tokens > 0 {
+            if let Some(m) = &model.mtp {
+                let k = opts.mtp_tokens as f64;
+                // k draft passes reuse the model's MTP layer(s): compute k times, hold weights once.
+                self.copies = m.layers as f64 / k;
+                self.gemm("mtp_eh_proj", k, TOK, 2.0 * self.h, self.h, Some(self.non_expert_q), false);
+                self.vector("mtp_enorm_hnorm", 2.0 * k, TOK, self.h, 5.0, 4.0, false);
+                self.weights += 2.0 * self.h * 2.0 * m.layers as f64;
+                self.layer(k, &m.attention, &m.mlp, TOK);
+                lm_passes += k;
+            }
+        }
+        if opts.draft_layers > 0 {
+            // DFlash/DSpark drafters: priced as extra layers of the target's first layer kind.
+            let g: &LayerGroup = &model.layers[0];
+            self.copies = 1.0;
+            self.layer(opts.draft_layers as f64, &g.attention, &g.mlp, TOK);
+        }
+        self.copies = 1.0;
+        self.norm("final_norm", 1.0, TOK, self.h, true, ActQuant::None);
+        self.lm_head(lm_passes);
+    }
 }
 
 /// The cost model alone.

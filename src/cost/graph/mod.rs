@@ -9,7 +9,7 @@
 //!
 //! | file | lays out |
 //! |---|---|
-//! | `assembly` | [`build_both`] / [`build`]: embedding, each decoder layer (attention, norm, MLP), MTP and drafter passes, final norm, LM head and sampler, vision tower; the memory model from what was accumulated |
+//! | `assembly` | [`build_both`] / [`build`] / [`build_stage`] (one pipeline stage's share): embedding, each decoder layer (attention, norm, MLP), MTP and drafter passes, final norm, LM head and sampler, vision tower; the memory model from what was accumulated |
 //! | `attention` | GQA (full or sliding window, decode context parallelism), MLA (prefill expansion, absorbed decode), linear attention (gated delta rule), rotary embedding |
 //! | `dense` | the gated MLP of dense layers (and of shared experts) |
 //! | `moe` | router, routed experts, shared expert, and the two communication patterns (tokens sliced and dispatched over EP / MoE-TP, or replicated and all-reduced) with their overlap streams |
@@ -39,7 +39,7 @@ mod norm;
 mod roofline;
 mod vision;
 
-pub use assembly::{build, build_both};
+pub use assembly::{build, build_both, build_stage};
 
 use super::ops::{f, Op};
 use super::{CostOptions, ParallelConfig};

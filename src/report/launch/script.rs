@@ -162,3 +162,13 @@ pub(super) fn no_dcp(engine: &str, l: &ParallelConfig) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The engine's pipeline-parallel flag and size when the plan pipelines (PP > 1), else
+/// nothing.
+pub(super) fn pipeline_flag(flag: &str, l: &ParallelConfig) -> Vec<String> {
+    if l.pp > 1 {
+        vec![flag.to_string(), l.pp.to_string()]
+    } else {
+        Vec::new()
+    }
+}

@@ -12,7 +12,7 @@
 
 use super::deployment::{Deployment, Instance, Role, Weights};
 use super::placement::{PortBases, FRONT_PORT};
-use super::script::{no_dcp, no_int8_kv};
+use super::script::{no_dcp, no_int8_kv, pipeline_flag};
 use super::{Emitter, Endpoint, Process, Site};
 use crate::cost::ParallelConfig;
 use crate::hardware::runtime::KvMemorySetting;
@@ -31,12 +31,15 @@ impl Sglang {
         let mut v = Vec::new();
         if !d.moe {
             v.extend(["--tp-size".into(), l.tp.to_string()]);
+            v.extend(pipeline_flag("--pp-size", l));
             if l.dp > 1 {
                 v.extend(["--dp-size".into(), l.dp.to_string()]);
             }
             return Ok(v);
         }
-        v.extend(["--tp-size".into(), l.num_devices.to_string()]);
+        // `--tp-size` counts the devices of one pipeline stage.
+        v.extend(["--tp-size".into(), (l.num_devices / l.pp.max(1)).to_string()]);
+        v.extend(pipeline_flag("--pp-size", l));
         if l.dp > 1 {
             v.extend(["--dp-size".into(), l.dp.to_string(), "--enable-dp-attention".into()]);
         }

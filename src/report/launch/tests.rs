@@ -30,7 +30,7 @@ fn moe(layout: ParallelConfig) -> Deployment {
 }
 
 fn layout(tp: u32, dp: u32, ep: u32, moe_tp: u32, moe_dp: u32) -> ParallelConfig {
-    ParallelConfig { num_devices: tp * dp, tp, dp, ep, moe_tp, moe_dp, dcp: 1 }
+    ParallelConfig { num_devices: tp * dp, tp, dp, ep, moe_tp, moe_dp, dcp: 1, pp: 1 }
 }
 
 fn emit(e: &dyn Emitter, d: &Deployment) -> Result<Vec<LaunchFile>, String> {

@@ -12,7 +12,7 @@
 
 use super::deployment::{Deployment, Instance, Role, Weights};
 use super::placement::{PortBases, FRONT_PORT};
-use super::script::{no_dcp, no_int8_kv};
+use super::script::{no_dcp, no_int8_kv, pipeline_flag};
 use super::{Emitter, Endpoint, LaunchFile, Process, Site};
 use crate::cost::ParallelConfig;
 use crate::hardware::runtime::KvMemorySetting;
@@ -30,7 +30,9 @@ impl Trtllm {
     fn parallel(&self, d: &Deployment, l: &ParallelConfig) -> Result<(Vec<String>, bool, u32), String> {
         no_dcp("TensorRT-LLM", l)?;
         if !d.moe {
-            return Ok((vec!["--tp_size".into(), l.tp.to_string()], false, l.dp));
+            let mut v = vec!["--tp_size".into(), l.tp.to_string()];
+            v.extend(pipeline_flag("--pp_size", l));
+            return Ok((v, false, l.dp));
         }
         if l.moe_dp > 1 {
             return Err(format!("TensorRT-LLM has no MoE data parallelism (the plan's MoE-DP{})", l.moe_dp));
@@ -41,7 +43,9 @@ impl Trtllm {
                 l.tp, l.dp
             ));
         }
-        let mut v = vec!["--tp_size".into(), l.num_devices.to_string()];
+        // `--tp_size` counts the devices of one pipeline stage.
+        let mut v = vec!["--tp_size".into(), (l.num_devices / l.pp.max(1)).to_string()];
+        v.extend(pipeline_flag("--pp_size", l));
         if l.ep > 1 {
             v.extend(["--ep_size".into(), l.ep.to_string()]);
         }

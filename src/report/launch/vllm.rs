@@ -10,7 +10,7 @@
 
 use super::deployment::{Deployment, Instance, Role, Weights};
 use super::placement::{PortBases, FRONT_PORT};
-use super::script::{no_int8_kv, quote};
+use super::script::{no_int8_kv, pipeline_flag, quote};
 use super::{Emitter, Endpoint, Process, Site};
 use crate::cost::ParallelConfig;
 use crate::hardware::runtime::KvMemorySetting;
@@ -25,13 +25,16 @@ impl Vllm {
     /// `--enable-expert-parallel`. Other splits of the experts have no flag.
     fn parallel(&self, d: &Deployment, l: &ParallelConfig) -> Result<Vec<String>, String> {
         let mut v = vec!["--tensor-parallel-size".into(), l.tp.to_string()];
+        v.extend(pipeline_flag("--pipeline-parallel-size", l));
         if l.dp > 1 {
             v.extend(["--data-parallel-size".into(), l.dp.to_string()]);
         }
+        // A pipeline stage's devices hold its MoE layers.
+        let stage = l.num_devices / l.pp.max(1);
         if d.moe {
             match (l.ep, l.moe_tp, l.moe_dp) {
-                (1, t, 1) if t == l.num_devices => {}
-                (e, 1, 1) if e == l.num_devices => v.push("--enable-expert-parallel".into()),
+                (1, t, 1) if t == stage => {}
+                (e, 1, 1) if e == stage => v.push("--enable-expert-parallel".into()),
                 _ => {
                     return Err(format!(
                         "vLLM shards MoE layers over all {} devices of an instance (TP, or EP with --enable-expert-parallel); \

@@ -1,13 +1,17 @@
 //! The analytic engine: the formulas of [`crate::analytic`] with forwards priced by the candidate's
 //! roofline model, shaped as the original shapes them (global concurrency spread over DP
-//! replicas, decode at the mid-generation context `O/2 + input + query`).
+//! replicas, decode at the mid-generation context `O/2 + input + query`). A pipelined
+//! candidate's forward is one micro-batch's step through its stages
+//! ([`crate::analytic::pipeline`]), with one micro-batch per stage in flight.
 
 use super::row::{base_row, composition_rows, stats};
+use crate::analytic::pipeline::cycle_ms;
 use crate::analytic::{
     agg_chunked, agg_single_chunk, agg_varlen, chunk_plan, disagg_decode, disagg_prefill, disagg_prefill_varlen, mtp_tokens_per_step,
     AggOutcome, Forward, ForwardOracle, PhaseOutcome,
 };
-use crate::cost::{BatchShape, PhaseLoad, StepCostModel};
+use crate::cost::pipeline::StageModels;
+use crate::cost::{BatchShape, Breakdown, PhaseLoad, StepCostModel};
 use crate::outcome::Phase;
 use crate::outcome::{Row, StopReason};
 use crate::plan::{SpeculativeMethod, TpotDefinition};
@@ -91,7 +95,8 @@ impl<'a> RooflineOracle<'a> {
     pub fn new(ctx: &'a CandidateCtx<'a>) -> Self {
         RooflineOracle {
             shapes: Shapes::new(ctx),
-            dp: ctx.cand.parallel.dp as u64,
+            // Micro-batches in flight over the replicas (one per pipeline stage).
+            dp: ctx.cand.parallel.dp as u64 * ctx.cand.parallel.pp as u64,
             block: ctx.plan.kv_block_size(ctx.device) as u64,
             reserved: ctx.reserved_bytes(),
             ctx,
@@ -99,11 +104,35 @@ impl<'a> RooflineOracle<'a> {
     }
 
     fn price(&self, shape: &BatchShape, seqs: u64, kv_tokens: u64) -> Forward {
+        if let Some(st) = &self.ctx.stages {
+            return self.price_stages(st, shape, seqs, kv_tokens);
+        }
         let t = self.ctx.cost.step(shape);
         let kv = self.ctx.mem.kv_bytes(seqs, kv_tokens, self.block);
         Forward { ms: t.seconds * 1e3, mem: self.ctx.mem.usage(shape, kv, self.reserved), breakdown: t.breakdown }
     }
 
+    /// A micro-batch's forward through the pipeline ([`cycle_ms`]); each stage holds the KV
+    /// of its layers for every micro-batch in flight.
+    fn price_stages(&self, st: &StageModels, shape: &BatchShape, seqs: u64, kv_tokens: u64) -> Forward {
+        let mut breakdown = Breakdown::default();
+        let stage_ms: Vec<f64> = st
+            .costs
+            .iter()
+            .map(|c| {
+                let t = c.step(shape);
+                breakdown.add_scaled(&t.breakdown, 1.0);
+                t.seconds * 1e3
+            })
+            .collect();
+        let ms = cycle_ms(&stage_ms, st.send.seconds(shape.tokens()) * 1e3);
+        let lanes = st.costs.len() as u64;
+        let kv = self.ctx.mem.kv_bytes(seqs * lanes, kv_tokens * lanes, self.block);
+        Forward { ms, mem: self.ctx.mem.usage(shape, kv, self.reserved), breakdown }
+    }
+
+    /// Requests of one micro-batch: one replica's batch, or with pipeline stages one of its
+    /// micro-batches.
     fn per_replica(&self, conc: u64) -> u64 {
         conc.div_ceil(self.dp)
     }
@@ -155,7 +184,8 @@ impl ForwardOracle for RooflineOracle<'_> {
 impl AnalyticEngine {
     fn aggregated(&self, ctx: &CandidateCtx, o: &RooflineOracle, batch: u32, budget: u64) -> (Row, AggOutcome) {
         let sh = &o.shapes;
-        let dp = ctx.cand.parallel.dp as u64;
+        // With pipeline stages every micro-batch in flight has its batch and its budget.
+        let dp = ctx.cand.parallel.dp as u64 * ctx.cand.parallel.pp as u64;
         let c = batch as u64 * dp;
         let mut row = base_row(ctx, batch, budget, sh.effective);
         let res = match &ctx.plan.workload.input {
@@ -178,7 +208,7 @@ impl AnalyticEngine {
 
     fn phase_row(&self, ctx: &CandidateCtx, o: &RooflineOracle, batch: u32, budget: u64) -> (Row, PhaseOutcome) {
         let sh = &o.shapes;
-        let dp = ctx.cand.parallel.dp as u64;
+        let dp = ctx.cand.parallel.dp as u64 * ctx.cand.parallel.pp as u64;
         let c = batch as u64 * dp;
         let serving = ctx.plan.serving.serving_cost_ms;
         let mut row = base_row(ctx, batch, budget, sh.effective);

@@ -18,6 +18,7 @@ pub use sim::SimEngine;
 use super::batch::{Probe, ProbeStats};
 use super::Candidate;
 use crate::cost::graph::build_both;
+use crate::cost::pipeline::StageModels;
 use crate::cost::{CostOptions, MemoryModel, RooflineCost};
 use crate::hardware::calibration::FrontendCosts;
 use crate::hardware::runtime::{CudaGraphProfile, KvMemory};
@@ -32,8 +33,15 @@ pub struct CandidateCtx<'a> {
     pub cand: Candidate,
     pub phase: Phase,
     pub label: String,
+    /// The whole model's step (with pipeline stages: what the operator trace, `price` and a
+    /// step's breakdown read).
     pub cost: RooflineCost,
+    /// The memory of one device (with pipeline stages: of the stage that leaves the least room
+    /// for KV).
     pub mem: MemoryModel,
+    /// Pipeline parallelism (`parallel.pp > 1`): each stage's step cost and the send between
+    /// stages.
+    pub stages: Option<StageModels>,
     /// The serving engine's front end (`None`: requests reach the engine as they arrive).
     pub frontend: Option<FrontendCosts>,
     /// The CUDA graphs the serving engine captures (`None`: steps priced as the cost model
@@ -68,6 +76,19 @@ impl<'a> CandidateCtx<'a> {
         // The per-layer part of the per-sequence overhead grows with the layers a step runs.
         let layer_passes = opts.layer_passes(&plan.model);
         cost.per_seq_s = eff.per_seq_s + eff.per_seq_layer_s * layer_passes as f64;
+        let stages = (cand.parallel.pp > 1).then(|| {
+            let mut st = StageModels::build(&plan.model, &eff.device, &cand.parallel, &opts);
+            // Every stage's worker prepares and launches its own step (the per-step host time)
+            // and does the per-layer work of its own layers' sequences; sampling and output
+            // processing (the per-sequence part) happen once, after the last stage.
+            let extra = layer_passes - plan.model.num_layers();
+            for (c, span) in st.costs.iter_mut().zip(&st.spans) {
+                let passes = span.len() + if span.last { extra } else { 0 };
+                c.per_seq_s = eff.per_seq_layer_s * passes as f64 + if span.last { eff.per_seq_s } else { 0.0 };
+            }
+            st
+        });
+        let mem = stages.as_ref().map_or(mem, |s| s.mem.clone());
         let label = cand.label(&plan.model, plan.serving.speculative.as_ref());
         CandidateCtx {
             plan,
@@ -77,6 +98,7 @@ impl<'a> CandidateCtx<'a> {
             label,
             cost,
             mem,
+            stages,
             frontend: eff.frontend,
             cuda_graphs: eff.cuda_graphs,
             kv_memory: eff.kv_memory,

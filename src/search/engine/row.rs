@@ -16,7 +16,9 @@ pub fn base_row(ctx: &CandidateCtx, batch: u32, budget: u64, effective: u64) -> 
     r.parallel = ctx.label.clone();
     r.layout = *p;
     r.mtp = ctx.cand.mtp;
-    r.concurrency = batch as u64 * p.dp as u64;
+    // With pipeline stages the batch is one micro-batch: a replica keeps one per stage in
+    // flight (the original tool's C = batch × DP × PP).
+    r.concurrency = batch as u64 * p.dp as u64 * p.pp as u64;
     r.num_devices = p.num_devices;
     r.max_batched_tokens = budget;
     r.effective_input_length = effective;

@@ -20,7 +20,7 @@ use crate::outcome::Phase;
 use crate::outcome::{Row, SimSummary, StopReason};
 use crate::plan::TpotDefinition;
 use crate::search::batch::{Probe, ProbeStats};
-use crate::sim::{simulate, DecodeMode, SimError, SimReport};
+use crate::sim::{simulate_staged, DecodeMode, SimError, SimReport};
 
 /// Simulates every probe, within one search's work budget.
 #[derive(Debug, Default)]
@@ -98,12 +98,12 @@ impl Engine for SimEngine {
         // One probe may not overrun what is left of the search's budget.
         cfg.run.max_steps = cfg.run.max_steps.min(self.remaining().max(1));
         let mut row = probe_row(ctx, setup, batch, budget);
-        row.max_num_seqs = Some(cfg.instance.max_num_seqs);
+        row.max_num_seqs = Some(cfg.instance.max_num_seqs * setup.lanes());
         let (ttft_limit, tpot_limit) = (setup.ttft_limit_ms, setup.tpot_limit_ms);
         let result = match setup.kv_oversubscribed(&cfg) {
             Some(e) => Err(e),
             None if self.exhausted() => Err(SimError::WorkBudget { budget: WORK_BUDGET }),
-            None => simulate(&cfg, &setup.cost, factory),
+            None => simulate_staged(&cfg, &setup.cost, setup.pipeline(), factory),
         };
         match &result {
             Ok(rep) => self.charge(rep.steps, rep.mean_batch_size, cfg.instance.decode != DecodeMode::Plain),

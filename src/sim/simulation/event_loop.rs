@@ -1,10 +1,12 @@
 //! The event loop: each event (an arrival, an instance's step done, a KV-link tick) is
 //! applied at its time, routing requests to instances and handing finished prefills off over
 //! the KV link; once every event of an instant is applied, the instances it touched plan their
-//! next step, priced by their group's cost model.
+//! next step, priced by their group's cost model (a pipelined lane's step runs through its
+//! replica's stages: `sim::pipeline`).
 
 use super::Simulation;
 use crate::sim::error::SimError;
+use crate::sim::pipeline::stage_times;
 use crate::sim::queue::Event;
 use crate::sim::records::StepRecord;
 use crate::sim::router::Set;
@@ -249,12 +251,21 @@ impl<'s, 'a> Simulation<'s, 'a> {
             return Ok(());
         }
         let now = self.now;
-        let secs = wall_seconds(&grp.cfg, grp.cost, &inst.shape);
-        if !(secs.is_finite() && secs <= MAX_STEP_SECONDS) {
-            // A step this slow means the device values are not physical; never a result.
-            return Err(SimError::StepTooSlow { seconds: secs });
-        }
-        let ns = ((secs * 1e9).round() as u64).max(1);
+        let ns = match &grp.pipeline {
+            None => {
+                let secs = wall_seconds(&grp.cfg, grp.cost, &inst.shape);
+                if !(secs.is_finite() && secs <= MAX_STEP_SECONDS) {
+                    // A step this slow means the device values are not physical; never a result.
+                    return Err(SimError::StepTooSlow { seconds: secs });
+                }
+                ((secs * 1e9).round() as u64).max(1)
+            }
+            Some(p) => {
+                // The batch runs through the replica's stages, after the batches planned before it.
+                let send = stage_times(&grp.cfg, p, &inst.shape, &mut self.stage_ns)?;
+                self.stages[self.replica_of[touched as usize] as usize].run(now, &self.stage_ns, send) - now
+            }
+        };
         inst.step_ms = ns as f64 / 1e6;
         let st = &mut self.stats;
         st.steps += 1;

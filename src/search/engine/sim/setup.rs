@@ -10,13 +10,14 @@
 use super::memory::Reserve;
 use super::{DEFAULT_OPEN_REQUESTS, MAX_STEPS};
 use crate::cost::memory::{gib, MemoryUse};
-use crate::cost::{BatchShape, MemoryModel, PhaseLoad, RooflineCost};
+use crate::cost::pipeline::StageSend;
+use crate::cost::{BatchShape, MemoryModel, PhaseLoad, RooflineCost, StepCostModel};
 use crate::hardware::runtime::{CudaGraphProfile, GraphSizeUnit};
 use crate::outcome::Phase;
 use crate::plan::{Mode, Plan, ServingEngine, SpeculativeMethod};
 use crate::search::engine::CandidateCtx;
 use crate::sim::scheduler::SchedulerKind;
-use crate::sim::{CudaGraphs, DecodeMode, Frontend, GraphUnit, InstanceConfig, Role, RunParams, SimConfig, SimError};
+use crate::sim::{CudaGraphs, DecodeMode, Frontend, GraphUnit, InstanceConfig, Pipeline, Role, RunParams, SimConfig, SimError};
 use crate::workload::arrival::{ArrivalProcess, RequestFactory};
 use crate::workload::Lengths;
 
@@ -49,6 +50,13 @@ pub struct SimSetup {
     /// The step cost the simulator runs on: the candidate's roofline model plus `--serving-cost`
     /// on every forward of a disaggregated instance (the formulas add it per forward too).
     pub cost: RooflineCost,
+    /// Pipeline parallelism: each stage's step cost (`--serving-cost` on the first) and the
+    /// send between stages; empty without. A probe's instance is then one micro-batch lane:
+    /// the batch size, running cap and KV pool are each lane's share of the replica's.
+    stage_costs: Vec<RooflineCost>,
+    send: StageSend,
+    /// Micro-batch lanes per replica (pipeline stages; 1 without).
+    lanes: u64,
     /// The phase's latency limits, ms (prefill ignores TPOT, decode TTFT).
     pub ttft_limit_ms: f64,
     pub tpot_limit_ms: f64,
@@ -78,7 +86,11 @@ impl SimSetup {
         let so = &plan.sim;
         let open = so.arrival.is_open();
         let serving_engine = plan.serving_engine(ctx.device);
-        let instance = instance_template(ctx, serving_engine);
+        let mut instance = instance_template(ctx, serving_engine);
+        if let Some(g) = &mut instance.graphs {
+            // Each stage launches its own layers' kernels.
+            g.eager_launch_s /= ctx.cand.parallel.pp.max(1) as f64;
+        }
         let factory = request_factory(plan, so.arrival.clone(), plan.output_spread(ctx.device));
         let (ttft_limit_ms, tpot_limit_ms) = crate::search::phase_limits(plan, ctx.phase);
         let run = RunParams {
@@ -104,9 +116,14 @@ impl SimSetup {
             bins: input_bins(plan),
         };
         let mut cost = ctx.cost.clone();
+        let mut stage_costs: Vec<RooflineCost> = ctx.stages.as_ref().map_or_else(Vec::new, |s| s.costs.clone());
         if ctx.phase != Phase::Aggregated {
             cost.host_s += plan.serving.serving_cost_ms * 1e-3;
+            if let Some(first) = stage_costs.first_mut() {
+                first.host_s += plan.serving.serving_cost_ms * 1e-3;
+            }
         }
+        let lanes = stage_costs.len().max(1) as u64;
         let reserve = match &ctx.kv_memory {
             Some(m) => {
                 let p = &ctx.cand.parallel;
@@ -145,6 +162,9 @@ impl SimSetup {
             reserve,
             graphs_per_running: ctx.cuda_graphs.as_ref().and_then(|g| g.max_per_running),
             cost,
+            stage_costs,
+            send: ctx.stages.as_ref().map_or(StageSend::NONE, |s| s.send),
+            lanes,
             ttft_limit_ms,
             tpot_limit_ms,
             serving_engine,
@@ -155,19 +175,32 @@ impl SimSetup {
 
     /// The simulation of one probe: `batch` requests per replica under a `budget`-token step,
     /// and its request stream.
+    /// With pipeline stages, `batch` is one lane's (a micro-batch): the replica's closed loop
+    /// runs `batch` × stages requests, and the engine's running cap is shared by the lanes.
     pub fn config(&self, batch: u32, budget: u64) -> (SimConfig, RequestFactory) {
-        let max_num_seqs = self.max_num_seqs.unwrap_or(batch as u64);
+        let max_num_seqs = self.max_num_seqs.map_or(batch as u64, |m| m.div_ceil(self.lanes));
         let mut instance = self.instance(budget, max_num_seqs);
         let seqs = self.kv_sized_seqs(max_num_seqs, batch as u64);
         if seqs != max_num_seqs {
             instance.kv_blocks = self.kv_blocks(budget, seqs);
         }
-        let run = RunParams { concurrency: batch as u64, ..self.run.clone() };
+        let run = RunParams { concurrency: batch as u64 * self.lanes, ..self.run.clone() };
         (SimConfig { instance, instances: self.instances, role: self.role, run }, self.factory.clone())
     }
 
+    /// The pipeline a probe's instances run through (`None` without pipeline stages).
+    pub fn pipeline(&self) -> Option<Pipeline<'_>> {
+        (!self.stage_costs.is_empty())
+            .then(|| Pipeline { stages: self.stage_costs.iter().map(|c| c as &dyn StepCostModel).collect(), send: self.send })
+    }
+
+    /// Micro-batch lanes per replica (1 without pipeline stages).
+    pub fn lanes(&self) -> u64 {
+        self.lanes
+    }
+
     /// One instance of the candidate under a `budget`-token step with `max_num_seqs` running,
-    /// its KV pool sized for that many sequences.
+    /// its KV pool sized for that many sequences (with pipeline stages: one lane, its share).
     pub fn instance(&self, budget: u64, max_num_seqs: u64) -> InstanceConfig {
         let mut ic = InstanceConfig { budget, max_num_seqs, kv_blocks: self.kv_blocks(budget, max_num_seqs), ..self.instance.clone() };
         let q = ic.decode.query_tokens();
@@ -183,21 +216,28 @@ impl SimSetup {
         ic
     }
 
-    /// Tokens the KV pool of one instance holds under a `budget`-token step with `max_num_seqs`
-    /// running, where the engine's own scheduler runs a closed loop (`None` for open loops, the
+    /// Tokens the KV pool of one instance (with pipeline stages: one lane) holds under a
+    /// `budget`-token step with `max_num_seqs` running in the replica, where the engine's own scheduler runs a closed loop (`None` for open loops, the
     /// decode-first policy and P/D phase searches, whose KV demand is checked instead).
     pub fn closed_loop_kv_tokens(&self, budget: u64, max_num_seqs: u64) -> Option<u64> {
         let engine_loop = !self.open && self.demand.is_none() && self.instance.scheduler != SchedulerKind::DecodeFirst;
-        engine_loop.then(|| self.kv_blocks(budget, max_num_seqs) * self.instance.block_size)
+        engine_loop.then(|| self.kv_blocks(budget, max_num_seqs.div_ceil(self.lanes)) * self.instance.block_size)
     }
 
     /// KV blocks one instance holds once weights, the reserve and the largest step's
     /// activations are set aside.
+    /// With pipeline stages: one lane's share of the replica's pool, sized for `max_seqs`
+    /// sequences on every lane.
     fn kv_blocks(&self, budget: u64, max_seqs: u64) -> u64 {
         let peak_tokens = (budget as f64 * (1.0 + self.instance.slack)).floor() as u64;
         let peak = BatchShape { prefill: PhaseLoad::uniform(1, peak_tokens, peak_tokens), sampled: max_seqs, ..Default::default() };
         let bytes = self.mem.kv_budget_bytes(&peak, self.reserve.bytes(&self.mem, &peak, budget));
-        self.mem.kv_capacity_blocks(bytes, self.instance.block_size, max_seqs)
+        let blocks = self.mem.kv_capacity_blocks(bytes, self.instance.block_size, max_seqs * self.lanes);
+        if self.lanes > 1 {
+            blocks / self.lanes
+        } else {
+            blocks
+        }
     }
 
     /// Running sequences an instance's memory is sized for (activations and per-sequence state
@@ -216,9 +256,9 @@ impl SimSetup {
     /// activations.
     pub fn memory_use(&self, cfg: &SimConfig, kv_peak_utilization: f64) -> MemoryUse {
         let ic = &cfg.instance;
-        let kv_bytes = kv_peak_utilization * ic.kv_blocks as f64 * ic.block_size as f64 * self.mem.kv_bytes_per_token;
+        let kv_bytes = kv_peak_utilization * (ic.kv_blocks * self.lanes) as f64 * ic.block_size as f64 * self.mem.kv_bytes_per_token;
         let peak_tokens = (ic.budget as f64 * (1.0 + ic.slack)) as u64;
-        let seqs = self.kv_sized_seqs(ic.max_num_seqs, cfg.run.concurrency);
+        let seqs = self.kv_sized_seqs(ic.max_num_seqs, cfg.run.concurrency / self.lanes);
         let peak = BatchShape { prefill: PhaseLoad::uniform(1, peak_tokens, ic.budget), sampled: seqs, ..Default::default() };
         self.mem.usage(&peak, kv_bytes, self.reserve.bytes(&self.mem, &peak, ic.budget))
     }
@@ -242,7 +282,7 @@ impl SimSetup {
     pub fn kv_oversubscribed(&self, cfg: &SimConfig) -> Option<SimError> {
         let d = self.demand?;
         let ic = &cfg.instance;
-        let running = cfg.run.concurrency.min(ic.running_cap());
+        let running = (cfg.run.concurrency / self.lanes).min(ic.running_cap());
         let needed = running * d.private_blocks + running.min(d.groups) * d.shared_blocks;
         (needed > ic.kv_blocks).then_some(SimError::KvOversubscribed { needed, capacity: ic.kv_blocks, batch: cfg.run.concurrency })
     }
