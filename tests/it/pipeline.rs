@@ -79,8 +79,9 @@ fn launch_commands_carry_the_stages() {
             "4",
             "--pp-sizes",
             "2",
-            "--engine",
-            "analytic",
+            "--batch-range",
+            "1",
+            "8",
             "--tpot-limits",
             "200",
             "--quantize-linear-action",
@@ -92,5 +93,6 @@ fn launch_commands_carry_the_stages() {
     for (engine, flag) in [("vllm", "--pipeline-parallel-size 2"), ("sglang", "--pp-size 2"), ("trtllm", "--pp_size 2")] {
         let out = run_ok(&args(&base, &["--emit", engine]));
         assert!(out.contains(flag), "{engine}:\n{out}");
+        crate::launch_check::check_script(engine, &out, 8);
     }
 }
