@@ -47,7 +47,9 @@ pub use instance::Instance;
 pub use metrics::{BinStat, LatencyStats, Percentile, Recorder, SimReport, Stat};
 pub use queue::{Event, EventQueue, Nanos};
 pub use records::{RequestState, Requests, StepRecord};
-pub use simulation::{simulate, simulate_detailed, simulate_report, simulate_system, CLIENT_JITTER_NS, MAX_STEP_SECONDS};
+pub use simulation::{
+    simulate, simulate_detailed, simulate_report, simulate_scheduled, simulate_system, CLIENT_JITTER_NS, MAX_STEP_SECONDS,
+};
 
 #[cfg(test)]
 mod tests;
