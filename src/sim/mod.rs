@@ -61,4 +61,7 @@ mod pd_tests;
 mod engine_tests;
 
 #[cfg(test)]
+mod schedule_tests;
+
+#[cfg(test)]
 mod properties;
