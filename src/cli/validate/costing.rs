@@ -95,13 +95,13 @@ pub(crate) fn validate_plan_replicas(
         return Err(Error::requires(FLAG, "--arrival trace", "--plan-replicas cuts a trace into windows: give --arrival trace FILE"));
     };
     if engine == EngineKind::Analytic {
-        return Err(Error::conflict(FLAG, "--engine analytic", "the replica plan is simulated: use --engine sim"));
+        return Err(Error::conflict(FLAG, "--engine analytic", "--plan-replicas simulates the trace: use --engine sim"));
     }
     if !matches!(mode, Mode::Aggregation) {
         return Err(Error::conflict(
             FLAG,
             "--disagg",
-            "the replica plan counts aggregated instances: drop --disagg and the P/D ratio flags",
+            "--plan-replicas counts aggregated instances: drop --disagg and the P/D ratio flags",
         ));
     }
     let span = trace.requests.last().map_or(0.0, |r| r.arrival_s);
