@@ -49,7 +49,7 @@ fn rows_are_priced_per_million_tokens_of_the_whole_deployment() {
     let chosen = &r["devices"][0]["frontier"]["points"][r["devices"][0]["frontier"]["chosen"].as_u64().unwrap() as usize];
     assert_eq!(cheapest["label"], chosen["label"]);
     // Without the flag nothing is priced and the CSV keeps its columns.
-    let plain = run_json(&HEADLINE.to_vec());
+    let plain = run_json(HEADLINE);
     assert!(phase(&plain, 0, "aggregated")["rows"][0].get("usd_per_million_tokens").is_none());
     assert!(plain.get("cost_frontier").is_none());
 }
