@@ -122,9 +122,12 @@ fn windows(trace: &Trace, requests: usize, window_s: f64) -> Vec<Trace> {
 }
 
 /// Per window, the SLO statistics of the requests that arrived in it: (TTFT, TPOT) by the
-/// plan's statistic and TPOT definition, `None` for a window without arrivals.
+/// plan's statistic and TPOT definition, `None` for a window without arrivals. The samples are
+/// kept per window (two floats a request) and each window's recorders live only while its
+/// statistics are read: a recorder's histogram is tens of KB, thousands of windows would
+/// hold hundreds of MB.
 fn window_stats(plan: &Plan, records: &[RequestState], window_ns: f64, count: usize) -> Vec<Option<(f64, f64)>> {
-    let mut rec: Vec<(Recorder, Recorder)> = (0..count).map(|_| Default::default()).collect();
+    let mut samples: Vec<Vec<(f64, f64)>> = vec![Vec::new(); count];
     for r in records {
         let (Some(first), Some(fin)) = (r.first_token, r.finish) else { continue };
         let k = ((r.arrival as f64 / window_ns).floor() as usize).min(count - 1);
@@ -133,11 +136,19 @@ fn window_stats(plan: &Plan, records: &[RequestState], window_ns: f64, count: us
             TpotDefinition::InterToken => 0.0,
             TpotDefinition::Amortized => (fin - r.arrival) as f64 / 1e6 / r.output.max(1) as f64,
         };
-        rec[k].0.record((first - r.arrival) as f64 / 1e6);
-        rec[k].1.record(tpot);
+        samples[k].push(((first - r.arrival) as f64 / 1e6, tpot));
     }
     let pct = plan.sim.slo_percentile;
-    rec.iter().map(|(t, p)| (t.count() > 0).then(|| (t.stat().pick(pct), p.stat().pick(pct)))).collect()
+    samples
+        .iter()
+        .map(|v| {
+            (!v.is_empty()).then(|| {
+                let ttft = Recorder::of(&v.iter().map(|s| s.0).collect::<Vec<_>>()).stat().pick(pct);
+                let tpot = Recorder::of(&v.iter().map(|s| s.1).collect::<Vec<_>>()).stat().pick(pct);
+                (ttft, tpot)
+            })
+        })
+        .collect()
 }
 
 /// The replica plan of `best` (the device's Overall Best aggregated row) over the plan's trace
@@ -264,8 +275,8 @@ mod tests {
         let trace = Trace::parse("arrival_s,input_tokens,output_tokens\n0,1,1\n", "t.csv").unwrap();
         let trace = Trace { requests: vec![req(0.0), req(59.9), req(60.0), req(185.0)], ..trace };
         // 60 s windows: [0, 60) holds two, [60, 120) one, [120, 180) none, [180, 240) one;
-        // arrivals count from each window's edge. Mutation: `ceil` for `floor` and 60.0 falls
-        // into the first window.
+        // arrivals count from each window's edge. Mutation: `ceil` for `floor` and 59.9 falls
+        // into the second window.
         let w = windows(&trace, 4, 60.0);
         let times: Vec<Vec<f64>> = w.iter().map(|t| t.requests.iter().map(|r| r.arrival_s).collect()).collect();
         assert_eq!(times, vec![vec![0.0, 59.9], vec![0.0], vec![], vec![5.0]]);
