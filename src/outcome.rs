@@ -6,15 +6,19 @@
 //! `search` builds them; `report` only renders them; snapshot tests compare the report. It
 //! sits above the engines (a row carries the simulator's latency statistics), below `search`.
 
+mod cost;
 mod frontier;
 mod pd;
 pub mod price;
 pub mod recording;
+mod replicas;
 
 use crate::cost::memory::MemoryUse;
 use crate::cost::{Breakdown, ParallelConfig};
+pub use cost::*;
 pub use frontier::*;
 pub use pd::*;
+pub use replicas::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -160,6 +164,16 @@ pub struct Row {
     /// Running sequences per replica the simulation allowed (simulated rows only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_num_seqs: Option<u64>,
+    /// With `--device-hour-cost`: USD per million output tokens of the whole deployment —
+    /// `num_devices` × USD per device-hour ÷ (output tokens/s × 3600) × 10⁶ (none for prefill
+    /// rows, which emit no output but first tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd_per_million_output_tokens: Option<f64>,
+    /// With `--device-hour-cost`: USD per million tokens the row's devices process — prompt and
+    /// output tokens in aggregation (prompt tokens/s = output tokens/s × mean prompt ÷ mean
+    /// output), prompt tokens on prefill instances, output tokens on decode instances.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd_per_million_tokens: Option<f64>,
 }
 
 /// What the simulator measured beyond the row's headline figures.
@@ -269,6 +283,8 @@ impl Row {
             analytic: None,
             serving_engine: None,
             max_num_seqs: None,
+            usd_per_million_output_tokens: None,
+            usd_per_million_tokens: None,
         }
     }
 
@@ -414,6 +430,9 @@ pub struct DeviceResult {
     /// `--compare-disagg`: the best aggregated and P/D deployments side by side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agg_vs_disagg: Option<AggVsDisagg>,
+    /// `--plan-replicas`: the instance count per window of the trace for the chosen deployment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_plan: Option<ReplicaPlan>,
 }
 
 /// Which serving mode the run searched.
@@ -498,6 +517,9 @@ pub struct Inputs {
     pub gpu_memory_utilization: Option<f64>,
     pub serving_cost_ms: f64,
     pub seed: u64,
+    /// `--device-hour-cost`: the price of each device profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_hour_cost: Option<CostInput>,
 }
 
 /// The version of the JSON report's schema (docs/report.schema.json); the changelog is in
@@ -522,6 +544,10 @@ pub struct Report {
     /// exactly (not rounded), so that `merge` ranks and renders as the single run would.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardInfo>,
+    /// `--device-hour-cost` in aggregation: every device's deployments priced and the frontier
+    /// of cost per million tokens against tokens/s per user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_frontier: Option<CostFrontier>,
 }
 
 impl Report {

@@ -405,6 +405,32 @@ pub struct Plan {
     pub engines: crate::hardware::calibration::EngineProfiles,
     /// Notes for stderr (ignored flags, deprecated names, large searches).
     pub warnings: Vec<String>,
+    /// `--device-hour-cost`: what a device costs per hour, to price rows per million tokens.
+    pub device_hour_cost: Option<DeviceHourCost>,
+    /// `--plan-replicas WINDOW`: the replica plan's window, seconds (with `--arrival trace`).
+    pub replica_window_s: Option<f64>,
+}
+
+/// `--device-hour-cost`: the price of one device for one hour, USD, for every device profile or
+/// per profile (a YAML file mapping profile names to prices). Validated: finite, at least 0, and
+/// a price for every device profile the run uses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum DeviceHourCost {
+    /// One price for every device profile (`--device-hour-cost 2.5`).
+    All(f64),
+    /// Prices per device profile, by the profiles' own names (`--device-hour-cost prices.yaml`).
+    PerProfile { file: String, prices: std::collections::BTreeMap<String, f64> },
+}
+
+impl DeviceHourCost {
+    /// USD per hour of one device of profile `profile` (`None`: the map has no price for it,
+    /// which validation rules out for the run's own devices).
+    pub fn usd_per_device_hour(&self, profile: &str) -> Option<f64> {
+        match self {
+            DeviceHourCost::All(p) => Some(*p),
+            DeviceHourCost::PerProfile { prices, .. } => prices.get(profile).copied(),
+        }
+    }
 }
 
 /// How the simulator schedules on one device: the serving engine, and the budget and running cap

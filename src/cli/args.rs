@@ -381,6 +381,20 @@ pub struct RawArgs {
     #[arg(long, value_name = "FILE", help_heading = "Simulator")]
     pub scenario: Option<PathBuf>,
 
+    // ---- Capacity planning ----
+    /// Price of one device for one hour, USD: a number for every device profile, or a YAML
+    /// file (`.yaml`/`.yml`) mapping device profile names to prices (`H100_SXM: 2.5`). Every
+    /// row then shows USD per million output tokens and per million tokens (prompt + output)
+    /// of its whole deployment, and aggregation adds a cost frontier across the devices.
+    #[arg(long, value_name = "USD|FILE", help_heading = "Capacity planning")]
+    pub device_hour_cost: Option<String>,
+    /// With --arrival trace: plan the instance count per WINDOW of the trace (a duration with
+    /// its unit: 900s, 15m, 1h) for the best aggregated deployment, simulate the day with the
+    /// count changing at window edges, and compare its instance-hours with a fleet sized for
+    /// the peak window.
+    #[arg(long, value_name = "WINDOW", help_heading = "Capacity planning")]
+    pub plan_replicas: Option<String>,
+
     // ---- Engine and performance model ----
     /// Evaluation engine: sim (discrete-event simulation of the serving scheduler), analytic
     /// (the documented closed-form formulas) or compare (both per candidate, side by side).

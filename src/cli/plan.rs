@@ -82,6 +82,8 @@ pub fn validate_plan(raw: RawArgs) -> Result<Plan, PlanError> {
     v::validate_performance_model(&raw, &devices, &sim, &mut engines)?;
     let (output, jobs) = v::validate_output(&raw, devices.len(), quiet, &mut warnings)?;
     search.shard = v::validate_shard(&raw, &mode, &search, &output)?;
+    let device_hour_cost = v::validate_device_hour_cost(&raw, &registry, &devices)?;
+    let replica_window_s = v::validate_plan_replicas(&raw, &mode, engine, &sim.arrival)?;
     let mut plan = Plan {
         model,
         model_source,
@@ -101,6 +103,8 @@ pub fn validate_plan(raw: RawArgs) -> Result<Plan, PlanError> {
         seed: raw.seed.unwrap_or(0),
         engines,
         warnings: warnings.into_vec(),
+        device_hour_cost,
+        replica_window_s,
     };
     plan.warnings.extend(v::unused_reserve_warning(&raw, &plan));
     Ok(plan)

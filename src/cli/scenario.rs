@@ -43,7 +43,7 @@ fn scalar(v: &Value) -> Option<String> {
 
 /// Keys whose values may name input files; relative paths resolve against the scenario's
 /// directory.
-const PATH_KEYS: [&str; 6] = ["input_length", "length_distribution", "arrival", "device_file", "model", "calibration"];
+const PATH_KEYS: [&str; 7] = ["input_length", "length_distribution", "arrival", "device_file", "model", "calibration", "device_hour_cost"];
 
 /// `value` resolved against `base` when it is a relative path to an existing file there.
 fn resolve(value: String, base: Option<&Path>) -> String {

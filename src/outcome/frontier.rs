@@ -80,6 +80,12 @@ pub struct FrontierPoint {
     pub batch_size: Option<u32>,
     /// Disaggregated points: the deployment.
     pub pd: Option<PdDeployment>,
+    /// With `--device-hour-cost`: USD per million output tokens and per million tokens (prompt
+    /// + output) of the whole deployment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd_per_million_output_tokens: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd_per_million_tokens: Option<f64>,
 }
 
 /// Every probed configuration of a device as a point, the Pareto frontier among them and the

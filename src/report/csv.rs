@@ -2,6 +2,8 @@
 //! each row's place on the deployment plane (tokens/s per user, on the Pareto frontier, chosen),
 //! and with `--compare-disagg` one line per P/D deployment (phase `disaggregated`).
 //! Codes (`phase`, `stop_reason`, `serving_engine`, `pd_split_source`) are the JSON ones.
+//! With `--device-hour-cost` every line ends with [`PRICE_COLUMNS`] (without it the columns are
+//! not there, so a reader of the plain report sees the same columns as before).
 
 use crate::outcome::{DeviceResult, FrontierPoint, Report};
 
@@ -46,6 +48,9 @@ pub const COLUMNS: &[&str] = &[
     "chosen",
 ];
 
+/// Columns added after [`COLUMNS`] when the run was given `--device-hour-cost`.
+pub const PRICE_COLUMNS: &[&str] = &["usd_per_million_output_tokens", "usd_per_million_tokens"];
+
 fn opt(v: Option<f64>) -> String {
     v.map_or(String::new(), |x| if x.is_finite() { format!("{x:.4}") } else { "inf".into() })
 }
@@ -66,11 +71,14 @@ fn plane(p: Option<(&FrontierPoint, bool)>) -> [String; 3] {
 }
 
 /// One line per P/D deployment of `--compare-disagg`: the columns that apply, the rest empty.
-fn pd_lines(w: &mut ::csv::Writer<Vec<u8>>, d: &DeviceResult) -> Result<(), super::ExportError> {
+fn pd_lines(w: &mut ::csv::Writer<Vec<u8>>, d: &DeviceResult, priced: bool) -> Result<(), super::ExportError> {
     let Some(f) = &d.frontier else { return Ok(()) };
     for (i, p) in f.points.iter().enumerate() {
         let Some(pd) = &p.pd else { continue };
         let mut rec = vec![String::new(); COLUMNS.len()];
+        if priced {
+            rec.extend([opt(p.usd_per_million_output_tokens), opt(p.usd_per_million_tokens)]);
+        }
         let mut set = |col: &str, v: String| {
             let at = COLUMNS.iter().position(|c| *c == col).expect("a CSV column");
             rec[at] = v;
@@ -98,7 +106,9 @@ fn pd_lines(w: &mut ::csv::Writer<Vec<u8>>, d: &DeviceResult) -> Result<(), supe
 
 pub fn render(report: &Report) -> Result<String, super::ExportError> {
     let mut w = ::csv::Writer::from_writer(Vec::new());
-    w.write_record(COLUMNS)?;
+    let priced = report.inputs.device_hour_cost.is_some();
+    let price_columns = if priced { PRICE_COLUMNS } else { &[] };
+    w.write_record(COLUMNS.iter().chain(price_columns))?;
     for d in &report.devices {
         // P/D ratio planning: the split "Overall Best" reports, on every row of the device.
         let chosen = d.pd_ratio.as_ref().and_then(|pd| pd.chosen.as_ref());
@@ -115,7 +125,7 @@ pub fn render(report: &Report) -> Result<String, super::ExportError> {
                     .map(|i| (i + 1).to_string())
                     .unwrap_or_default();
                 let l = &r.layout;
-                w.write_record([
+                let mut rec = vec![
                     r.device.clone(),
                     r.phase.code().to_string(),
                     r.parallel.clone(),
@@ -154,10 +164,14 @@ pub fn render(report: &Report) -> Result<String, super::ExportError> {
                     user,
                     on,
                     chosen,
-                ])?;
+                ];
+                if priced {
+                    rec.extend([opt(r.usd_per_million_output_tokens), opt(r.usd_per_million_tokens)]);
+                }
+                w.write_record(&rec)?;
             }
         }
-        pd_lines(&mut w, d)?;
+        pd_lines(&mut w, d, priced)?;
     }
     let bytes = w.into_inner().map_err(|e| ::csv::Error::from(e.into_error()))?;
     // Every field is a Rust string, so the bytes are UTF-8.

@@ -49,6 +49,8 @@ pub fn aggregated_points(rows: &[Row], ttft_limit: f64, tpot_limit: f64) -> Vec<
                 parallel: Some(r.parallel.clone()),
                 batch_size: Some(r.batch_size),
                 pd: None,
+                usd_per_million_output_tokens: None,
+                usd_per_million_tokens: None,
             }
         })
         .collect()
@@ -208,6 +210,8 @@ pub fn disaggregated_points(
                     parallel: None,
                     batch_size: None,
                     pd: Some(pd),
+                    usd_per_million_output_tokens: None,
+                    usd_per_million_tokens: None,
                 };
                 best = Some((point, row));
             }
@@ -338,6 +342,8 @@ mod tests {
             parallel: None,
             batch_size: None,
             pd: None,
+            usd_per_million_output_tokens: None,
+            usd_per_million_tokens: None,
         }
     }
 

@@ -4,6 +4,7 @@
 
 pub mod batch;
 pub mod candidates;
+pub mod cost;
 pub mod engine;
 pub mod frontier;
 pub mod merge;
@@ -11,6 +12,7 @@ pub mod pd;
 pub mod price;
 pub mod ranking;
 pub mod record;
+pub mod replicas;
 pub mod sweep;
 pub mod warnings;
 
@@ -453,7 +455,11 @@ fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress
         .first()
         .map(|c| CandidateCtx::new(plan, device, *c, phases[0].phase).cost.warnings)
         .unwrap_or_default();
-    DeviceResult {
+    let replica_plan = match (plan.replica_window_s, &plan.mode, phases.first().and_then(|p| p.best.first())) {
+        (Some(window), Mode::Aggregation, Some(best)) if !progress.stopped() => Some(replicas::plan(plan, device, best, window)),
+        _ => None,
+    };
+    let mut result = DeviceResult {
         device: device.name.clone(),
         serving: serving_summary(plan, device),
         profile: ProfileSummary {
@@ -469,7 +475,10 @@ fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress
         notes,
         frontier,
         agg_vs_disagg,
-    }
+        replica_plan,
+    };
+    cost::price_device(plan, &mut result);
+    result
 }
 
 /// Run the whole plan. Device profiles run one after another; candidates within a phase run
@@ -508,6 +517,10 @@ fn assemble(plan: &Plan, report: ProgressFn, stop: &AtomicBool, source: Source) 
         Err(_) => plan.devices.iter().map(|d| run_device(plan, &engine, d, &progress, source)).collect(),
     };
     let found = warnings::after_search(plan, &devices);
+    let cost_frontier = match plan.mode {
+        Mode::Aggregation => cost::cost_frontier(plan, &devices),
+        _ => None,
+    };
     Report {
         schema_version: crate::outcome::SCHEMA_VERSION,
         tool: env!("CARGO_PKG_NAME").to_string(),
@@ -518,6 +531,7 @@ fn assemble(plan: &Plan, report: ProgressFn, stop: &AtomicBool, source: Source) 
         warnings: plan.warnings.iter().cloned().chain(found).collect(),
         disclaimer: DISCLAIMER.to_string(),
         shard: plan.search.shard.as_ref().map(|s| crate::outcome::ShardInfo { index: s.index, count: s.count, args: s.args.clone() }),
+        cost_frontier,
     }
 }
 
@@ -596,6 +610,7 @@ fn inputs(plan: &Plan) -> Inputs {
         gpu_memory_utilization: plan.serving.gpu_memory_utilization,
         serving_cost_ms: plan.serving.serving_cost_ms,
         seed: plan.seed,
+        device_hour_cost: cost::input(plan),
     }
 }
 

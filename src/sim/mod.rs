@@ -50,8 +50,8 @@ pub use metrics::{BinStat, LatencyStats, Percentile, Recorder, SimReport, Stat};
 pub use queue::{Event, EventQueue, Nanos};
 pub use records::{RequestState, Requests, StepRecord};
 pub use simulation::{
-    simulate, simulate_detailed, simulate_detailed_staged, simulate_report, simulate_staged, simulate_system, CLIENT_JITTER_NS,
-    MAX_STEP_SECONDS,
+    simulate, simulate_detailed, simulate_detailed_staged, simulate_report, simulate_scheduled, simulate_staged, simulate_system,
+    CLIENT_JITTER_NS, MAX_STEP_SECONDS,
 };
 
 #[cfg(test)]
@@ -65,6 +65,9 @@ mod pipeline_tests;
 
 #[cfg(test)]
 mod engine_tests;
+
+#[cfg(test)]
+mod schedule_tests;
 
 #[cfg(test)]
 mod properties;

@@ -69,6 +69,9 @@ pub struct Router {
     /// Per instance: its set and position there.
     place: Vec<(Set, usize)>,
     rr: [usize; 2],
+    /// Per set: how many of its instances (the first ones) take new requests; the others only
+    /// finish what they hold (a replica plan's count changing at window edges).
+    active: [usize; 2],
 }
 
 impl Router {
@@ -87,6 +90,7 @@ impl Router {
             trees: [LoadTree::new(entry), LoadTree::new(decoders)],
             place,
             rr: [0, 0],
+            active: [entry.len(), decoders.len()],
         }
     }
 
@@ -94,14 +98,32 @@ impl Router {
     pub fn update(&mut self, id: u32, load: u64) {
         if self.routing == Routing::LeastLoaded {
             let (set, pos) = self.place[id as usize];
-            self.trees[set as usize].set(pos, load);
+            // An instance out of use keeps the largest load, so it is never the least loaded.
+            if pos < self.active[set as usize] {
+                self.trees[set as usize].set(pos, load);
+            }
         }
+    }
+
+    /// From now on only the first `count` instances of `set` (at least one) take new requests;
+    /// the others keep what they hold and finish it. Instances brought back into use take
+    /// requests by their present load.
+    pub fn set_active(&mut self, set: Set, count: usize, instances: &[Instance]) {
+        let s = set as usize;
+        let count = count.clamp(1, self.ids[s].len().max(1));
+        for pos in count..self.active[s] {
+            self.trees[s].set(pos, u64::MAX);
+        }
+        for pos in self.active[s]..count {
+            self.trees[s].set(pos, instances[self.ids[s][pos] as usize].load);
+        }
+        self.active[s] = count;
     }
 
     /// The instance of `set` the next request goes to. `instances` only checks, in debug
     /// builds, that every load was reported (the minimum is the one a scan finds).
     pub fn route(&mut self, set: Set, instances: &[Instance]) -> u32 {
-        let ids = &self.ids[set as usize];
+        let ids = &self.ids[set as usize][..self.active[set as usize]];
         match self.routing {
             Routing::LeastLoaded => {
                 let id = self.trees[set as usize].min_id().expect("a group has instances");

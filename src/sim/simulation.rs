@@ -113,6 +113,26 @@ pub fn simulate_report(sys: &System, factory: RequestFactory) -> Result<SimRepor
     Ok(sim.report().0)
 }
 
+/// [`simulate_system`] with the entry instances in use changing over time (a replica plan):
+/// `schedule` holds `(from, count)` pairs in time order — from `from` (ns) on, new requests go
+/// to the first `count` entry instances of the system (at least one, at most all). An
+/// instance taken out of use takes no new request but finishes every request it holds (its
+/// queue included) where it started; one brought back takes requests again from that time.
+/// Before the first pair every instance is in use.
+pub fn simulate_scheduled(
+    sys: &System,
+    factory: RequestFactory,
+    schedule: &[(Nanos, u32)],
+) -> Result<(SimReport, Vec<RequestState>), SimError> {
+    let mut no_steps = |_: StepRecord| {};
+    let mut sim = Simulation::new(sys, factory, &mut no_steps, true)?;
+    sim.schedule = schedule.to_vec();
+    sim.start()?;
+    sim.run()?;
+    let (report, reqs) = sim.report();
+    Ok((report, reqs.into_vec()))
+}
+
 /// One run of [`simulate_system`]: the instances, the request records and the event queue
 /// (the mechanics), the arrival side (issued, in flight), and the measurement state (the
 /// closed loop's window, the open loop's series, the step statistics). Its methods are the
@@ -201,6 +221,10 @@ struct Simulation<'s, 'a> {
     /// (Σ TTFT, Σ TPOT, count) of requests finishing in the window.
     watch: (f64, f64, u64),
     abandoned: bool,
+    /// [`simulate_scheduled`]: `(from, count)` in time order — from `from` on, the first
+    /// `count` entry instances take new requests; and the next change not yet applied.
+    schedule: Vec<(Nanos, u32)>,
+    schedule_next: usize,
 }
 
 impl<'s, 'a> Simulation<'s, 'a> {
@@ -303,6 +327,8 @@ impl<'s, 'a> Simulation<'s, 'a> {
             series: Vec::new(),
             watch: (0.0, 0.0, 0),
             abandoned: false,
+            schedule: Vec::new(),
+            schedule_next: 0,
             factory,
             on_step,
         })

@@ -59,6 +59,11 @@ fn row_digest(r: &throughput_optimizer::outcome::Row) -> Value {
     if let Some(a) = &r.analytic {
         m.insert("analytic".into(), json!({"ttft_ms": a.ttft_ms, "tpot_ms": a.tpot_ms, "throughput": a.throughput}));
     }
+    // Prices only with --device-hour-cost (the other scenarios' digests stay as they were).
+    if let Some(c) = r.usd_per_million_tokens {
+        m.insert("usd_per_million_tokens".into(), json!(c));
+        m.insert("usd_per_million_output_tokens".into(), json!(r.usd_per_million_output_tokens));
+    }
     Value::Object(m)
 }
 
@@ -118,10 +123,45 @@ fn digest(name: &str, report: &Report) -> Value {
             if let Some(c) = cmp {
                 m["agg_vs_disagg"] = c;
             }
+            if let Some(rp) = &d.replica_plan {
+                m["replica_plan"] = replica_digest(rp);
+            }
             m
         })
         .collect();
-    rounded(json!({"scenario": name, "engine": report.engine, "devices": devices}))
+    let mut out = json!({"scenario": name, "engine": report.engine, "devices": devices});
+    if let Some(f) = &report.cost_frontier {
+        let point = |p: &throughput_optimizer::outcome::CostPoint| {
+            json!({"device": p.device, "label": p.label, "usd_per_million_tokens": p.usd_per_million_tokens,
+                   "usd_per_million_output_tokens": p.usd_per_million_output_tokens, "per_user": p.tokens_per_s_per_user})
+        };
+        out["cost_frontier"] = json!({
+            "points": f.points.len(),
+            "on_frontier": f.points.iter().filter(|p| p.on_frontier).count(),
+            "cheapest": f.cheapest.map(|i| point(&f.points[i])),
+        });
+    }
+    rounded(out)
+}
+
+/// A replica plan: the instances per window, the windows the whole-trace simulation had to
+/// raise, and the totals.
+fn replica_digest(rp: &throughput_optimizer::outcome::ReplicaPlan) -> Value {
+    json!({
+        "parallel": rp.parallel,
+        "instances": rp.windows.iter().map(|w| w.instances).collect::<Vec<_>>(),
+        "raised_windows": rp.windows.iter().filter(|w| w.instances != w.searched_instances).count(),
+        "arrivals": rp.windows.iter().map(|w| w.arrivals).sum::<u64>(),
+        "instance_hours": rp.instance_hours,
+        "peak_instances": rp.peak_instances,
+        "peak_instance_hours": rp.peak_instance_hours,
+        "usd": rp.usd,
+        "peak_usd": rp.peak_usd,
+        "slo_met": rp.slo_met,
+        "trace_simulations": rp.trace_simulations,
+        "window_simulations": rp.window_simulations,
+        "error": rp.error,
+    })
 }
 
 #[test]

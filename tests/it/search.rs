@@ -53,7 +53,14 @@ fn looser_tpot_limit_never_lowers_the_best_throughput() {
         let flags = format!("--device {device} --length-distribution --output-length 500 --slo-percentile p99 --tpot-limits");
         let bests: Vec<f64> = [50, 52, 68, 70].iter().map(|l| best(&format!("{flags} {l}")).expect("feasible").0).collect();
         for (w, limits) in bests.windows(2).zip([(50, 52), (52, 68), (68, 70)]) {
-            assert!(w[1] >= w[0], "{device}: TPOT ≤ {} ms gives {:.1} tok/s, the looser ≤ {} ms only {:.1}", limits.0, w[0], limits.1, w[1]);
+            assert!(
+                w[1] >= w[0],
+                "{device}: TPOT ≤ {} ms gives {:.1} tok/s, the looser ≤ {} ms only {:.1}",
+                limits.0,
+                w[0],
+                limits.1,
+                w[1]
+            );
         }
     }
 }

@@ -9,8 +9,10 @@
 //! phase's Overall Best and top-N table), `study` (simulated latencies, `--engine compare`, the
 //! chunk-budget study), `pd` (the P/D-ratio block), `verification` (a P/D plan simulated as
 //! one system), `frontier` (the Pareto frontier, `--compare-disagg`), `cross` (cross-hardware
-//! tables), `dump` (`--dump-original-results`) and `lists` (`--list-devices`, `--list-models`).
+//! tables), `dump` (`--dump-original-results`), `lists` (`--list-devices`, `--list-models`) and
+//! `costing` (`--device-hour-cost`'s prices and cost frontier, `--plan-replicas`' plan).
 
+mod costing;
 mod cross;
 mod dump;
 mod frontier;
@@ -63,6 +65,9 @@ pub fn render(plan: &Plan, report: &Report) -> String {
                 }
             }
         }
+    }
+    if let Some(f) = &report.cost_frontier {
+        s += &costing::cost_frontier_block(report, f, plan.output.width);
     }
     let _ = writeln!(s, "\n{}", report.disclaimer);
     match plan.output.width {

@@ -3,6 +3,7 @@
 //! composition), then the studies beside it and, in aggregation, the deployment plane; or why
 //! the phase has no row.
 
+use super::costing::{price_cells, price_line, priced, replica_block, PRICE_COLUMNS};
 use super::frontier::{comparison_block, frontier_block};
 use super::header::block_header;
 use super::layout::{banner, f2, f3, fit, new_table, rule};
@@ -50,6 +51,9 @@ fn overall_best(r: &Row) -> String {
     let _ = writeln!(s, "Parallel: {}  batch size {}  concurrency {}", r.parallel, r.batch_size, r.concurrency);
     if let Some(b) = bottleneck_line(r) {
         let _ = writeln!(s, "{b}");
+    }
+    if let Some(c) = price_line(r) {
+        let _ = writeln!(s, "{c}");
     }
     s
 }
@@ -128,6 +132,10 @@ fn best_rows_table(phase: Phase, rows: &[&Row]) -> Table {
         }
     }
     h.extend(["concurrency", "num_devices", "parallel", "batch_size", "weight_GiB", "kv_cache_GiB", "activation_GiB", "avail_GiB"]);
+    let priced = priced(rows);
+    if priced {
+        h.extend(PRICE_COLUMNS);
+    }
     let mut t = new_table(&h);
     for (i, r) in rows.iter().enumerate() {
         let mut cells = vec![(i + 1).to_string(), format!("{:.2}", r.throughput)];
@@ -154,6 +162,9 @@ fn best_rows_table(phase: Phase, rows: &[&Row]) -> Table {
             f3(r.memory.activation_gib),
             f3(r.memory.avail_gib),
         ]);
+        if priced {
+            cells.extend(price_cells(r));
+        }
         t.add_row(cells);
     }
     t
@@ -235,6 +246,10 @@ pub(super) fn phase_block(plan: &Plan, report: &Report, dev: &DeviceResult, p: &
         if let Some(c) = &dev.agg_vs_disagg {
             let _ = writeln!(s, "{}", rule(STARS));
             s += &comparison_block(plan, dev, c);
+        }
+        if let Some(rp) = &dev.replica_plan {
+            let _ = writeln!(s, "{}", rule(STARS));
+            s += &replica_block(plan, rp);
         }
     }
     let _ = writeln!(s, "{}", banner(STARS));

@@ -97,6 +97,19 @@ impl<'s, 'a> Simulation<'s, 'a> {
         self.router.update(instance, self.instances[instance as usize].load);
     }
 
+    /// Apply the changes of the entry instances in use that are due (see
+    /// [`super::simulate_scheduled`]); only routing reads the count, so applying them at the
+    /// next arrival is the same as at their own time.
+    fn follow_schedule(&mut self) {
+        while let Some(&(from, count)) = self.schedule.get(self.schedule_next) {
+            if from > self.now {
+                break;
+            }
+            self.router.set_active(Set::Entry, count as usize, &self.instances);
+            self.schedule_next += 1;
+        }
+    }
+
     fn touch(&mut self, instance: u32) {
         if !self.dirty.contains(&instance) {
             self.dirty.push(instance);
@@ -149,6 +162,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             self.loads_changed(target);
             Some(target)
         } else {
+            self.follow_schedule();
             let target = self.router.route(Set::Entry, &self.instances);
             self.reqs[request as usize].instance = target;
             if self.has_frontend(target) {
