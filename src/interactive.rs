@@ -248,7 +248,7 @@ fn interview<R: BufRead, W: Write>(p: &mut Prompter<R, W>, raw: &RawArgs, argv: 
     // ---- core inputs ----
     let model_id = s.model()?;
     let (arch, _) = model::resolve_model(&model_id).map_err(PlanError::from)?;
-    s.devices()?;
+    let devices = s.devices()?;
     let mode = s.mode()?;
     s.device_counts(&mode)?;
     s.lengths()?;
@@ -261,7 +261,7 @@ fn interview<R: BufRead, W: Write>(p: &mut Prompter<R, W>, raw: &RawArgs, argv: 
     s.mtp(&arch)?;
     s.image_size(&arch)?;
     // ---- quantization: offered, not applied silently ----
-    s.quantization()?;
+    s.quantization(&arch, &devices)?;
     s.compile()?;
     let lines = s.summary.iter().map(|param| format!("  {:<22} {:<40} ({})", param.name, param.value, param.source)).collect();
     Ok((s.args, lines))
@@ -304,10 +304,11 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
         }
     }
 
-    fn devices(&mut self) -> Result<(), Stop> {
+    /// The device profiles of the run (from the command line, or asked).
+    fn devices(&mut self) -> Result<Vec<String>, Stop> {
         if !self.raw.device.is_empty() {
             self.note("devices", self.raw.device.join(" "), "command line");
-            return Ok(());
+            return Ok(self.raw.device.clone());
         }
         let names = crate::hardware::DeviceRegistry::builtin().names().iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let devs: Vec<String> =
@@ -323,8 +324,8 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
                 Ok(v)
             })?;
         self.note("devices", devs.join(" "), "user-provided");
-        self.push("--device", devs);
-        Ok(())
+        self.push("--device", devs.clone());
+        Ok(devs)
     }
 
     /// The deployment mode; PD分离 is either phase capability evaluation or ratio planning.
@@ -540,16 +541,39 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
         Ok(())
     }
 
-    /// The recommended quantization is offered; declining asks for each action.
-    fn quantization(&mut self) -> Result<(), Stop> {
+    /// The recommended quantization is offered; declining asks for each action. On NVIDIA and
+    /// AMD GPUs the recommendation is the checkpoint's own precision (what vLLM, SGLang and
+    /// TensorRT-LLM serve, and the plan's default there); elsewhere the original tool's
+    /// W8A8_DYNAMIC weights with a bf16 KV cache.
+    fn quantization(&mut self, arch: &model::ModelArch, devices: &[String]) -> Result<(), Stop> {
         if self.raw.quantize_linear_action.is_some() || self.raw.quantize_attention_action.is_some() {
             return Ok(());
         }
-        if self.p.yes_no_step("Use the recommended quantization (linear W8A8_DYNAMIC, attention/KV DISABLED)?", true)? {
+        let reg = crate::hardware::DeviceRegistry::builtin();
+        let gpu = !devices.is_empty()
+            && devices
+                .iter()
+                .all(|d| reg.get(d).is_ok_and(|p| p.vendor.eq_ignore_ascii_case("nvidia") || p.vendor.eq_ignore_ascii_case("amd")));
+        if gpu {
+            let q = crate::quant::QuantConfig::checkpoint(arch);
+            let weights = if q.for_experts() == q.for_non_experts() {
+                q.for_experts().to_string()
+            } else {
+                format!("experts {}, other linears {}", q.for_experts(), q.for_non_experts())
+            };
+            let what = format!("linear {weights}, attention/KV {}", q.kv);
+            if self.p.yes_no_step(&format!("Use the checkpoint's own precision ({what})?"), true)? {
+                // Nothing to pass: without the flags a GPU plan serves the checkpoint as published.
+                self.note("quantization", what, "the checkpoint's own, confirmed");
+                return Ok(());
+            }
+        } else if self.p.yes_no_step("Use the recommended quantization (linear W8A8_DYNAMIC, attention/KV DISABLED)?", true)? {
             self.push("--quantize-linear-action", vec!["W8A8_DYNAMIC".into()]);
             self.push("--quantize-attention-action", vec!["DISABLED".into()]);
             self.note("quantization", "W8A8_DYNAMIC / DISABLED".into(), "recommended default, confirmed");
-        } else {
+            return Ok(());
+        }
+        {
             use crate::quant::{KvQuant, LinearQuant, NamedEnum};
             let lin = self.p.answer(&format!("Linear quantization ({})", LinearQuant::choices()), None, LinearQuant::parse_named)?;
             let kv = self.p.answer(&format!("Attention/KV quantization ({})", KvQuant::choices()), None, KvQuant::parse_named)?;
@@ -748,6 +772,27 @@ mod tests {
             "--quantize-attention-action".into(),
             "DISABLED".into()
         ]));
+    }
+
+    /// Issue 24: on an NVIDIA GPU the recommendation is the checkpoint's own precision (gpt-oss's
+    /// MXFP4 experts), not the original tool's Ascend default W8A8_DYNAMIC, and accepting it
+    /// passes no quantization flag (the plan then serves the checkpoint as published).
+    /// Mutation: recommend W8A8_DYNAMIC whatever the device and this fails.
+    #[test]
+    fn a_gpu_is_offered_the_checkpoints_own_precision() {
+        let base: Vec<String> =
+            "t openai/gpt-oss-120b --device H200_SXM --num-devices 8 --input-length 1024 --output-length 1024 --tpot-limits 50 --compile --engine analytic"
+                .split_whitespace()
+                .map(str::to_string)
+                .collect();
+        let raw = RawArgs::parse_argv(&base).unwrap();
+        // Remaining questions: mode, prefix cache, MTP (none for gpt-oss), quantization.
+        let mut out = Vec::new();
+        let mut p = Prompter::new("1\nn\ny\n".as_bytes(), &mut out);
+        let (args, _) = complete_args(&mut p, &raw, &base).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("checkpoint's own precision (linear experts MXFP4, other linears DISABLED"), "{text}");
+        assert!(!text.contains("W8A8_DYNAMIC") && !args.iter().any(|a| a.starts_with("--quantize")), "{args:?}");
     }
 
     #[test]

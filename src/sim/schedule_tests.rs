@@ -28,7 +28,7 @@ fn system(cost: &FixedCost, requests: u64) -> System<'_> {
     let mut run = RunParams::closed(0);
     run.num_requests = requests;
     System {
-        groups: vec![Group { role: Role::Mixed, count: 2, cfg: InstanceConfig::for_tests(100, 0.0, 10, 4), cost }],
+        groups: vec![Group { role: Role::Mixed, count: 2, cfg: InstanceConfig::for_tests(100, 0.0, 10, 4), cost, pipeline: None }],
         transfer: None,
         routing: Routing::LeastLoaded,
         run,
