@@ -786,9 +786,10 @@ mod tests {
                 .map(str::to_string)
                 .collect();
         let raw = RawArgs::parse_argv(&base).unwrap();
-        // Remaining questions: mode, prefix cache, MTP (none for gpt-oss), quantization.
+        // Remaining questions: mode, then the defaults (MoE search space, prefix cache,
+        // quantization).
         let mut out = Vec::new();
-        let mut p = Prompter::new("1\nn\ny\n".as_bytes(), &mut out);
+        let mut p = Prompter::new("1\n\n\n\n\n\n\n\n".as_bytes(), &mut out);
         let (args, _) = complete_args(&mut p, &raw, &base).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("checkpoint's own precision (linear experts MXFP4, other linears DISABLED"), "{text}");
