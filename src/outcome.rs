@@ -6,6 +6,7 @@
 //! `search` builds them; `report` only renders them; snapshot tests compare the report. It
 //! sits above the engines (a row carries the simulator's latency statistics), below `search`.
 
+mod capacity;
 mod frontier;
 mod pd;
 pub mod price;
@@ -13,6 +14,7 @@ pub mod recording;
 
 use crate::cost::memory::MemoryUse;
 use crate::cost::{Breakdown, ParallelConfig};
+pub use capacity::*;
 pub use frontier::*;
 pub use pd::*;
 use schemars::JsonSchema;
@@ -160,6 +162,13 @@ pub struct Row {
     /// Running sequences per replica the simulation allowed (simulated rows only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_num_seqs: Option<u64>,
+    /// `--goodput`: the highest offered rate, req/s, at which this layout still meets the SLO
+    /// (0: not even at 1/64 of the offered rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_request_rate_within_slo: Option<f64>,
+    /// `--goodput`: the rate search's simulations, by rate (the offered rate's is the row's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slo_curve: Vec<SloPoint>,
 }
 
 /// What the simulator measured beyond the row's headline figures.
@@ -269,6 +278,8 @@ impl Row {
             analytic: None,
             serving_engine: None,
             max_num_seqs: None,
+            max_request_rate_within_slo: None,
+            slo_curve: Vec::new(),
         }
     }
 
@@ -414,6 +425,10 @@ pub struct DeviceResult {
     /// `--compare-disagg`: the best aggregated and P/D deployments side by side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agg_vs_disagg: Option<AggVsDisagg>,
+    /// `--target-request-rate` / `--target-concurrency`: the smallest deployment on this
+    /// device that serves the target within the SLO.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizing: Option<Sizing>,
 }
 
 /// Which serving mode the run searched.

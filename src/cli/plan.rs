@@ -46,8 +46,9 @@ pub fn build_checked(raw: RawArgs) -> Result<Command, PlanError> {
 
 /// Every section of a planning run validated into its [`Plan`] (what `price` shares with a
 /// planning run), without the search-space checks.
-pub fn validate_plan(raw: RawArgs) -> Result<Plan, PlanError> {
+pub fn validate_plan(mut raw: RawArgs) -> Result<Plan, PlanError> {
     let mut warnings = Warnings::default();
+    v::apply_target_rate(&mut raw)?;
     let registry = v::validate_registry(&raw)?;
     let (model, model_source) = v::validate_model(&raw)?;
     let quiet = v::validate_log_level(&raw)?;
@@ -66,13 +67,14 @@ pub fn validate_plan(raw: RawArgs) -> Result<Plan, PlanError> {
     let mut search = v::validate_search(&raw, &model, &mode, num_devices, mtp, &mut warnings)?;
     let engine = v::validate_engine(&raw)?;
     let serving = v::validate_serving(&raw, &devices, &mode, engine, (rates, speculative), &mut warnings)?;
-    let sim = v::validate_sim(&raw, engine, &workload.input, trace, &mut warnings)?;
+    let mut sim = v::validate_sim(&raw, engine, &workload.input, trace, &mut warnings)?;
     v::validate_engine_vendor(&sim, &devices)?;
     let mut engines = v::validate_calibration(&raw)?;
     v::warn_unused_engine_version(&sim, &engines, &mut warnings);
     v::validate_performance_model(&raw, &devices, &sim, &mut engines)?;
     let (output, jobs) = v::validate_output(&raw, devices.len(), quiet, &mut warnings)?;
     search.shard = v::validate_shard(&raw, &mode, &search, &output)?;
+    let capacity = v::validate_capacity(&raw, engine, &mode, &search, &mut sim, &mut warnings)?;
     let mut plan = Plan {
         model,
         model_source,
@@ -92,6 +94,7 @@ pub fn validate_plan(raw: RawArgs) -> Result<Plan, PlanError> {
         seed: raw.seed.unwrap_or(0),
         engines,
         warnings: warnings.into_vec(),
+        capacity,
     };
     plan.warnings.extend(v::unused_reserve_warning(&raw, &plan));
     Ok(plan)

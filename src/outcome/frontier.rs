@@ -80,6 +80,9 @@ pub struct FrontierPoint {
     pub batch_size: Option<u32>,
     /// Disaggregated points: the deployment.
     pub pd: Option<PdDeployment>,
+    /// `--goodput`, aggregated points: the probe's highest rate within the SLO, req/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_request_rate_within_slo: Option<f64>,
 }
 
 /// Every probed configuration of a device as a point, the Pareto frontier among them and the

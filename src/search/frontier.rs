@@ -49,6 +49,7 @@ pub fn aggregated_points(rows: &[Row], ttft_limit: f64, tpot_limit: f64) -> Vec<
                 parallel: Some(r.parallel.clone()),
                 batch_size: Some(r.batch_size),
                 pd: None,
+                max_request_rate_within_slo: r.max_request_rate_within_slo,
             }
         })
         .collect()
@@ -208,6 +209,7 @@ pub fn disaggregated_points(
                     parallel: None,
                     batch_size: None,
                     pd: Some(pd),
+                    max_request_rate_within_slo: None,
                 };
                 best = Some((point, row));
             }
@@ -338,6 +340,7 @@ mod tests {
             parallel: None,
             batch_size: None,
             pd: None,
+            max_request_rate_within_slo: None,
         }
     }
 

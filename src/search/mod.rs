@@ -6,11 +6,14 @@ pub mod batch;
 pub mod candidates;
 pub mod engine;
 pub mod frontier;
+pub mod goodput;
 pub mod merge;
 pub mod pd;
 pub mod price;
 pub mod ranking;
 pub mod record;
+pub mod sizing;
+pub mod slo_check;
 pub mod sweep;
 
 #[cfg(test)]
@@ -58,6 +61,12 @@ pub fn budgets(plan: &Plan, device: &DeviceProfile) -> (Vec<u64>, bool) {
 /// Running sequences per replica for open-loop simulations without `--max-num-seqs` or a
 /// serving engine's default (vLLM's default on small GPUs).
 pub const OPEN_LOOP_MAX_NUM_SEQS: u32 = 256;
+
+/// Running sequences per replica of an open-loop probe on `device`: `--max-num-seqs`, the
+/// serving engine's default, or [`OPEN_LOOP_MAX_NUM_SEQS`].
+pub fn open_loop_max_num_seqs(plan: &Plan, device: &DeviceProfile) -> u32 {
+    plan.engine_limits(device).max_num_seqs.map_or(OPEN_LOOP_MAX_NUM_SEQS, |m| m as u32)
+}
 
 /// LLM tokens the images of one request add to its prompt.
 pub fn image_tokens(plan: &Plan) -> u64 {
@@ -124,9 +133,12 @@ pub fn search_candidate(engine: &dyn Engine, ctx: &CandidateCtx) -> (Vec<Row>, O
         return (rows, failure);
     }
     if ctx.plan.engine != EngineKind::Analytic && ctx.plan.sim.arrival.is_open() {
-        let cap = ctx.plan.engine_limits(ctx.device).max_num_seqs.map_or(OPEN_LOOP_MAX_NUM_SEQS, |m| m as u32);
-        let (p, _) = engine.probe(ctx, cap, budgets[0]);
+        let cap = open_loop_max_num_seqs(ctx.plan, ctx.device);
+        let (mut p, _) = engine.probe(ctx, cap, budgets[0]);
         let failure = p.stop.map(|s| format!("{}: {} with {} running sequences per replica", ctx.label, s.describe(), cap));
+        if ctx.plan.capacity.goodput {
+            goodput::fill_row(ctx, &mut p.row);
+        }
         return (vec![p.row], failure);
     }
     let mut last_failure = None;
@@ -175,6 +187,9 @@ impl Progress<'_> {
 
 /// Candidates a plan will search (the progress total).
 fn count_candidates(plan: &Plan) -> u64 {
+    if plan.capacity.target.is_some() {
+        return plan.devices.len() as u64;
+    }
     let phases: Vec<(u32, Phase)> = match &plan.mode {
         Mode::Aggregation => vec![(plan.num_devices, Phase::Aggregated)],
         Mode::Disaggregation { prefill, decode } => {
@@ -391,6 +406,9 @@ fn deployment_plane(
 }
 
 fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress: &Progress, source: Source) -> DeviceResult {
+    if plan.capacity.target.is_some() {
+        return run_sizing(plan, device, progress);
+    }
     let search_phase = |plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, n: u32, phase: Phase| {
         search_phase_with(plan, engine, device, n, phase, progress, source)
     };
@@ -440,6 +458,31 @@ fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress
         }
         _ => (None, None),
     };
+    DeviceResult { pd_ratio, frontier, agg_vs_disagg, ..device_result(plan, device, phases) }
+}
+
+/// A sizing run on one device (`--target-request-rate`, `--target-concurrency`): its answer,
+/// and as the aggregated phase the answer's check at the target (or, when nothing fits, why).
+fn run_sizing(plan: &Plan, device: &DeviceProfile, progress: &Progress) -> DeviceResult {
+    let out = sizing::size(plan, device);
+    progress.tick();
+    let rows: Vec<Row> = out.row.into_iter().collect();
+    let phase = PhaseResult {
+        phase: Phase::Aggregated,
+        num_devices: out.sizing.as_ref().map_or(plan.num_devices, |s| s.devices),
+        best: rows.clone(),
+        rows,
+        skipped: Vec::new(),
+        failures: out.unmet.into_iter().collect(),
+        sweeps: Vec::new(),
+        shard_candidates: Vec::new(),
+    };
+    DeviceResult { sizing: out.sizing, ..device_result(plan, device, vec![phase]) }
+}
+
+/// A device's result around its searched `phases`: the profile, the serving engine and the
+/// cost model's notes (nothing of P/D, the frontier or sizing).
+fn device_result(plan: &Plan, device: &DeviceProfile, phases: Vec<PhaseResult>) -> DeviceResult {
     // Cost-model approximations are the same for every layout; take them from one.
     let notes = candidates::enumerate(plan, plan.phase_devices().0, phases[0].phase)
         .0
@@ -458,10 +501,11 @@ fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress
             comm_gb_s: device.comm_gb_s(),
         },
         phases,
-        pd_ratio,
+        pd_ratio: None,
         notes,
-        frontier,
-        agg_vs_disagg,
+        frontier: None,
+        agg_vs_disagg: None,
+        sizing: None,
     }
 }
 
@@ -621,6 +665,16 @@ pub fn work_budget_spent(report: &Report) -> Option<String> {
             engine::sim::WORK_BUDGET
         )
     })
+}
+
+/// A sizing run that found no deployment on any device: why, for each device (the run ends
+/// with this message, exit code 1).
+pub fn sizing_unmet(plan: &Plan, report: &Report) -> Option<String> {
+    plan.capacity.target?;
+    let sizing = report.devices.iter().any(|d| d.sizing.is_some());
+    let why: Vec<String> =
+        report.devices.iter().filter(|d| d.sizing.is_none()).flat_map(|d| d.phases.iter().flat_map(|p| p.failures.clone())).collect();
+    (!sizing && !why.is_empty()).then(|| why.join("; "))
 }
 
 pub fn check_candidates(plan: &Plan) -> Result<(), String> {
