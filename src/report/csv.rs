@@ -46,6 +46,15 @@ pub const COLUMNS: &[&str] = &[
     "chosen",
 ];
 
+/// Appended after [`COLUMNS`] when any row carries it (`--goodput`): the highest request rate
+/// within the SLO.
+pub const GOODPUT_COLUMN: &str = "max_request_rate_within_slo";
+
+/// Whether any row carries its goodput (the CSV then has [`GOODPUT_COLUMN`]).
+fn has_goodput(report: &Report) -> bool {
+    report.devices.iter().flat_map(|d| &d.phases).flat_map(|p| &p.rows).any(|r| r.max_request_rate_within_slo.is_some())
+}
+
 fn opt(v: Option<f64>) -> String {
     v.map_or(String::new(), |x| if x.is_finite() { format!("{x:.4}") } else { "inf".into() })
 }
@@ -66,11 +75,11 @@ fn plane(p: Option<(&FrontierPoint, bool)>) -> [String; 3] {
 }
 
 /// One line per P/D deployment of `--compare-disagg`: the columns that apply, the rest empty.
-fn pd_lines(w: &mut ::csv::Writer<Vec<u8>>, d: &DeviceResult) -> Result<(), super::ExportError> {
+fn pd_lines(w: &mut ::csv::Writer<Vec<u8>>, d: &DeviceResult, width: usize) -> Result<(), super::ExportError> {
     let Some(f) = &d.frontier else { return Ok(()) };
     for (i, p) in f.points.iter().enumerate() {
         let Some(pd) = &p.pd else { continue };
-        let mut rec = vec![String::new(); COLUMNS.len()];
+        let mut rec = vec![String::new(); width];
         let mut set = |col: &str, v: String| {
             let at = COLUMNS.iter().position(|c| *c == col).expect("a CSV column");
             rec[at] = v;
@@ -98,7 +107,10 @@ fn pd_lines(w: &mut ::csv::Writer<Vec<u8>>, d: &DeviceResult) -> Result<(), supe
 
 pub fn render(report: &Report) -> Result<String, super::ExportError> {
     let mut w = ::csv::Writer::from_writer(Vec::new());
-    w.write_record(COLUMNS)?;
+    let goodput = has_goodput(report);
+    let mut header = COLUMNS.to_vec();
+    header.extend(goodput.then_some(GOODPUT_COLUMN));
+    w.write_record(&header)?;
     for d in &report.devices {
         // P/D ratio planning: the split "Overall Best" reports, on every row of the device.
         let chosen = d.pd_ratio.as_ref().and_then(|pd| pd.chosen.as_ref());
@@ -115,7 +127,7 @@ pub fn render(report: &Report) -> Result<String, super::ExportError> {
                     .map(|i| (i + 1).to_string())
                     .unwrap_or_default();
                 let l = &r.layout;
-                w.write_record([
+                let mut rec = vec![
                     r.device.clone(),
                     r.phase.code().to_string(),
                     r.parallel.clone(),
@@ -154,10 +166,14 @@ pub fn render(report: &Report) -> Result<String, super::ExportError> {
                     user,
                     on,
                     chosen,
-                ])?;
+                ];
+                if goodput {
+                    rec.push(opt(r.max_request_rate_within_slo));
+                }
+                w.write_record(&rec)?;
             }
         }
-        pd_lines(&mut w, d)?;
+        pd_lines(&mut w, d, header.len())?;
     }
     let bytes = w.into_inner().map_err(|e| ::csv::Error::from(e.into_error()))?;
     // Every field is a Rust string, so the bytes are UTF-8.

@@ -27,6 +27,9 @@ use crate::outcome::{Row, SloPoint};
 pub const TOLERANCE: f64 = 0.05;
 /// Grid steps between the bracket's first rates (1.05¹⁴ ≈ 1.98: about a doubling).
 const BRACKET_STEPS: i32 = 14;
+/// Grid steps down from an overloaded run's delivered rate (1.05⁵ ≈ 1.28): an open loop past
+/// its capacity delivers about that capacity, and the SLO usually breaks a little below it.
+const BELOW_DELIVERED_STEPS: i32 = 5;
 /// Farthest grid step from the offered rate (1.05⁸⁶ ≈ 66): beyond it the answer is "at least
 /// 64 × r₀" or "not even r₀ / 64" (reported as 0).
 pub const MAX_GRID_STEPS: i32 = 86;
@@ -57,6 +60,8 @@ struct Probes<'f> {
     check: &'f mut dyn FnMut(f64) -> SloPoint,
     seen: Vec<(i32, SloPoint)>,
     sims: u32,
+    /// The first point's delivered request rate, when it was overloaded (see [`search`]).
+    delivered: Option<f64>,
 }
 
 impl Probes<'_> {
@@ -83,8 +88,19 @@ impl Probes<'_> {
 
 /// The search from `r0`, whose point `first` may already be known; `check` simulates a rate.
 /// `limits` (TTFT, TPOT ms) steer the interpolation only; `check` decides what meets.
-pub fn search(r0: f64, first: Option<SloPoint>, limits: (f64, f64), check: &mut dyn FnMut(f64) -> SloPoint) -> Goodput {
-    let mut probes = Probes { r0, first, check, seen: Vec::new(), sims: 0 };
+/// `delivered`: the request rate the first point's run delivered, if known; when it is well
+/// below `r0` (the run was overloaded) the downward bracket starts there instead of halving,
+/// which saves the simulations far above the boundary. It only chooses where to look: on the
+/// grid, where the boundary is unique, the answer is the same.
+pub fn search(
+    r0: f64,
+    first: Option<SloPoint>,
+    delivered: Option<f64>,
+    limits: (f64, f64),
+    check: &mut dyn FnMut(f64) -> SloPoint,
+) -> Goodput {
+    let delivered = delivered.filter(|d| *d > 0.0 && *d < r0 / (1.0 + TOLERANCE));
+    let mut probes = Probes { r0, first, check, seen: Vec::new(), sims: 0, delivered };
     let (lo, hi) = bracket(&mut probes);
     let (lo, exact) = match (lo, hi) {
         (Some(lo), Some(hi)) => narrow(lo, hi, limits, &mut probes),
@@ -100,13 +116,21 @@ pub fn search(r0: f64, first: Option<SloPoint>, limits: (f64, f64), check: &mut 
 fn bracket(probes: &mut Probes) -> (Option<i32>, Option<i32>) {
     let up = probes.eval(0).meets_slo;
     let (mut lo, mut hi) = if up { (Some(0), None) } else { (None, Some(0)) };
-    let stride = if up { BRACKET_STEPS } else { -BRACKET_STEPS };
+    let mut stride = if up { BRACKET_STEPS } else { -BRACKET_STEPS };
     let mut k = 0;
     loop {
         if probes.spent() {
             return (lo, hi);
         }
-        k = (k + stride).clamp(-MAX_GRID_STEPS, MAX_GRID_STEPS);
+        k = match probes.delivered.take().filter(|_| !up) {
+            // The grid step at the delivered rate, then down in smaller strides.
+            Some(d) => {
+                stride = -BELOW_DELIVERED_STEPS;
+                ((d / probes.r0).ln() / (1.0 + TOLERANCE).ln()).round() as i32
+            }
+            None => k + stride,
+        }
+        .clamp(-MAX_GRID_STEPS, MAX_GRID_STEPS);
         if probes.eval(k).meets_slo {
             lo = Some(k);
             if !up {
@@ -164,7 +188,7 @@ pub fn fill_row(ctx: &CandidateCtx, row: &mut Row) {
             return;
         }
     };
-    let g = search(r0, Some(first), limits, &mut |r| deployment.check(r));
+    let g = search(r0, Some(first), row.qps, limits, &mut |r| deployment.check(r));
     row.max_request_rate_within_slo = Some(g.rate);
     row.slo_curve = g.points;
 }
@@ -185,7 +209,7 @@ mod tests {
         // instead of `lo` from `narrow`, and the answer misses the SLO.
         for (r0, capacity) in [(10.0, 3.3), (1.0, 7.9), (5.0, 5.01), (2.0, 0.5)] {
             let mut f = linear(capacity);
-            let g = search(r0, None, (f64::INFINITY, 50.0), &mut f);
+            let g = search(r0, None, None, (f64::INFINITY, 50.0), &mut f);
             let k = ((capacity / r0).ln() / (1.0 + TOLERANCE).ln()).floor() as i32;
             assert!(g.exact, "{r0} {capacity}: {g:?}");
             assert!((g.rate - grid_rate(r0, k)).abs() < 1e-9, "{r0} {capacity}: {} vs {}", g.rate, grid_rate(r0, k));
@@ -195,12 +219,24 @@ mod tests {
     }
 
     #[test]
+    fn the_delivered_rate_only_chooses_where_to_look() {
+        // Starting from an overloaded run's delivered rate ends where halving does. Mutation:
+        // keep the hint's grid step as the answer without checking it (`lo = Some(k)` before
+        // `eval`) and a hint above the boundary is reported.
+        for (capacity, delivered) in [(3.3, 3.6), (3.3, 2.0), (0.4, 0.45), (7.0, 9.0)] {
+            let plain = search(10.0, None, None, (f64::INFINITY, 50.0), &mut linear(capacity));
+            let hinted = search(10.0, None, Some(delivered), (f64::INFINITY, 50.0), &mut linear(capacity));
+            assert_eq!(plain.rate.to_bits(), hinted.rate.to_bits(), "{capacity} {delivered}");
+        }
+    }
+
+    #[test]
     fn interpolation_saves_simulations() {
         // A linear statistic is found in a few simulations past the bracket. Mutation: always
         // bisect (drop the interpolation) and the count rises to the bisection's.
         let mut calls = 0;
         let mut f = linear(3.3);
-        let g = search(10.0, None, (f64::INFINITY, 50.0), &mut |r| {
+        let g = search(10.0, None, None, (f64::INFINITY, 50.0), &mut |r| {
             calls += 1;
             f(r)
         });
@@ -212,14 +248,14 @@ mod tests {
     fn ends_of_the_grid_and_the_cap() {
         // Nothing meets: 0. Everything meets: a lower bound at the grid's end. Mutation: drop
         // the `k.abs() == MAX_GRID_STEPS` stop and the search loops until the cap.
-        let g = search(1.0, None, (f64::INFINITY, 50.0), &mut |rate| SloPoint {
+        let g = search(1.0, None, None, (f64::INFINITY, 50.0), &mut |rate| SloPoint {
             rate,
             ttft_ms: Some(1.0),
             tpot_ms: Some(99.0),
             meets_slo: false,
         });
         assert_eq!((g.rate, g.exact), (0.0, false));
-        let g = search(1.0, None, (f64::INFINITY, 50.0), &mut |rate| SloPoint {
+        let g = search(1.0, None, None, (f64::INFINITY, 50.0), &mut |rate| SloPoint {
             rate,
             ttft_ms: Some(1.0),
             tpot_ms: Some(1.0),

@@ -205,7 +205,7 @@ fn headroom(plan: &Plan, device: &DeviceProfile, best: &Checked) -> (f64, Vec<Sl
     let deployment = OpenLoopDeployment::new(&ctx, best.cand.parallel.dp);
     let first = plan.sim.arrival.is_open().then_some(best.point).filter(|_| open.is_none());
     let mut sims = 0;
-    let g = goodput::search(r0, first, deployment.limits(), &mut |r| {
+    let g = goodput::search(r0, first, None, deployment.limits(), &mut |r| {
         sims += 1;
         deployment.check(r)
     });
@@ -230,7 +230,7 @@ fn unmet(plan: &Plan, device: &DeviceProfile, families: &[Family]) -> String {
         let Some(&(n, cand)) = f.members.last() else { continue };
         let ctx = CandidateCtx::new(plan_open, device, cand, Phase::Aggregated);
         let d = OpenLoopDeployment::new(&ctx, cand.parallel.dp);
-        let g = goodput::search(r0, None, d.limits(), &mut |r| d.check(r));
+        let g = goodput::search(r0, None, None, d.limits(), &mut |r| d.check(r));
         if most.as_ref().is_none_or(|m| g.rate > m.0) {
             most = Some((g.rate, n, ctx.label.clone()));
         }

@@ -11,6 +11,7 @@
 //! one system), `frontier` (the Pareto frontier, `--compare-disagg`), `cross` (cross-hardware
 //! tables), `dump` (`--dump-original-results`) and `lists` (`--list-devices`, `--list-models`).
 
+mod capacity;
 mod cross;
 mod dump;
 mod frontier;
