@@ -17,6 +17,8 @@ pub mod slo_check;
 pub mod sweep;
 
 #[cfg(test)]
+mod goodput_properties;
+#[cfg(test)]
 mod properties;
 
 pub use candidates::Candidate;

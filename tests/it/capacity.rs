@@ -117,7 +117,10 @@ fn goodput_is_in_every_output() {
     let text = run_ok(&base);
     assert!(text.contains("max req/s in SLO"), "{text}");
     // Without the flag nothing of it appears.
-    let plain = run_ok(&args(short, &["--num-devices", "2", "--arrival", "poisson", "--request-rate", "40", "--num-requests", "600", "--output", "csv"]));
+    let plain = run_ok(&args(
+        short,
+        &["--num-devices", "2", "--arrival", "poisson", "--request-rate", "40", "--num-requests", "600", "--output", "csv"],
+    ));
     assert!(!plain.contains("max_request_rate_within_slo"));
 }
 
