@@ -59,6 +59,11 @@ fn row_digest(r: &throughput_optimizer::outcome::Row) -> Value {
     if let Some(a) = &r.analytic {
         m.insert("analytic".into(), json!({"ttft_ms": a.ttft_ms, "tpot_ms": a.tpot_ms, "throughput": a.throughput}));
     }
+    // `--goodput` rows only (absent from every other scenario's digest).
+    if let Some(g) = r.max_request_rate_within_slo {
+        m.insert("max_request_rate_within_slo".into(), json!(g));
+        m.insert("goodput_simulations".into(), json!(r.slo_curve.len()));
+    }
     Value::Object(m)
 }
 
@@ -117,6 +122,12 @@ fn digest(name: &str, report: &Report) -> Value {
             }
             if let Some(c) = cmp {
                 m["agg_vs_disagg"] = c;
+            }
+            // Sizing runs only: the answer without its simulations' curve.
+            if let Some(s) = &d.sizing {
+                let mut s = serde_json::to_value(s).unwrap();
+                s.as_object_mut().unwrap().remove("slo_curve");
+                m["sizing"] = s;
             }
             m
         })
