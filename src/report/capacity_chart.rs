@@ -35,10 +35,13 @@ fn curves(d: &crate::outcome::DeviceResult) -> Vec<(String, &[SloPoint])> {
     v
 }
 
+/// A statistic of a point.
+type Statistic = fn(&SloPoint) -> Option<f64>;
+
 /// Every capacity chart of the report, one per device and limited statistic.
 pub(super) fn charts(report: &Report) -> Vec<RateChart> {
     let mut out = Vec::new();
-    let stats: [(&str, Option<f64>, fn(&SloPoint) -> Option<f64>); 2] =
+    let stats: [(&str, Option<f64>, Statistic); 2] =
         [("TTFT", report.inputs.ttft_limit_ms, |p| p.ttft_ms), ("TPOT", report.inputs.tpot_limit_ms, |p| p.tpot_ms)];
     for d in &report.devices {
         let curves = curves(d);

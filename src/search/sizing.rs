@@ -45,10 +45,13 @@ pub struct SizingOutcome {
     pub unmet: Option<String>,
 }
 
+/// What a family's instances share: TP, MTP, DCP, MoE-DP and EP (0: spanning the deployment).
+type FamilyKey = (u32, u32, u32, u32, u32);
+
 /// The families of layouts on 1 … `--num-devices` devices, in the order the enumeration
 /// first gives them.
 fn families(plan: &Plan) -> Vec<Family> {
-    let mut keyed: Vec<((u32, u32, u32, u32, u32), Family)> = Vec::new();
+    let mut keyed: Vec<(FamilyKey, Family)> = Vec::new();
     for n in 1..=plan.num_devices {
         for c in enumerate(plan, n, Phase::Aggregated).0 {
             let p = &c.parallel;
@@ -196,7 +199,7 @@ fn open_plan(plan: &Plan, rate: f64) -> Option<Plan> {
 /// The answer's goodput from the rate at the target, its simulations and their count.
 fn headroom(plan: &Plan, device: &DeviceProfile, best: &Checked) -> (f64, Vec<SloPoint>, u32) {
     let r0 = best.point.rate;
-    if !(r0 > 0.0) {
+    if r0.is_nan() || r0 <= 0.0 {
         return (0.0, Vec::new(), 0);
     }
     let open = open_plan(plan, r0);
