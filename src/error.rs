@@ -92,6 +92,10 @@ pub enum Error {
     /// The search ran out of its simulation work budget: the report is incomplete.
     #[error("{0}")]
     WorkBudget(String),
+    /// A sizing run (`--target-request-rate`, `--target-concurrency`) found no deployment
+    /// within `--num-devices` that serves the target: the most it serves.
+    #[error("{0}")]
+    Unserved(String),
     /// `throughput-optimizer merge`: a shard file that cannot be read or does not belong.
     #[error("merge {file}: {message}")]
     Merge { file: String, message: String },
@@ -154,7 +158,7 @@ impl Error {
 
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Io { .. } | Error::Output(_) | Error::WorkBudget(_) | Error::Stopped => ErrorKind::Runtime,
+            Error::Io { .. } | Error::Output(_) | Error::WorkBudget(_) | Error::Unserved(_) | Error::Stopped => ErrorKind::Runtime,
             Error::Scenario { source, .. } => source.kind(),
             _ => ErrorKind::Usage,
         }

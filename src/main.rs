@@ -107,6 +107,9 @@ fn interactive(raw: RawArgs) -> Result<(), PlanError> {
         if let Some(why) = throughput_optimizer::search::work_budget_spent(&report) {
             return Err(PlanError::WorkBudget(why));
         }
+        if let Some(why) = throughput_optimizer::search::sizing_unmet(&plan, &report) {
+            return Err(PlanError::Unserved(why));
+        }
         let text = report::render(&plan, &report)?;
         // The summary closes with the disclaimer; do not print it twice.
         let text = text.trim_end().strip_suffix(throughput_optimizer::outcome::DISCLAIMER).unwrap_or(&text).trim_end();

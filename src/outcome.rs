@@ -6,6 +6,7 @@
 //! `search` builds them; `report` only renders them; snapshot tests compare the report. It
 //! sits above the engines (a row carries the simulator's latency statistics), below `search`.
 
+mod capacity;
 mod cost;
 mod frontier;
 mod pd;
@@ -15,6 +16,7 @@ mod replicas;
 
 use crate::cost::memory::MemoryUse;
 use crate::cost::{Breakdown, ParallelConfig};
+pub use capacity::*;
 pub use cost::*;
 pub use frontier::*;
 pub use pd::*;
@@ -174,6 +176,13 @@ pub struct Row {
     /// output), prompt tokens on prefill instances, output tokens on decode instances.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usd_per_million_tokens: Option<f64>,
+    /// `--goodput`: the highest offered rate, req/s, at which this layout still meets the SLO
+    /// (0: not even at 1/64 of the offered rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_request_rate_within_slo: Option<f64>,
+    /// `--goodput`: the rate search's simulations, by rate (the offered rate's is the row's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slo_curve: Vec<SloPoint>,
 }
 
 /// What the simulator measured beyond the row's headline figures.
@@ -285,6 +294,8 @@ impl Row {
             max_num_seqs: None,
             usd_per_million_output_tokens: None,
             usd_per_million_tokens: None,
+            max_request_rate_within_slo: None,
+            slo_curve: Vec::new(),
         }
     }
 
@@ -433,6 +444,10 @@ pub struct DeviceResult {
     /// `--plan-replicas`: the instance count per window of the trace for the chosen deployment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica_plan: Option<ReplicaPlan>,
+    /// `--target-request-rate` / `--target-concurrency`: the smallest deployment on this
+    /// device that serves the target within the SLO.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizing: Option<Sizing>,
 }
 
 /// Which serving mode the run searched.

@@ -382,6 +382,24 @@ pub struct OutputOptions {
     pub emit: Option<EmitOptions>,
 }
 
+/// What a sizing run must serve (`--target-request-rate`, `--target-concurrency`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum Target {
+    /// Requests per second, arriving as the plan's open-loop process at this rate.
+    RequestRate(f64),
+    /// Clients of a closed loop over all instances.
+    Concurrency(u64),
+}
+
+/// Capacity planning: goodput per candidate (`--goodput`) and sizing for a target load.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Capacity {
+    /// Every open-loop row gets the highest rate at which it meets the SLO.
+    pub goodput: bool,
+    /// Size the deployment for this load instead of ranking layouts on `num_devices`.
+    pub target: Option<Target>,
+}
+
 /// Everything a run needs, validated. Later stages trust it.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -405,6 +423,8 @@ pub struct Plan {
     pub engines: crate::hardware::calibration::EngineProfiles,
     /// Notes for stderr (ignored flags, deprecated names, large searches).
     pub warnings: Vec<String>,
+    /// `--goodput`, `--target-request-rate`, `--target-concurrency`.
+    pub capacity: Capacity,
     /// `--device-hour-cost`: what a device costs per hour, to price rows per million tokens.
     pub device_hour_cost: Option<DeviceHourCost>,
     /// `--plan-replicas WINDOW`: the replica plan's window, seconds (with `--arrival trace`).

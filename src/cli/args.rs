@@ -377,6 +377,23 @@ pub struct RawArgs {
     /// [default: least-loaded]
     #[arg(long, value_name = "POLICY", help_heading = "Simulator")]
     pub pd_routing: Option<String>,
+    // ---- Capacity planning ----
+    /// Open-loop arrivals: give every candidate row the highest request rate at which it still
+    /// meets the SLO (`max_request_rate_within_slo`), found by simulating the same seeded
+    /// arrivals at other rates (bracket, then bisect to 5 %; at most 10 simulations per
+    /// layout), and chart the SLO statistic against the offered rate.
+    #[arg(long, help_heading = "Capacity planning")]
+    pub goodput: bool,
+    /// Size a deployment for this load: the fewest devices (up to --num-devices, in whole
+    /// instances) and the layout that serve R requests/s within the SLO (Poisson arrivals
+    /// unless --arrival says otherwise), checked by a simulation at R, with the headroom (the
+    /// highest rate still within the SLO).
+    #[arg(long, value_parser = finite_f64, value_name = "REQ/S", help_heading = "Capacity planning")]
+    pub target_request_rate: Option<f64>,
+    /// Size a deployment for C concurrent clients (a closed loop of C requests over all
+    /// instances), as --target-request-rate does for a rate.
+    #[arg(long, value_parser = positive_u32, value_name = "C", help_heading = "Capacity planning")]
+    pub target_concurrency: Option<u32>,
     /// Run a scenario file (a whole run in YAML); flags given alongside override its values.
     #[arg(long, value_name = "FILE", help_heading = "Simulator")]
     pub scenario: Option<PathBuf>,

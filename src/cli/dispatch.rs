@@ -153,6 +153,9 @@ fn run(raw: RawArgs, session: &mut dyn Session) -> Result<(), PlanError> {
             session.emit(stderr(format!("warning: {w}\n")))?;
         }
     }
+    if let Some(why) = crate::search::sizing_unmet(&plan, &report) {
+        return Err(PlanError::Unserved(why));
+    }
     export(&plan, &report, session)?;
     if !plan.output.quiet {
         session.emit(stderr(format!("All experiments completed in {:.2} seconds.\n", started.elapsed().as_secs_f64())))?;

@@ -55,8 +55,9 @@ pub fn check_user_run(cmd: &Command) -> Result<(), PlanError> {
 
 /// Every section of a planning run validated into its [`Plan`] (what `price` shares with a
 /// planning run), without the search-space checks.
-pub fn validate_plan(raw: RawArgs) -> Result<Plan, PlanError> {
+pub fn validate_plan(mut raw: RawArgs) -> Result<Plan, PlanError> {
     let mut warnings = Warnings::default();
+    v::apply_target_rate(&mut raw)?;
     let registry = v::validate_registry(&raw)?;
     let (model, model_source) = v::validate_model(&raw)?;
     let quiet = v::validate_log_level(&raw)?;
@@ -75,7 +76,7 @@ pub fn validate_plan(raw: RawArgs) -> Result<Plan, PlanError> {
     let mut search = v::validate_search(&raw, &model, &mode, num_devices, mtp, &mut warnings)?;
     let engine = v::validate_engine(&raw)?;
     let serving = v::validate_serving(&raw, &devices, &mode, engine, (rates, speculative), &mut warnings)?;
-    let sim = v::validate_sim(&raw, engine, &workload.input, trace, &mut warnings)?;
+    let mut sim = v::validate_sim(&raw, engine, &workload.input, trace, &mut warnings)?;
     v::validate_engine_vendor(&raw, &sim, &devices)?;
     let mut engines = v::validate_calibration(&raw)?;
     v::warn_unused_engine_version(&sim, &engines, &mut warnings);
@@ -84,6 +85,7 @@ pub fn validate_plan(raw: RawArgs) -> Result<Plan, PlanError> {
     search.shard = v::validate_shard(&raw, &mode, &search, &output)?;
     let device_hour_cost = v::validate_device_hour_cost(&raw, &registry, &devices)?;
     let replica_window_s = v::validate_plan_replicas(&raw, &mode, engine, &sim.arrival)?;
+    let capacity = v::validate_capacity(&raw, engine, &mode, &search, &mut sim, &mut warnings)?;
     let mut plan = Plan {
         model,
         model_source,
@@ -105,6 +107,7 @@ pub fn validate_plan(raw: RawArgs) -> Result<Plan, PlanError> {
         warnings: warnings.into_vec(),
         device_hour_cost,
         replica_window_s,
+        capacity,
     };
     plan.warnings.extend(v::unused_reserve_warning(&raw, &plan));
     Ok(plan)

@@ -86,6 +86,9 @@ pub struct FrontierPoint {
     pub usd_per_million_output_tokens: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usd_per_million_tokens: Option<f64>,
+    /// `--goodput`, aggregated points: the probe's highest rate within the SLO, req/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_request_rate_within_slo: Option<f64>,
 }
 
 /// Every probed configuration of a device as a point, the Pareto frontier among them and the

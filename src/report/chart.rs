@@ -183,5 +183,10 @@ pub fn render(report: &Report) -> String {
         }
     }
     s += &frontier_chart(report, color);
+    for c in super::capacity_chart::charts(report) {
+        let series: Vec<(String, Vec<(f32, f32)>)> =
+            c.series.iter().map(|(l, p)| (l.clone(), p.iter().map(|&(x, y)| (x as f32, y as f32)).collect())).collect();
+        s += &chart(&format!("{}: {} (y) vs {} (x)", c.title, c.y_label, c.x_label), &series, color);
+    }
     s
 }

@@ -51,6 +51,15 @@ pub const COLUMNS: &[&str] = &[
 /// Columns added after [`COLUMNS`] when the run was given `--device-hour-cost`.
 pub const PRICE_COLUMNS: &[&str] = &["usd_per_million_output_tokens", "usd_per_million_tokens"];
 
+/// Appended after [`COLUMNS`] when any row carries it (`--goodput`): the highest request rate
+/// within the SLO.
+pub const GOODPUT_COLUMN: &str = "max_request_rate_within_slo";
+
+/// Whether any row carries its goodput (the CSV then has [`GOODPUT_COLUMN`]).
+fn has_goodput(report: &Report) -> bool {
+    report.devices.iter().flat_map(|d| &d.phases).flat_map(|p| &p.rows).any(|r| r.max_request_rate_within_slo.is_some())
+}
+
 fn opt(v: Option<f64>) -> String {
     v.map_or(String::new(), |x| if x.is_finite() { format!("{x:.4}") } else { "inf".into() })
 }
@@ -71,7 +80,7 @@ fn plane(p: Option<(&FrontierPoint, bool)>) -> [String; 3] {
 }
 
 /// One line per P/D deployment of `--compare-disagg`: the columns that apply, the rest empty.
-fn pd_lines(w: &mut ::csv::Writer<Vec<u8>>, d: &DeviceResult, priced: bool) -> Result<(), super::ExportError> {
+fn pd_lines(w: &mut ::csv::Writer<Vec<u8>>, d: &DeviceResult, priced: bool, width: usize) -> Result<(), super::ExportError> {
     let Some(f) = &d.frontier else { return Ok(()) };
     for (i, p) in f.points.iter().enumerate() {
         let Some(pd) = &p.pd else { continue };
@@ -79,6 +88,8 @@ fn pd_lines(w: &mut ::csv::Writer<Vec<u8>>, d: &DeviceResult, priced: bool) -> R
         if priced {
             rec.extend([opt(p.usd_per_million_output_tokens), opt(p.usd_per_million_tokens)]);
         }
+        // The goodput column, when there is one, stays empty: P/D points carry none.
+        rec.resize(width, String::new());
         let mut set = |col: &str, v: String| {
             let at = COLUMNS.iter().position(|c| *c == col).expect("a CSV column");
             rec[at] = v;
@@ -107,8 +118,13 @@ fn pd_lines(w: &mut ::csv::Writer<Vec<u8>>, d: &DeviceResult, priced: bool) -> R
 pub fn render(report: &Report) -> Result<String, super::ExportError> {
     let mut w = ::csv::Writer::from_writer(Vec::new());
     let priced = report.inputs.device_hour_cost.is_some();
-    let price_columns = if priced { PRICE_COLUMNS } else { &[] };
-    w.write_record(COLUMNS.iter().chain(price_columns))?;
+    let goodput = has_goodput(report);
+    let mut header = COLUMNS.to_vec();
+    if priced {
+        header.extend(PRICE_COLUMNS);
+    }
+    header.extend(goodput.then_some(GOODPUT_COLUMN));
+    w.write_record(&header)?;
     for d in &report.devices {
         // P/D ratio planning: the split "Overall Best" reports, on every row of the device.
         let chosen = d.pd_ratio.as_ref().and_then(|pd| pd.chosen.as_ref());
@@ -168,10 +184,13 @@ pub fn render(report: &Report) -> Result<String, super::ExportError> {
                 if priced {
                     rec.extend([opt(r.usd_per_million_output_tokens), opt(r.usd_per_million_tokens)]);
                 }
+                if goodput {
+                    rec.push(opt(r.max_request_rate_within_slo));
+                }
                 w.write_record(&rec)?;
             }
         }
-        pd_lines(&mut w, d, priced)?;
+        pd_lines(&mut w, d, priced, header.len())?;
     }
     let bytes = w.into_inner().map_err(|e| ::csv::Error::from(e.into_error()))?;
     // Every field is a Rust string, so the bytes are UTF-8.

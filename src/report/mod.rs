@@ -5,6 +5,7 @@
 //! it belongs. Nothing here decides a result, simulates or prices: ranking and feasibility come
 //! from `search`, the data from `outcome`.
 
+mod capacity_chart;
 pub mod chart;
 pub mod csv;
 pub mod json;

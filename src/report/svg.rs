@@ -96,6 +96,12 @@ fn charts(report: &Report) -> Vec<Chart> {
             }
         }
     }
+    v.extend(super::capacity_chart::charts(report).into_iter().map(|c| Chart {
+        title: c.title,
+        x_label: c.x_label,
+        y_label: c.y_label,
+        series: c.series,
+    }));
     v.retain(|c| c.series.iter().any(|(_, p)| !p.is_empty()));
     v
 }

@@ -51,6 +51,7 @@ pub fn aggregated_points(rows: &[Row], ttft_limit: f64, tpot_limit: f64) -> Vec<
                 pd: None,
                 usd_per_million_output_tokens: None,
                 usd_per_million_tokens: None,
+                max_request_rate_within_slo: r.max_request_rate_within_slo,
             }
         })
         .collect()
@@ -212,6 +213,7 @@ pub fn disaggregated_points(
                     pd: Some(pd),
                     usd_per_million_output_tokens: None,
                     usd_per_million_tokens: None,
+                    max_request_rate_within_slo: None,
                 };
                 best = Some((point, row));
             }
@@ -344,6 +346,7 @@ mod tests {
             pd: None,
             usd_per_million_output_tokens: None,
             usd_per_million_tokens: None,
+            max_request_rate_within_slo: None,
         }
     }
 

@@ -7,15 +7,20 @@ pub mod candidates;
 pub mod cost;
 pub mod engine;
 pub mod frontier;
+pub mod goodput;
 pub mod merge;
 pub mod pd;
 pub mod price;
 pub mod ranking;
 pub mod record;
 pub mod replicas;
+pub mod sizing;
+pub mod slo_check;
 pub mod sweep;
 pub mod warnings;
 
+#[cfg(test)]
+mod goodput_properties;
 #[cfg(test)]
 mod properties;
 
@@ -66,6 +71,12 @@ pub const MIN_AUTO_BUDGET: u64 = 64;
 /// Running sequences per replica for open-loop simulations without `--max-num-seqs` or a
 /// serving engine's default (vLLM's default on small GPUs).
 pub const OPEN_LOOP_MAX_NUM_SEQS: u32 = 256;
+
+/// Running sequences per replica of an open-loop probe on `device`: `--max-num-seqs`, the
+/// serving engine's default, or [`OPEN_LOOP_MAX_NUM_SEQS`].
+pub fn open_loop_max_num_seqs(plan: &Plan, device: &DeviceProfile) -> u32 {
+    plan.engine_limits(device).max_num_seqs.map_or(OPEN_LOOP_MAX_NUM_SEQS, |m| m as u32)
+}
 
 /// LLM tokens the images of one request add to its prompt.
 pub fn image_tokens(plan: &Plan) -> u64 {
@@ -133,9 +144,12 @@ pub fn search_candidate(engine: &dyn Engine, ctx: &CandidateCtx) -> (Vec<Row>, O
         return (rows, failure);
     }
     if ctx.plan.engine != EngineKind::Analytic && ctx.plan.sim.arrival.is_open() {
-        let cap = ctx.plan.engine_limits(ctx.device).max_num_seqs.map_or(OPEN_LOOP_MAX_NUM_SEQS, |m| m as u32);
-        let (p, _) = engine.probe(ctx, cap, budgets[0]);
+        let cap = open_loop_max_num_seqs(ctx.plan, ctx.device);
+        let (mut p, _) = engine.probe(ctx, cap, budgets[0]);
         let failure = p.stop.map(|s| format!("{}: {} with {} running sequences per replica", ctx.label, s.describe(), cap));
+        if ctx.plan.capacity.goodput {
+            goodput::fill_row(ctx, &mut p.row);
+        }
         return (vec![p.row], failure);
     }
     let mut last_failure = None;
@@ -184,6 +198,9 @@ impl Progress<'_> {
 
 /// Candidates a plan will search (the progress total).
 fn count_candidates(plan: &Plan) -> u64 {
+    if plan.capacity.target.is_some() {
+        return plan.devices.len() as u64;
+    }
     let phases: Vec<(u32, Phase)> = match &plan.mode {
         Mode::Aggregation => vec![(plan.num_devices, Phase::Aggregated)],
         Mode::Disaggregation { prefill, decode } => {
@@ -400,6 +417,9 @@ fn deployment_plane(
 }
 
 fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress: &Progress, source: Source) -> DeviceResult {
+    if plan.capacity.target.is_some() {
+        return run_sizing(plan, device, progress);
+    }
     let search_phase = |plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, n: u32, phase: Phase| {
         search_phase_with(plan, engine, device, n, phase, progress, source)
     };
@@ -449,17 +469,46 @@ fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress
         }
         _ => (None, None),
     };
+    let replica_plan = match (plan.replica_window_s, &plan.mode, phases.first().and_then(|p| p.best.first())) {
+        (Some(window), Mode::Aggregation, Some(best)) if !progress.stopped() => Some(replicas::plan(plan, device, best, window)),
+        _ => None,
+    };
+    let mut result = DeviceResult { pd_ratio, frontier, agg_vs_disagg, replica_plan, ..device_result(plan, device, phases) };
+    cost::price_device(plan, &mut result);
+    result
+}
+
+/// A sizing run on one device (`--target-request-rate`, `--target-concurrency`): its answer,
+/// and as the aggregated phase the answer's check at the target (or, when nothing fits, why).
+fn run_sizing(plan: &Plan, device: &DeviceProfile, progress: &Progress) -> DeviceResult {
+    let out = sizing::size(plan, device);
+    progress.tick();
+    let rows: Vec<Row> = out.row.into_iter().collect();
+    let phase = PhaseResult {
+        phase: Phase::Aggregated,
+        num_devices: out.sizing.as_ref().map_or(plan.num_devices, |s| s.devices),
+        best: rows.clone(),
+        rows,
+        skipped: Vec::new(),
+        failures: out.unmet.into_iter().collect(),
+        sweeps: Vec::new(),
+        shard_candidates: Vec::new(),
+    };
+    let mut result = DeviceResult { sizing: out.sizing, ..device_result(plan, device, vec![phase]) };
+    cost::price_device(plan, &mut result);
+    result
+}
+
+/// A device's result around its searched `phases`: the profile, the serving engine and the
+/// cost model's notes (nothing of P/D, the frontier or sizing).
+fn device_result(plan: &Plan, device: &DeviceProfile, phases: Vec<PhaseResult>) -> DeviceResult {
     // Cost-model approximations are the same for every layout; take them from one.
     let notes = candidates::enumerate(plan, plan.phase_devices().0, phases[0].phase)
         .0
         .first()
         .map(|c| CandidateCtx::new(plan, device, *c, phases[0].phase).cost.warnings)
         .unwrap_or_default();
-    let replica_plan = match (plan.replica_window_s, &plan.mode, phases.first().and_then(|p| p.best.first())) {
-        (Some(window), Mode::Aggregation, Some(best)) if !progress.stopped() => Some(replicas::plan(plan, device, best, window)),
-        _ => None,
-    };
-    let mut result = DeviceResult {
+    DeviceResult {
         device: device.name.clone(),
         serving: serving_summary(plan, device),
         profile: ProfileSummary {
@@ -471,14 +520,13 @@ fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress
             comm_gb_s: device.comm_gb_s(),
         },
         phases,
-        pd_ratio,
+        pd_ratio: None,
         notes,
-        frontier,
-        agg_vs_disagg,
-        replica_plan,
-    };
-    cost::price_device(plan, &mut result);
-    result
+        frontier: None,
+        agg_vs_disagg: None,
+        replica_plan: None,
+        sizing: None,
+    }
 }
 
 /// Run the whole plan. Device profiles run one after another; candidates within a phase run
@@ -644,6 +692,16 @@ pub fn work_budget_spent(report: &Report) -> Option<String> {
             engine::sim::WORK_BUDGET
         )
     })
+}
+
+/// A sizing run that found no deployment on any device: why, for each device (the run ends
+/// with this message, exit code 1).
+pub fn sizing_unmet(plan: &Plan, report: &Report) -> Option<String> {
+    plan.capacity.target?;
+    let sizing = report.devices.iter().any(|d| d.sizing.is_some());
+    let why: Vec<String> =
+        report.devices.iter().filter(|d| d.sizing.is_none()).flat_map(|d| d.phases.iter().flat_map(|p| p.failures.clone())).collect();
+    (!sizing && !why.is_empty()).then(|| why.join("; "))
 }
 
 pub fn check_candidates(plan: &Plan) -> Result<(), String> {

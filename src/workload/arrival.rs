@@ -247,6 +247,48 @@ impl RequestFactory {
 }
 
 impl ArrivalProcess {
+    /// The mean offered rate, requests per second: a generated process's rate; a trace's
+    /// arrivals after the first over the span from the first to the last (`None` for closed
+    /// loops, bursts and traces whose arrivals share one instant).
+    pub fn mean_rate(&self) -> Option<f64> {
+        match self {
+            ArrivalProcess::Poisson { rate } | ArrivalProcess::Constant { rate } | ArrivalProcess::Gamma { rate, .. } => Some(*rate),
+            ArrivalProcess::Trace(t) => {
+                let (first, last) = (t.requests.first()?.arrival_s, t.requests.last()?.arrival_s);
+                (last > first).then(|| (t.requests.len() - 1) as f64 / (last - first))
+            }
+            ArrivalProcess::Closed | ArrivalProcess::Burst => None,
+        }
+    }
+
+    /// The same arrivals offered at `rate` requests per second. A generated process keeps its
+    /// shape with the new rate: from the same seed it draws the same pattern with every gap
+    /// scaled by the ratio of the rates (rand_distr's exponential and gamma samples are a draw
+    /// of the unit distribution times the scale; the constant process places arrival k at
+    /// k / rate), so a higher rate is the same requests arriving sooner (common random
+    /// numbers across rates). A trace's times are divided by the ratio of the rates. Closed
+    /// loops and bursts have no rate and are returned unchanged.
+    pub fn at_rate(&self, rate: f64) -> ArrivalProcess {
+        match self {
+            ArrivalProcess::Poisson { .. } => ArrivalProcess::Poisson { rate },
+            ArrivalProcess::Constant { .. } => ArrivalProcess::Constant { rate },
+            ArrivalProcess::Gamma { burstiness, .. } => ArrivalProcess::Gamma { rate, burstiness: *burstiness },
+            ArrivalProcess::Trace(t) => match self.mean_rate() {
+                Some(own) => {
+                    let factor = own / rate;
+                    let mut t = t.clone();
+                    for r in &mut t.requests {
+                        r.arrival_s *= factor;
+                    }
+                    t.time_scale = Some(t.time_scale.unwrap_or(1.0) * factor);
+                    ArrivalProcess::Trace(t)
+                }
+                None => self.clone(),
+            },
+            other => other.clone(),
+        }
+    }
+
     /// One line for reports.
     pub fn describe(&self) -> String {
         match self {
@@ -295,6 +337,35 @@ mod tests {
         let t: Vec<u64> = (0..3001).map(|_| f.next_open().unwrap().arrival_ns).collect();
         assert_eq!(&t[..4], &[0, 333_333_333, 666_666_667, 1_000_000_000]);
         assert_eq!(t[3000], 1_000_000_000_000);
+    }
+
+    #[test]
+    fn a_higher_rate_is_the_same_requests_arriving_sooner() {
+        // Common random numbers across rates: at twice the rate every arrival comes at half
+        // the time (to the nanosecond's rounding) with the same lengths. Mutation: rebuild the
+        // factory with another seed per rate (or draw gaps from a stream that depends on the
+        // rate) and the arrival times stop scaling.
+        let d = crate::workload::LengthDistribution::builtin();
+        for p in [
+            ArrivalProcess::Poisson { rate: 3.0 },
+            ArrivalProcess::Gamma { rate: 3.0, burstiness: 0.5 },
+            ArrivalProcess::Constant { rate: 3.0 },
+        ] {
+            let mk = |p: ArrivalProcess| RequestFactory::new(Lengths::Distribution(d.clone()), Lengths::Fixed(100), None, p, 9);
+            let (mut a, mut b) = (mk(p.clone()), mk(p.at_rate(6.0)));
+            for _ in 0..200 {
+                let (x, y) = (a.next_open().unwrap(), b.next_open().unwrap());
+                assert_eq!((x.input, x.output), (y.input, y.output));
+                assert!((x.arrival_ns as f64 / 2.0 - y.arrival_ns as f64).abs() <= 200.0, "{p:?}: {} vs {}", x.arrival_ns, y.arrival_ns);
+            }
+            assert_eq!(p.at_rate(6.0).mean_rate(), Some(6.0));
+        }
+        let t = Trace::parse("arrival_s,input_tokens,output_tokens\n0,5,5\n1,5,5\n4,5,5\n", "t.csv").unwrap();
+        let p = ArrivalProcess::Trace(t);
+        assert_eq!(p.mean_rate(), Some(0.5));
+        let ArrivalProcess::Trace(fast) = p.at_rate(2.0) else { panic!() };
+        assert_eq!(fast.requests.iter().map(|r| r.arrival_s).collect::<Vec<_>>(), vec![0.0, 0.25, 1.0]);
+        assert_eq!(ArrivalProcess::Closed.mean_rate(), None);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! `validation` (every rejected command line) and `modes` (every mode and output).
 
 mod calibrate;
+mod capacity;
 mod costing;
 mod defects;
 mod engines;

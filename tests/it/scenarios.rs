@@ -64,6 +64,11 @@ fn row_digest(r: &throughput_optimizer::outcome::Row) -> Value {
         m.insert("usd_per_million_tokens".into(), json!(c));
         m.insert("usd_per_million_output_tokens".into(), json!(r.usd_per_million_output_tokens));
     }
+    // `--goodput` rows only (absent from every other scenario's digest).
+    if let Some(g) = r.max_request_rate_within_slo {
+        m.insert("max_request_rate_within_slo".into(), json!(g));
+        m.insert("goodput_simulations".into(), json!(r.slo_curve.len()));
+    }
     Value::Object(m)
 }
 
@@ -125,6 +130,12 @@ fn digest(name: &str, report: &Report) -> Value {
             }
             if let Some(rp) = &d.replica_plan {
                 m["replica_plan"] = replica_digest(rp);
+            }
+            // Sizing runs only: the answer without its simulations' curve.
+            if let Some(s) = &d.sizing {
+                let mut s = serde_json::to_value(s).unwrap();
+                s.as_object_mut().unwrap().remove("slo_curve");
+                m["sizing"] = s;
             }
             m
         })

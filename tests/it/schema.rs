@@ -162,6 +162,7 @@ fn json_output_validates_against_the_published_schema() {
     let schema = published_schema();
     let (disagg, pd, trace) = (scenario("disagg-compare"), scenario("pd-ratio-qwen-no-budget"), scenario("trace-replay"));
     let agg_vs_disagg = scenario("agg-vs-disagg");
+    let (goodput, sizing) = (scenario("goodput-open-loop"), scenario("sizing-target-rate"));
     let runs: Vec<(&str, Vec<&str>)> = vec![
         ("headline, analytic engine", HEADLINE.to_vec()),
         ("headline, compare engine, TP=8", args(&HEADLINE[..HEADLINE.len() - 2], &["--engine", "compare", "--tp-sizes", "8"])),
@@ -170,6 +171,8 @@ fn json_output_validates_against_the_published_schema() {
         ("trace replay", vec!["--scenario", &trace]),
         ("aggregated against P/D on the same devices", vec!["--scenario", &agg_vs_disagg, "--num-requests", "200"]),
         ("aggregated against P/D, analytic engine", args(HEADLINE, &["--compare-disagg"])),
+        ("goodput per layout", vec!["--scenario", &goodput]),
+        ("sizing for a target rate", vec!["--scenario", &sizing, "--num-devices", "4"]),
         (
             "built-in length distribution, analytic",
             args(&HEADLINE[..5], &["--length-distribution", "--output-length", "500", "--engine", "analytic"]),

@@ -2,6 +2,7 @@
 //! of the [`super::Plan`]. [`super::plan::build_checked`] calls them in a fixed order, so that
 //! of several mistakes the first section's is reported.
 
+mod capacity;
 mod costing;
 mod mode;
 mod model;
@@ -13,6 +14,7 @@ mod shard;
 mod sim;
 mod workload;
 
+pub(crate) use capacity::{apply_target_rate, validate_capacity};
 pub(crate) use costing::{validate_device_hour_cost, validate_plan_replicas};
 pub(crate) use mode::{validate_device_grids, validate_mode};
 pub(crate) use model::{validate_devices, validate_model, validate_registry};

@@ -12,6 +12,7 @@
 //! tables), `dump` (`--dump-original-results`), `lists` (`--list-devices`, `--list-models`) and
 //! `costing` (`--device-hour-cost`'s prices and cost frontier, `--plan-replicas`' plan).
 
+mod capacity;
 mod costing;
 mod cross;
 mod dump;

@@ -131,6 +131,11 @@ fn best_rows_table(phase: Phase, rows: &[&Row]) -> Table {
             Phase::Decode => h.push("TPOT p99 (ms)"),
         }
     }
+    // `--goodput`: the highest rate each layout serves within the SLO.
+    let goodput = rows.iter().any(|r| r.max_request_rate_within_slo.is_some());
+    if goodput {
+        h.push("max req/s in SLO");
+    }
     h.extend(["concurrency", "num_devices", "parallel", "batch_size", "weight_GiB", "kv_cache_GiB", "activation_GiB", "avail_GiB"]);
     let priced = priced(rows);
     if priced {
@@ -151,6 +156,9 @@ fn best_rows_table(phase: Phase, rows: &[&Row]) -> Table {
                 Phase::Prefill => cells.push(ttft99),
                 Phase::Decode => cells.push(tpot99),
             }
+        }
+        if goodput {
+            cells.push(r.max_request_rate_within_slo.map_or("-".to_string(), f3));
         }
         cells.extend([
             r.concurrency.to_string(),
@@ -217,6 +225,10 @@ pub(super) fn no_result(plan: &Plan, p: &PhaseResult) -> String {
 
 pub(super) fn phase_block(plan: &Plan, report: &Report, dev: &DeviceResult, p: &PhaseResult) -> String {
     let mut s = block_header(plan, report, dev, STARS);
+    if let (Phase::Aggregated, Some(sizing)) = (p.phase, &dev.sizing) {
+        s += &super::capacity::sizing_block(plan, sizing);
+        let _ = writeln!(s, "{}", rule(STARS));
+    }
     match p.best.first() {
         None => s += &no_result(plan, p),
         Some(best) => {

@@ -1,0 +1,45 @@
+//! Capacity planning, as a user runs it. Targets (docs/performance.md): sizing on 64 devices in
+//! at most 5 s on one core; `--goodput` on the headline example as an open loop, against the
+//! same run without it.
+
+use clap::Parser;
+use throughput_optimizer::cli::{self, Command, RawArgs};
+use throughput_optimizer::plan::Plan;
+
+fn main() {
+    divan::main();
+}
+
+fn plan(args: &str) -> Plan {
+    let argv = std::iter::once("throughput-optimizer").chain(args.split_whitespace());
+    match cli::build(RawArgs::try_parse_from(argv).unwrap()).unwrap() {
+        Command::Run(p) => *p,
+        _ => unreachable!(),
+    }
+}
+
+/// The headline example as an open loop at 10 req/s (README), on one core.
+const HEADLINE_OPEN: &str = "Qwen/Qwen3-32B --device TEST_DEVICE --num-devices 8 --input-length 3500 --output-length 1500 \
+    --compile --tpot-limits 50 --arrival poisson --request-rate 10 --jobs 1";
+
+#[divan::bench(sample_count = 10)]
+fn headline_open_loop(bencher: divan::Bencher) {
+    let p = plan(HEADLINE_OPEN);
+    bencher.bench(|| throughput_optimizer::search::run(&p));
+}
+
+#[divan::bench(sample_count = 5)]
+fn headline_open_loop_goodput(bencher: divan::Bencher) {
+    let p = plan(&format!("{HEADLINE_OPEN} --goodput"));
+    bencher.bench(|| throughput_optimizer::search::run(&p));
+}
+
+/// Sizing Llama-3.1-8B on up to 64 H100s for 600 req/s. Target: at most 5 s on one core.
+#[divan::bench(sample_count = 3)]
+fn sizing_64_devices(bencher: divan::Bencher) {
+    let p = plan(
+        "meta-llama/Meta-Llama-3.1-8B --device H100_SXM --serving-engine vllm --input-length 1000 --output-length 200 \
+         --ttft-limits 2000 --tpot-limits 50 --slo-percentile p99 --num-devices 64 --target-request-rate 600 --num-requests 20000 --jobs 1",
+    );
+    bencher.bench(|| throughput_optimizer::search::run(&p));
+}
