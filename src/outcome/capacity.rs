@@ -70,4 +70,7 @@ pub struct Sizing {
     pub prefill_instances: Option<SizedRole>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode_instances: Option<SizedRole>,
+    /// With `--device-hour-cost`: what the answer's devices cost per hour, USD.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd_per_hour: Option<f64>,
 }

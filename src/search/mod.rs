@@ -494,7 +494,11 @@ fn run_sizing(plan: &Plan, device: &DeviceProfile, progress: &Progress) -> Devic
         sweeps: Vec::new(),
         shard_candidates: Vec::new(),
     };
-    let mut result = DeviceResult { sizing: out.sizing, ..device_result(plan, device, vec![phase]) };
+    let mut sizing = out.sizing;
+    if let (Some(s), Some(cost)) = (sizing.as_mut(), &plan.device_hour_cost) {
+        s.usd_per_hour = cost::hourly_usd(s.devices, &device.name, cost);
+    }
+    let mut result = DeviceResult { sizing, ..device_result(plan, device, vec![phase]) };
     cost::price_device(plan, &mut result);
     result
 }

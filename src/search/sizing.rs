@@ -174,6 +174,7 @@ pub fn size(plan: &Plan, device: &DeviceProfile) -> SizingOutcome {
         slo_curve: curve,
         prefill_instances: None,
         decode_instances: None,
+        usd_per_hour: None,
     };
     SizingOutcome { sizing: Some(sizing), row: Some(best.row.clone()), unmet: None }
 }

@@ -81,6 +81,20 @@ fn sizing_for_a_concurrency_runs_the_closed_loop_of_its_clients() {
     assert!(s["max_request_rate_within_slo"].as_f64().unwrap() > 0.0, "{s}");
 }
 
+/// With `--device-hour-cost` the sizing answer says what its devices cost per hour: devices ×
+/// the price. Mutation (tried): price one device instead of the answer's (drop `devices ×` in
+/// `search::cost::hourly_usd`) and the figure falls short.
+#[test]
+fn a_sizing_answer_prints_its_hourly_cost() {
+    let j = run_json(&args(LLAMA, &["--num-devices", "8", "--target-concurrency", "256", "--device-hour-cost", "2.5"]));
+    let s = &j["devices"][0]["sizing"];
+    let devices = s["devices"].as_f64().unwrap();
+    assert!(devices > 1.0, "several devices, so that the count matters: {s}");
+    assert!((s["usd_per_hour"].as_f64().unwrap() - 2.5 * devices).abs() < 1e-9, "{s}");
+    let text = run_ok(&args(LLAMA, &["--num-devices", "8", "--target-concurrency", "256", "--device-hour-cost", "2.5"]));
+    assert!(text.contains(&format!("Cost: {:.2} USD per hour for the {devices} devices", 2.5 * devices)), "{text}");
+}
+
 /// Nothing fits: a runtime error (exit 1) that says the most the devices serve.
 #[test]
 fn an_unservable_target_says_the_most_it_serves() {

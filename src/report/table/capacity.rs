@@ -47,6 +47,9 @@ pub(super) fn sizing_block(plan: &Plan, s: &Sizing) -> String {
         crate::search::goodput::TOLERANCE * 100.0,
         if s.request_rate > 0.0 { s.max_request_rate_within_slo / s.request_rate } else { 0.0 }
     );
+    if let Some(usd) = s.usd_per_hour {
+        let _ = writeln!(out, "Cost: {usd:.2} USD per hour for the {} devices (--device-hour-cost)", s.devices);
+    }
     if let Some(p) = &s.one_fewer {
         let _ = writeln!(out, "{}", one_fewer_line(s, p));
     }
