@@ -53,7 +53,14 @@ fn looser_tpot_limit_never_lowers_the_best_throughput() {
         let flags = format!("--device {device} --length-distribution --output-length 500 --slo-percentile p99 --tpot-limits");
         let bests: Vec<f64> = [50, 52, 68, 70].iter().map(|l| best(&format!("{flags} {l}")).expect("feasible").0).collect();
         for (w, limits) in bests.windows(2).zip([(50, 52), (52, 68), (68, 70)]) {
-            assert!(w[1] >= w[0], "{device}: TPOT ≤ {} ms gives {:.1} tok/s, the looser ≤ {} ms only {:.1}", limits.0, w[0], limits.1, w[1]);
+            assert!(
+                w[1] >= w[0],
+                "{device}: TPOT ≤ {} ms gives {:.1} tok/s, the looser ≤ {} ms only {:.1}",
+                limits.0,
+                w[0],
+                limits.1,
+                w[1]
+            );
         }
     }
 }
@@ -147,4 +154,45 @@ fn every_probe_of_a_candidate_draws_the_same_requests() {
     let arrivals = |r: &[throughput_optimizer::sim::RequestState]| r.iter().map(|q| (q.arrival, q.input, q.output)).collect::<Vec<_>>();
     assert_eq!(arrivals(&a), arrivals(&b));
     assert!(a[1..].iter().zip(&a).all(|(x, y)| x.arrival >= y.arrival));
+}
+
+/// A plan of the CLI arguments `argv` (the binary's name first).
+fn plan_of_argv(argv: &[&str]) -> throughput_optimizer::plan::Plan {
+    match cli::build(RawArgs::parse_argv(argv.iter().copied()).unwrap()).unwrap() {
+        Command::Run(p) => *p,
+        _ => unreachable!("a run"),
+    }
+}
+
+/// Issue 24: the frontier of an 8B on one H100 had 2 points (batch 1 and the best, 199): the
+/// search probes its boundary only. The spread pass probes batch sizes spread along
+/// [1, boundary], so the frontier has at least 8 points; they only add points, so the best row
+/// is still batch 199 at 7494.66 tokens/s (the figure before the pass). Mutation: make
+/// `spread::fill_frontier` return at once and the frontier has 2 points.
+#[test]
+fn the_frontier_of_an_8b_on_one_h100_has_eight_points() {
+    let plan = plan_of_argv(&[
+        "throughput-optimizer",
+        "meta-llama/Meta-Llama-3.1-8B",
+        "--device",
+        "H100_SXM",
+        "--num-devices",
+        "1",
+        "--input-length",
+        "1024",
+        "--output-length",
+        "1024",
+        "--quantize-linear-action",
+        "DISABLED",
+        "--quiet",
+    ]);
+    let report = throughput_optimizer::search::run(&plan);
+    let d = &report.devices[0];
+    let f = d.frontier.as_ref().unwrap();
+    let on: Vec<u32> = f.points.iter().filter(|p| p.on_frontier).filter_map(|p| p.batch_size).collect();
+    assert!(on.len() >= 8, "frontier batches {on:?}");
+    let best = &d.phases[0].best[0];
+    assert_eq!((format!("{:.2}", best.throughput), best.batch_size), ("7494.66".to_string(), 199));
+    // The chosen point is still Overall Best's row.
+    assert_eq!(f.points[f.chosen.unwrap()].batch_size, Some(199));
 }
