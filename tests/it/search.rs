@@ -196,3 +196,26 @@ fn the_frontier_of_an_8b_on_one_h100_has_eight_points() {
     // The chosen point is still Overall Best's row.
     assert_eq!(f.points[f.chosen.unwrap()].batch_size, Some(199));
 }
+
+/// Issue 24: ITL was collected from every step of a time window while TPOT is over the measured
+/// requests: an open loop of 500 requests measured 400 and counted 73,992 gaps. ITL is now the
+/// gaps between the tokens of the measured requests: 400 × 199, and its mean is their
+/// inter-token TPOT's (fixed lengths: every request has the same number of gaps). The same on
+/// a decode-only (P/D) search, whose requests arrive with their first token. Mutation: record
+/// ITL per step again (`log_tokens` → `record_n(step_ms, decode_seqs)`) and the counts differ.
+#[test]
+fn itl_counts_the_gaps_of_the_measured_requests() {
+    let (_, report) = run("--input-length 1000 --output-length 200 --arrival poisson --request-rate 5 --num-requests 500");
+    let sim = report.devices[0].phases[0].best[0].sim.as_ref().unwrap();
+    assert_eq!(sim.measured_requests, 400);
+    let itl = &sim.latency.itl;
+    assert_eq!(itl.count, 400 * 199);
+    assert!((itl.mean - sim.latency.tpot_inter_token.mean).abs() < 1e-3, "{itl:?}");
+    let (_, report) = run("--input-length 1000 --output-length 200 --disagg --tpot-limits 50");
+    let decode = report.devices[0].phases.iter().find(|p| p.phase == throughput_optimizer::outcome::Phase::Decode).unwrap();
+    let sims: Vec<_> = decode.rows.iter().filter_map(|r| r.sim.as_ref()).filter(|s| s.measured_requests > 0).collect();
+    assert!(!sims.is_empty());
+    for s in sims {
+        assert_eq!(s.latency.itl.count, s.measured_requests * 199, "{:?}", s.latency.itl);
+    }
+}

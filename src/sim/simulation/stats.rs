@@ -60,6 +60,8 @@ pub(super) struct StepStats {
 pub(super) struct Measured {
     /// TTFT, inter-token TPOT, amortized TPOT, end-to-end, queueing.
     pub(super) rec: [Recorder; 5],
+    /// Inter-token gaps of the measured requests (ITL).
+    pub(super) itl: Recorder,
     pub(super) measured: u64,
     /// Measured requests within both latency limits.
     pub(super) good: u64,
