@@ -7,7 +7,7 @@ use super::stats::{Mark, Measured};
 use super::Simulation;
 use crate::cost::Breakdown;
 use crate::sim::config::Measure;
-use crate::sim::metrics::{BinStat, LatencyStats, Recorder, SimReport};
+use crate::sim::metrics::{BinStat, LatencyStats, SimReport};
 use crate::sim::queue::Nanos;
 use crate::sim::records::{RequestState, Requests};
 use crate::sim::steady;
@@ -202,24 +202,57 @@ impl<'s, 'a> Simulation<'s, 'a> {
     /// Add a measured request's inter-token gaps to `itl`: between consecutive tokens of its
     /// [`crate::sim::records::DecodeSegment`]s (a preemption's gap runs from the last token before it to the next
     /// one after it), so ITL and TPOT describe the same requests.
-    fn record_gaps(&self, itl: &mut Recorder, r: &RequestState) {
+    /// The gaps inside a segment go to `m.itl_cover` (read by [`Self::itl_stat`]); those
+    /// between its first token and the token before it are recorded here.
+    fn record_gaps(&self, m: &mut Measured, r: &RequestState) {
+        let gap_ms = |a: Nanos, b: Nanos| b.saturating_sub(a) as f64 / 1e6;
         let mut last: Option<Nanos> = None;
-        let mut gap = |t: Nanos| {
-            if let Some(p) = last {
-                itl.record(t.saturating_sub(p) as f64 / 1e6);
-            }
-            last = Some(t);
-        };
         for s in &r.decoded {
             if let Some(t) = s.start {
-                gap(t);
+                if let Some(p) = last {
+                    m.itl.record(gap_ms(p, t));
+                }
+                last = Some(t);
             }
             let log = &self.instances[s.instance as usize].token_log;
             let to = (s.to.min(log.len() as u64)) as usize;
-            for &t in &log[(s.from as usize).min(to)..to] {
-                gap(t);
+            let from = (s.from as usize).min(to);
+            if from == to {
+                continue;
+            }
+            if let Some(p) = last {
+                m.itl.record(gap_ms(p, log[from]));
+            }
+            if to - from > 1 {
+                let i = s.instance as usize;
+                if m.itl_cover.len() <= i {
+                    m.itl_cover.resize_with(i + 1, Vec::new);
+                }
+                let cover = &mut m.itl_cover[i];
+                if cover.len() <= log.len() {
+                    cover.resize(log.len() + 1, 0);
+                }
+                cover[from + 1] += 1;
+                cover[to] -= 1;
+            }
+            last = Some(log[to - 1]);
+        }
+    }
+
+    /// ITL of the measured requests: the gaps recorded one by one, and each instance's gaps
+    /// between consecutive decode steps times the measured requests that had them.
+    fn itl_stat(&self, m: &mut Measured) -> crate::sim::metrics::Stat {
+        for (i, cover) in m.itl_cover.iter().enumerate() {
+            let log = &self.instances[i].token_log;
+            let mut n = 0i64;
+            for k in 1..cover.len().min(log.len()) {
+                n += cover[k];
+                if n > 0 {
+                    m.itl.record_n((log[k] - log[k - 1]) as f64 / 1e6, n as u64);
+                }
             }
         }
+        m.itl.stat()
     }
 
     /// The measurement window's ends. Closed loop: the stopping rule's marks. Burst: the whole
@@ -270,7 +303,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
         m.rec[1].record(inter);
         m.rec[2].record(amort);
         m.rec[3].record(e2e);
-        self.record_gaps(&mut m.itl, r);
+        self.record_gaps(m, r);
         m.rec[4].record((r.scheduled.or(r.decode_admitted).unwrap_or(first) - r.arrival) as f64 / 1e6);
         m.measured += 1;
         m.out_tokens += out_tokens;
@@ -299,7 +332,8 @@ impl<'s, 'a> Simulation<'s, 'a> {
         let steady = open_window.is_some();
         let ((t0, tok0, in0), (t1, tok1, in1)) = self.window(open_window);
         let window_s = (t1.saturating_sub(t0)) as f64 / 1e9;
-        let m = self.measure(t0, t1);
+        let mut m = self.measure(t0, t1);
+        let itl = self.itl_stat(&mut m);
         let kv_utilization = self.windowed_kv(open_window, t0, t1);
         let window_tokens = tok1.saturating_sub(tok0);
         let window_input = in1.saturating_sub(in0);
@@ -315,7 +349,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
                 ttft: m.rec[0].stat(),
                 tpot_inter_token: m.rec[1].stat(),
                 tpot_amortized: m.rec[2].stat(),
-                itl: m.itl.stat(),
+                itl,
                 e2e: m.rec[3].stat(),
                 queueing: m.rec[4].stat(),
             },
