@@ -201,8 +201,9 @@ fn the_frontier_of_an_8b_on_one_h100_has_eight_points() {
 /// requests: an open loop of 500 requests measured 400 and counted 73,992 gaps. ITL is now the
 /// gaps between the tokens of the measured requests: 400 × 199, and its mean is their
 /// inter-token TPOT's (fixed lengths: every request has the same number of gaps). The same on
-/// a decode-only (P/D) search, whose requests arrive with their first token. Mutation: record
-/// ITL per step again (`log_tokens` → `record_n(step_ms, decode_seqs)`) and the counts differ.
+/// a decode-only (P/D) search, whose requests arrive with their first token. Mutation: drop
+/// the segment `instance::builder` opens when a request joins a decode instance with its KV
+/// and the decode-only counts are 0.
 #[test]
 fn itl_counts_the_gaps_of_the_measured_requests() {
     let (_, report) = run("--input-length 1000 --output-length 200 --arrival poisson --request-rate 5 --num-requests 500");
