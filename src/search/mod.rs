@@ -16,6 +16,7 @@ pub mod record;
 pub mod replicas;
 pub mod sizing;
 pub mod slo_check;
+pub mod spread;
 pub mod sweep;
 pub mod warnings;
 
@@ -266,8 +267,8 @@ fn search_phase_with(
     source: Source,
 ) -> PhaseResult {
     let (cands, skipped) = candidates::enumerate(plan, n, phase);
-    let results: Vec<Searched> = match source {
-        Source::Search => owned(plan, cands)
+    let mut results: Vec<Searched> = match source {
+        Source::Search => owned(plan, cands.clone())
             .par_iter()
             .map(|&(index, c)| {
                 // Once stopped, the candidates not yet started are left out (the caller
@@ -297,6 +298,11 @@ fn search_phase_with(
             .collect(),
         None => Vec::new(),
     };
+    // A shard sees only its slice of the phase: `merge` fills the frontier of the whole.
+    if plan.search.shard.is_none() && !progress.stopped() {
+        let mut layouts: Vec<(Candidate, &mut Vec<Row>)> = results.iter_mut().map(|r| (cands[r.index], &mut r.rows)).collect();
+        spread::fill_frontier(plan, engine, device, phase, &mut layouts);
+    }
     let mut rows = Vec::new();
     let mut failures = Vec::new();
     for r in results {

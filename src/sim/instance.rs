@@ -22,7 +22,7 @@ use super::config::InstanceConfig;
 use super::decode::DecodeMode;
 use super::kv::KvBlockPool;
 use super::queue::Nanos;
-use super::records::Requests;
+use super::records::{DecodeSegment, Requests};
 use crate::cost::BatchShape;
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, VecDeque};
@@ -118,6 +118,9 @@ pub struct Instance {
     scheduler: Option<Box<dyn Scheduler>>,
     // The step in flight.
     pub busy: bool,
+    /// When the client got the tokens of each decode step this instance ran (the driver
+    /// pushes one entry per step that decoded): the requests' [`DecodeSegment`]s index it.
+    pub token_log: Vec<Nanos>,
     chunks: Vec<Chunk>,
     step_chunk_tokens: u64,
     step_decodes: u64,
@@ -178,6 +181,7 @@ impl Instance {
             reserve_sum: 0,
             scheduler: Some(scheduler),
             busy: false,
+            token_log: Vec::new(),
             chunks: Vec::new(),
             step_chunk_tokens: 0,
             step_decodes: 0,
@@ -379,6 +383,11 @@ impl Instance {
         // Not decoded yet: its first token is still to come.
         self.fresh.retain(|&f| f != req);
         let r = &mut reqs[req as usize];
+        // Its last token came with the last decode step logged.
+        let logged = self.token_log.len() as u64;
+        if let Some(s) = r.decoded.last_mut().filter(|s| s.to == DecodeSegment::OPEN) {
+            s.to = logged;
+        }
         r.preemptions += 1;
         r.generated_at_preemptions += r.generated;
         self.preemptions += 1;

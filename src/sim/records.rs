@@ -48,6 +48,26 @@ pub struct RequestState {
     /// Its prompt counts in the input throughput (once, not again when recomputed).
     pub prompt_counted: bool,
     pub instance: u32,
+    /// Its runs of consecutive decode steps, for its inter-token gaps (ITL); the last one is
+    /// open while it decodes.
+    pub decoded: Vec<DecodeSegment>,
+}
+
+/// A run of one request's tokens on one instance: a token of its own at `start` (a prompt
+/// completed in the step: its first token, or the next one after a preemption), then one token
+/// at each of the instance's decode steps `from..to` (indices into its token log, the delivery
+/// time of each of its decode steps). A preemption or the request's end closes it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DecodeSegment {
+    pub instance: u32,
+    pub start: Option<Nanos>,
+    pub from: u64,
+    pub to: u64,
+}
+
+impl DecodeSegment {
+    /// `to` of a segment still decoding.
+    pub const OPEN: u64 = u64::MAX;
 }
 
 impl RequestState {

@@ -24,7 +24,7 @@ use super::config::{Group, Pipeline, Role, Routing, SimConfig, System};
 use super::decode::AcceptanceDraws;
 use super::error::SimError;
 use super::instance::{Instance, StepOutcome};
-use super::metrics::{Recorder, SimReport};
+use super::metrics::SimReport;
 use super::queue::{EventQueue, Nanos};
 use super::records::{RequestState, Requests, StepRecord};
 use super::steady::Window;
@@ -191,13 +191,8 @@ struct Simulation<'s, 'a> {
     /// Requests that left the system in the event being applied (their last token reached the
     /// client), for the closed loop's stopping rule and its watch on hopeless probes.
     leaving: Vec<u32>,
-    /// Inter-token gaps of the measurement window (closed loop: steps ending after the window
-    /// opened; burst and benchmark runs: every step). Open loops keep `itl_steps` instead.
-    itl: Recorder,
-    /// Open loop: (end, step ms, decode sequences) of every step, and the cumulative KV
-    /// integral after it (aligned with `series`), to read ITL and KV use over the window
-    /// chosen once the run is over.
-    itl_steps: Vec<(Nanos, f64, u64)>,
+    /// Open loop: the cumulative KV integral after every step (aligned with `series`), to read
+    /// KV use over the window chosen once the run is over.
     kv_series: Vec<f64>,
     /// Closed loop: the KV integral when the measurement window opened.
     kv_at_start: f64,
@@ -300,8 +295,6 @@ impl<'s, 'a> Simulation<'s, 'a> {
             out: StepOutcome::default(),
             frontends: frontend::FrontEnds::new(n_instances),
             leaving: Vec::new(),
-            itl: Recorder::default(),
-            itl_steps: Vec::new(),
             kv_series: Vec::new(),
             kv_at_start: 0.0,
             now: 0,

@@ -393,3 +393,38 @@ fn reports_do_not_depend_on_keeping_the_records() {
     assert_eq!(simulate(&c, &PER_TOKEN, bench()).unwrap(), kept);
     assert_eq!(kept.measured, 9_000);
 }
+
+#[test]
+fn itl_is_the_measured_requests_gaps_between_their_tokens() {
+    // Issue 24: ITL was every step's gap in a time window, TPOT the measured requests'. Two
+    // requests of 4 prompt and 3 output tokens, a 5-token budget (whole prompts), 1 ms per
+    // step + 0.1 ms per token. Steps: R0's prompt (1.4 ms: R0's first token at 1.4), R0's
+    // decode beside R1's prompt (1.5 ms: 2.9, R1's first token), both decoding (1.2 ms: 4.1,
+    // R0's last), R1's last decode (1.1 ms: 5.2). Gaps: R0 1.5, 1.2; R1 1.2, 1.1: Σ (output −
+    // 1) = 4 gaps, mean 1.25 ms, the largest 1.5 ms.
+    // Mutation: drop a segment's `start` token in `record_gaps` and each request loses the gap
+    // after its first token (2 gaps, mean 1.15 ms).
+    let (rep, reqs, steps) = run(&cfg(5, 2), &FixedCost { per_step_s: 1e-3, per_token_s: 1e-4 }, burst(4, 3));
+    let ends: Vec<f64> = steps.iter().map(|s| ms(s.end)).collect();
+    assert_eq!(ends.len(), 4, "{ends:?}");
+    for (a, b) in ends.iter().zip([1.4, 2.9, 4.1, 5.2]) {
+        assert!((a - b).abs() < 1e-9, "{ends:?}");
+    }
+    assert_eq!(reqs.iter().map(|r| r.first_token.map(ms)).collect::<Vec<_>>(), vec![Some(1.4), Some(2.9)]);
+    let itl = &rep.latency.itl;
+    assert_eq!(itl.count, 4);
+    assert!((itl.mean - 1.25).abs() < 1e-3 && (itl.p99 - 1.5).abs() < 2e-3, "{itl:?}");
+}
+
+#[test]
+fn itl_counts_every_measured_gap_and_spans_a_preemption() {
+    // The preemption case above: the preempted request's gaps still number output − 1 and add
+    // up to its finish − first token (one gap spans its recompute); ITL counts Σ (output − 1).
+    let mut c = cfg(16, 2);
+    c.instance.kv_blocks = 3;
+    let (rep, reqs, _) = run(&c, &MS, burst(4, 4));
+    assert_eq!(reqs[1].preemptions, 1);
+    assert_eq!(rep.latency.itl.count, 2 * 3);
+    let span: f64 = reqs.iter().map(|r| ms(r.finish.unwrap() - r.first_token.unwrap())).sum();
+    assert!((rep.latency.itl.mean * 6.0 - span).abs() < 1e-2, "{:?} against {span} ms", rep.latency.itl);
+}

@@ -155,3 +155,68 @@ fn every_probe_of_a_candidate_draws_the_same_requests() {
     assert_eq!(arrivals(&a), arrivals(&b));
     assert!(a[1..].iter().zip(&a).all(|(x, y)| x.arrival >= y.arrival));
 }
+
+/// A plan of the CLI arguments `argv` (the binary's name first).
+fn plan_of_argv(argv: &[&str]) -> throughput_optimizer::plan::Plan {
+    match cli::build(RawArgs::parse_argv(argv.iter().copied()).unwrap()).unwrap() {
+        Command::Run(p) => *p,
+        _ => unreachable!("a run"),
+    }
+}
+
+/// Issue 24: the frontier of an 8B on one H100 had 2 points (batch 1 and the best, 199): the
+/// search probes its boundary only. The spread pass probes batch sizes spread along
+/// [1, boundary], so the frontier has at least 8 points; they only add points, so the best row
+/// is still batch 199 at 7494.66 tokens/s (the figure before the pass). Mutation: make
+/// `spread::fill_frontier` return at once and the frontier has 2 points.
+#[test]
+fn the_frontier_of_an_8b_on_one_h100_has_eight_points() {
+    let plan = plan_of_argv(&[
+        "throughput-optimizer",
+        "meta-llama/Meta-Llama-3.1-8B",
+        "--device",
+        "H100_SXM",
+        "--num-devices",
+        "1",
+        "--input-length",
+        "1024",
+        "--output-length",
+        "1024",
+        "--quantize-linear-action",
+        "DISABLED",
+        "--quiet",
+    ]);
+    let report = throughput_optimizer::search::run(&plan);
+    let d = &report.devices[0];
+    let f = d.frontier.as_ref().unwrap();
+    let on: Vec<u32> = f.points.iter().filter(|p| p.on_frontier).filter_map(|p| p.batch_size).collect();
+    assert!(on.len() >= 8, "frontier batches {on:?}");
+    let best = &d.phases[0].best[0];
+    assert_eq!((format!("{:.2}", best.throughput), best.batch_size), ("7494.66".to_string(), 199));
+    // The chosen point is still Overall Best's row.
+    assert_eq!(f.points[f.chosen.unwrap()].batch_size, Some(199));
+}
+
+/// Issue 24: ITL was collected from every step of a time window while TPOT is over the measured
+/// requests: an open loop of 500 requests measured 400 and counted 73,992 gaps. ITL is now the
+/// gaps between the tokens of the measured requests: 400 × 199, and its mean is their
+/// inter-token TPOT's (fixed lengths: every request has the same number of gaps). The same on
+/// a decode-only (P/D) search, whose requests arrive with their first token. Mutation: drop
+/// the segment `instance::builder` opens when a request joins a decode instance with its KV
+/// and the decode-only counts are 0.
+#[test]
+fn itl_counts_the_gaps_of_the_measured_requests() {
+    let (_, report) = run("--input-length 1000 --output-length 200 --arrival poisson --request-rate 5 --num-requests 500");
+    let sim = report.devices[0].phases[0].best[0].sim.as_ref().unwrap();
+    assert_eq!(sim.measured_requests, 400);
+    let itl = &sim.latency.itl;
+    assert_eq!(itl.count, 400 * 199);
+    assert!((itl.mean - sim.latency.tpot_inter_token.mean).abs() < 1e-3, "{itl:?}");
+    let (_, report) = run("--input-length 1000 --output-length 200 --disagg --tpot-limits 50");
+    let decode = report.devices[0].phases.iter().find(|p| p.phase == throughput_optimizer::outcome::Phase::Decode).unwrap();
+    let sims: Vec<_> = decode.rows.iter().filter_map(|r| r.sim.as_ref()).filter(|s| s.measured_requests > 0).collect();
+    assert!(!sims.is_empty());
+    for s in sims {
+        assert_eq!(s.latency.itl.count, s.measured_requests * 199, "{:?}", s.latency.itl);
+    }
+}

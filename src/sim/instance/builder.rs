@@ -6,6 +6,7 @@
 use super::{Chunk, Phase, Seq, StepBuilder};
 use crate::sim::config::Role;
 use crate::sim::queue::Nanos;
+use crate::sim::records::DecodeSegment;
 
 /// The head of the waiting queue on its way in: its cached prefix is referenced (which also
 /// marks the prefix recently used), so the prompt left to compute is known. Hand it to
@@ -341,6 +342,10 @@ impl StepBuilder<'_> {
         if rs.first_token.is_none() {
             inst.fresh.push(req);
         }
+        // It decodes from the instance's next decode step on: its first token then, or (its
+        // first token out with its prompt, elsewhere) its next one.
+        let from = inst.token_log.len() as u64;
+        rs.decoded.push(DecodeSegment { instance: inst.id, start: rs.first_token, from, to: DecodeSegment::OPEN });
         let slot = inst.alloc_slot(seq);
         let admit = inst.seqs[slot as usize].admit_seq;
         inst.running.insert((admit, slot));

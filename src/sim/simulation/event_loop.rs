@@ -5,10 +5,11 @@
 //! replica's stages: `sim::pipeline`).
 
 use super::Simulation;
+use crate::sim::config::Role;
 use crate::sim::error::SimError;
 use crate::sim::pipeline::stage_times;
-use crate::sim::queue::Event;
-use crate::sim::records::StepRecord;
+use crate::sim::queue::{Event, Nanos};
+use crate::sim::records::{DecodeSegment, StepRecord};
 use crate::sim::router::Set;
 use crate::sim::step_time::wall_seconds;
 
@@ -183,7 +184,6 @@ impl<'s, 'a> Simulation<'s, 'a> {
         let g = self.group_of[instance as usize];
         let fe = self.sys.groups[g].cfg.frontend.is_some();
         let inst = &mut self.instances[instance as usize];
-        let step_ms = inst.step_ms;
         inst.complete(&self.sys.groups[g].cfg, &mut self.reqs, self.now, &self.acceptance, &mut self.out);
         let study = self.sys.transfer.is_none() || self.decoders.is_empty();
         if study {
@@ -203,14 +203,9 @@ impl<'s, 'a> Simulation<'s, 'a> {
         if self.decoders.is_empty() {
             self.leaving.extend_from_slice(&self.out.handed_off);
         }
-        // The inter-token gap the step's decoding requests see: the step itself, or with a
-        // front end the time between its deliveries.
-        let (itl_at, itl_ms) = if fe { self.deliver_step(instance, study) } else { (self.now, step_ms) };
-        if self.open {
-            self.itl_steps.push((itl_at, itl_ms, self.out.decode_seqs));
-        } else if !self.closed || self.bench_total.is_some() || self.window_marks.0.is_some() {
-            self.itl.record_n(itl_ms, self.out.decode_seqs);
-        }
+        // When the client got the step's tokens: now, or with a front end at its delivery.
+        let at = if fe { self.deliver_step(instance, study) } else { self.now };
+        self.log_tokens(instance, at);
         self.tokens_out += self.out.tokens;
         for &r in &self.out.prompts_done {
             let req = &mut self.reqs[r as usize];
@@ -242,6 +237,30 @@ impl<'s, 'a> Simulation<'s, 'a> {
             self.touch(target);
         }
         done_now
+    }
+
+    /// Log when the client got the step's tokens (`at`), and open or close the decode segments
+    /// of the requests whose runs of tokens start or end with it (see [`DecodeSegment`]): ITL
+    /// is read from them for the measured requests only, once they are known. O(1) per step
+    /// plus O(1) per request starting or ending a run: the lockstep decode set stays O(1).
+    fn log_tokens(&mut self, instance: u32, at: Nanos) {
+        let inst = &mut self.instances[instance as usize];
+        if self.out.decode_seqs > 0 {
+            inst.token_log.push(at);
+        }
+        let logged = inst.token_log.len() as u64;
+        if inst.role != Role::Prefill {
+            // A completed prompt emits a token now; the request decodes from the next step.
+            for &r in &self.out.prompts_done {
+                let s = DecodeSegment { instance, start: Some(at), from: logged, to: DecodeSegment::OPEN };
+                self.reqs[r as usize].decoded.push(s);
+            }
+        }
+        for &r in &self.out.finished {
+            if let Some(s) = self.reqs[r as usize].decoded.last_mut().filter(|s| s.to == DecodeSegment::OPEN) {
+                s.to = logged;
+            }
+        }
     }
 
     /// Plan an idle instance's next step and schedule its end.

@@ -115,18 +115,18 @@ impl Simulation<'_, '_> {
 
     /// A step of `instance` with a front end ended: its output goes to the front end (a
     /// prefill-only study's hand-offs are first and last tokens). Returns when the clients
-    /// get it and the inter-token gap it shows them, ms.
-    pub(super) fn deliver_step(&mut self, instance: u32, study: bool) -> (Nanos, f64) {
+    /// get it.
+    pub(super) fn deliver_step(&mut self, instance: u32, study: bool) -> Nanos {
         if study {
             let handed = std::mem::take(&mut self.out.handed_off);
             self.out.first_tokens.extend_from_slice(&handed);
             self.out.handed_off = handed;
         }
         let done = std::mem::take(&mut self.leaving);
-        let (at, gap) = self.hand_to_frontend(instance, self.out.tokens, &done);
+        let (at, _) = self.hand_to_frontend(instance, self.out.tokens, &done);
         self.leaving = done;
         self.leaving.clear();
-        (at, gap as f64 / 1e6)
+        at
     }
 
     /// The front end delivered the oldest pending output of `instance`: its first tokens and

@@ -7,7 +7,7 @@ use super::stats::{Mark, Measured};
 use super::Simulation;
 use crate::cost::Breakdown;
 use crate::sim::config::Measure;
-use crate::sim::metrics::{BinStat, LatencyStats, Recorder, SimReport, Stat};
+use crate::sim::metrics::{BinStat, LatencyStats, SimReport};
 use crate::sim::queue::Nanos;
 use crate::sim::records::{RequestState, Requests};
 use crate::sim::steady;
@@ -170,10 +170,10 @@ impl<'s, 'a> Simulation<'s, 'a> {
         }
     }
 
-    /// ITL over the measurement window, and the time-weighted KV use over it (per instance).
-    /// Closed loop: the stopping rule's window; open loop: the steady window (the rates'
-    /// window) when there is one; otherwise the whole run.
-    fn windowed_itl_kv(&self, open_window: Option<(Nanos, Nanos)>, t0: Nanos, t1: Nanos) -> (Stat, f64) {
+    /// The time-weighted KV use over the measurement window (per instance). Closed loop: the
+    /// stopping rule's window; open loop: the steady window (the rates' window) when there is
+    /// one; otherwise the whole run.
+    fn windowed_kv(&self, open_window: Option<(Nanos, Nanos)>, t0: Nanos, t1: Nanos) -> f64 {
         let per_instance = |integral: f64, span: Nanos| {
             if span > 0 {
                 integral / (span as f64 * self.instances.len() as f64)
@@ -183,12 +183,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
         };
         let integral = self.stats.kv_integral;
         if self.open {
-            let (a, b) = open_window.unwrap_or((0, Nanos::MAX));
-            let mut itl = Recorder::default();
-            for &(_, ms, n) in self.itl_steps.iter().filter(|s| s.0 > a && s.0 <= b) {
-                itl.record_n(ms, n);
-            }
-            let kv = match open_window {
+            return match open_window {
                 Some((a, b)) => {
                     // Between the steps ending last by each end: the integral and its span agree.
                     let ((ta, ka), (tb, kb)) = (self.kv_integral_at(a), self.kv_integral_at(b));
@@ -196,14 +191,68 @@ impl<'s, 'a> Simulation<'s, 'a> {
                 }
                 None => per_instance(integral, self.now),
             };
-            return (itl.stat(), kv);
         }
-        let kv = if self.closed && self.bench_total.is_none() {
+        if self.closed && self.bench_total.is_none() {
             per_instance(integral - self.kv_at_start, t1.saturating_sub(t0))
         } else {
             per_instance(integral, self.now)
-        };
-        (self.itl.stat(), kv)
+        }
+    }
+
+    /// Add a measured request's inter-token gaps to `itl`: between consecutive tokens of its
+    /// [`crate::sim::records::DecodeSegment`]s (a preemption's gap runs from the last token before it to the next
+    /// one after it), so ITL and TPOT describe the same requests.
+    /// The gaps inside a segment go to `m.itl_cover` (read by [`Self::itl_stat`]); those
+    /// between its first token and the token before it are recorded here.
+    fn record_gaps(&self, m: &mut Measured, r: &RequestState) {
+        let gap_ms = |a: Nanos, b: Nanos| b.saturating_sub(a) as f64 / 1e6;
+        let mut last: Option<Nanos> = None;
+        for s in &r.decoded {
+            if let Some(t) = s.start {
+                if let Some(p) = last {
+                    m.itl.record(gap_ms(p, t));
+                }
+                last = Some(t);
+            }
+            let log = &self.instances[s.instance as usize].token_log;
+            let to = (s.to.min(log.len() as u64)) as usize;
+            let from = (s.from as usize).min(to);
+            if from == to {
+                continue;
+            }
+            if let Some(p) = last {
+                m.itl.record(gap_ms(p, log[from]));
+            }
+            if to - from > 1 {
+                let i = s.instance as usize;
+                if m.itl_cover.len() <= i {
+                    m.itl_cover.resize_with(i + 1, Vec::new);
+                }
+                let cover = &mut m.itl_cover[i];
+                if cover.len() <= log.len() {
+                    cover.resize(log.len() + 1, 0);
+                }
+                cover[from + 1] += 1;
+                cover[to] -= 1;
+            }
+            last = Some(log[to - 1]);
+        }
+    }
+
+    /// ITL of the measured requests: the gaps recorded one by one, and each instance's gaps
+    /// between consecutive decode steps times the measured requests that had them.
+    fn itl_stat(&self, m: &mut Measured) -> crate::sim::metrics::Stat {
+        for (i, cover) in m.itl_cover.iter().enumerate() {
+            let log = &self.instances[i].token_log;
+            let mut n = 0i64;
+            for k in 1..cover.len().min(log.len()) {
+                n += cover[k];
+                if n > 0 {
+                    m.itl.record_n((log[k] - log[k - 1]) as f64 / 1e6, n as u64);
+                }
+            }
+        }
+        m.itl.stat()
     }
 
     /// The measurement window's ends. Closed loop: the stopping rule's marks. Burst: the whole
@@ -254,6 +303,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
         m.rec[1].record(inter);
         m.rec[2].record(amort);
         m.rec[3].record(e2e);
+        self.record_gaps(m, r);
         m.rec[4].record((r.scheduled.or(r.decode_admitted).unwrap_or(first) - r.arrival) as f64 / 1e6);
         m.measured += 1;
         m.out_tokens += out_tokens;
@@ -282,8 +332,9 @@ impl<'s, 'a> Simulation<'s, 'a> {
         let steady = open_window.is_some();
         let ((t0, tok0, in0), (t1, tok1, in1)) = self.window(open_window);
         let window_s = (t1.saturating_sub(t0)) as f64 / 1e9;
-        let m = self.measure(t0, t1);
-        let (itl, kv_utilization) = self.windowed_itl_kv(open_window, t0, t1);
+        let mut m = self.measure(t0, t1);
+        let itl = self.itl_stat(&mut m);
+        let kv_utilization = self.windowed_kv(open_window, t0, t1);
         let window_tokens = tok1.saturating_sub(tok0);
         let window_input = in1.saturating_sub(in0);
         let per_s = |x: u64| if window_s > 0.0 { x as f64 / window_s } else { 0.0 };

@@ -60,6 +60,13 @@ pub(super) struct StepStats {
 pub(super) struct Measured {
     /// TTFT, inter-token TPOT, amortized TPOT, end-to-end, queueing.
     pub(super) rec: [Recorder; 5],
+    /// Inter-token gaps of the measured requests (ITL) recorded one by one: those around the
+    /// ends of their decode segments.
+    pub(super) itl: Recorder,
+    /// Per instance, over its token log: at index k, the change in how many measured requests
+    /// have the gap between its decode steps k − 1 and k (a difference array, summed once at
+    /// the end), so that a segment of n steps costs O(1), not n histogram records.
+    pub(super) itl_cover: Vec<Vec<i64>>,
     pub(super) measured: u64,
     /// Measured requests within both latency limits.
     pub(super) good: u64,
