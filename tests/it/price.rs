@@ -69,6 +69,20 @@ fn beyond_the_data_the_measured_utilisation_is_carried_onto_the_roofline() {
 }
 
 #[test]
+fn an_all_gather_is_looked_up_by_the_gathered_size() {
+    // The fixture's NCCL table (nccl-tests' message sizes: an all-gather's whole output, in
+    // 16-bit elements) has 64,000 elements at 10 µs and 128,000 at 14 µs on two GPUs. At TP 2
+    // each rank's logits of 4 sequences are 4 × 16,000 bf16 values (128,000 bytes); gathered,
+    // 128,000 elements: 14 µs, a measured point. Mutation: look the rank's own bytes up as the
+    // message (64,000 elements) and this gives 10 µs.
+    let v = json(&["--decode", "4x100", "--tp", "2"]);
+    let g = op(&v, "logits_all_gather");
+    assert!(close(g["ms"].as_f64().unwrap(), 0.014), "{g}");
+    assert_eq!(g["source"], "silicon");
+    assert_eq!(g["kind"], "all_gather");
+}
+
+#[test]
 fn operators_add_up_to_the_device_time_and_the_step_adds_the_host() {
     let v = json(&["--decode", "4x100", "--prefill", "1x64@128"]);
     let sum: f64 = v["operators"].as_array().unwrap().iter().map(|o| o["ms"].as_f64().unwrap()).sum();

@@ -21,7 +21,7 @@
 
 use super::Builder;
 use crate::cost::ops::measured::{clamp, AttentionRoof, AttentionSide, Lookup, Measured, Roof1, Transfer};
-use crate::cost::ops::{f, unit, Coef, Collective, Op, OpKind};
+use crate::cost::ops::{f, scaled, unit, Coef, Collective, Op, OpKind};
 use crate::hardware::kernels::{Dense, GemmDtype, KernelOp, MoeDtype, TableId};
 use crate::hardware::{CommGroup, Dtype};
 use crate::quant::{KvQuant, LinearQuant};
@@ -257,17 +257,27 @@ impl Builder<'_> {
         if !grid.sub_keys(&[], 0).contains(&size) {
             return op;
         }
+        // The tables key a collective by nccl-tests' message size: the whole tensor of an
+        // all-reduce or reduce-scatter, and the gathered output of an all-gather (every rank's
+        // part together), where the builders give an all-gather's bytes per rank.
+        let (key, per_key) = match algo {
+            Collective::AllGather => (scaled(bytes, size), 1.0 / size),
+            _ => (*bytes, 1.0),
+        };
         // The group's own model gives latency and per-byte slope for carrying beyond the data.
-        let time = |b: f64| match algo {
-            Collective::AllReduce => group.all_reduce(b),
-            Collective::AllGather => group.all_gather(b),
-            Collective::ReduceScatter => group.reduce_scatter(b),
-            Collective::AllToAll => group.all_to_all(b),
+        let time = |key_bytes: f64| {
+            let b = key_bytes * per_key;
+            match algo {
+                Collective::AllReduce => group.all_reduce(b),
+                Collective::AllGather => group.all_gather(b),
+                Collective::ReduceScatter => group.reduce_scatter(b),
+                Collective::AllToAll => group.all_to_all(b),
+            }
         };
         let gib = (1u64 << 30) as f64;
         let roof = Roof1 { compute: 0.0, memory0: time(1.0), memory1: (time(gib) - time(1.0)) / gib };
         let curve = Dense::<1>::slice(grid, &[size], &|x: &[f64]| roof.at(x[1]));
-        let lookup = Lookup::Count { coef: *bytes, curve, roof, transfer: None, floor: false };
+        let lookup = Lookup::Count { coef: key, curve, roof, transfer: None, floor: false };
         Op { fixed_s: 0.0, kind: OpKind::Measured(Box::new(Measured { roofline: op.kind, lookup })), ..op }
     }
 }
