@@ -85,17 +85,19 @@ fn engine_of(run: &MeasuredRun) -> String {
 
 /// Host overheads the fit starts from and is pulled toward, the same for every engine so that
 /// no engine's figures are presumed: 0.5 ms a step (a CUDA-graph replay and the scheduler's
-/// Python), 0.2 µs a running sequence per decoder layer (10 µs a sequence in a 48-layer
-/// model), 2 ms of the front end's time a request (HTTP and the tokenizer call; the per-token
-/// front-end times are not fitted and keep the profile's). The per-sequence cost is fitted per layer
-/// only (`seq_overhead_us`, the part that does not grow with the model, stays 0): fitted per
-/// sequence, it came out at 50 µs on Qwen3-32B's 64 layers and 24 µs once Llama-3.1-8B's 32
-/// were added, and left out, Llama's TPOT was 13 % too high. Fixed here, not read from the
-/// profiles, so that re-fitting the built-in profiles gives the same result.
+/// Python), 10 µs a running sequence a step (the scheduler's, the input preparation's and the
+/// output processing's work for it), 2 ms of the front end's time a request (HTTP and the
+/// tokenizer call; the per-token front-end times are not fitted and keep the profile's). The
+/// per-sequence cost is fitted per step, not per decoder layer (`seq_layer_overhead_us` stays
+/// 0): it is the engine's host work for a running request (Python loops over the requests, not
+/// over the layers), and the runs that see it are synchronous vLLM's (0.12: its per-sequence work
+/// is on every step's critical path); under overlapped scheduling it hides behind the device.
+/// Fixed here, not read from the profiles, so that re-fitting the built-in profiles gives the
+/// same result.
 pub const PRIOR_OVERHEADS: Overheads = Overheads {
     step_overhead_us: 500.0,
-    seq_overhead_us: 0.0,
-    seq_layer_overhead_us: 0.2,
+    seq_overhead_us: 10.0,
+    seq_layer_overhead_us: 0.0,
     frontend_request_us: Some(2000.0),
     frontend_input_token_us: None,
     frontend_output_token_us: None,
@@ -106,19 +108,19 @@ fn prior() -> Prior {
     let o = PRIOR_OVERHEADS;
     Prior::new(Params {
         step_overhead_us: o.step_overhead_us,
-        seq_layer_overhead_us: o.seq_layer_overhead_us,
+        seq_overhead_us: o.seq_overhead_us,
         frontend_request_us: o.frontend_request_us.unwrap_or(0.0),
     })
 }
 
-/// `p` rounded as a profile keeps it (whole µs per step, hundredths of a µs per sequence per
-/// layer, whole µs of front end per request), so what the fit simulates and reports is what
+/// `p` rounded as a profile keeps it (whole µs per step, tenths of a µs per sequence, whole µs
+/// of front end per request), so what the fit simulates and reports is what
 /// the file says.
 fn rounded(p: &Params) -> Params {
     let r = |x: f64, per_unit: f64| (x * per_unit).round() / per_unit;
     Params {
         step_overhead_us: r(p.step_overhead_us, 1.0),
-        seq_layer_overhead_us: r(p.seq_layer_overhead_us, 100.0),
+        seq_overhead_us: r(p.seq_overhead_us, 10.0),
         frontend_request_us: r(p.frontend_request_us, 1.0),
     }
 }
@@ -130,8 +132,8 @@ fn entry(device: &str, p: &Params) -> DeviceCalibration {
         device: device.to_string(),
         overheads: Overheads {
             step_overhead_us: p.step_overhead_us,
-            seq_overhead_us: 0.0,
-            seq_layer_overhead_us: p.seq_layer_overhead_us,
+            seq_overhead_us: p.seq_overhead_us,
+            seq_layer_overhead_us: 0.0,
             frontend_request_us: Some(p.frontend_request_us),
             frontend_input_token_us: None,
             frontend_output_token_us: None,
@@ -307,7 +309,7 @@ fn record_fits(
             let r = |x: f64| (x / total).round();
             profile.defaults = Overheads {
                 step_overhead_us: r(weighted[0]),
-                seq_overhead_us: r(weighted[1]),
+                seq_overhead_us: (weighted[1] / total * 10.0).round() / 10.0,
                 seq_layer_overhead_us: (weighted[2] / total * 100.0).round() / 100.0,
                 frontend_request_us: Some(r(weighted[3])),
                 // Not fitted: the profile's own.

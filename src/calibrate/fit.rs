@@ -2,7 +2,7 @@
 //! loop.
 //!
 //! Three parameters per serving engine on one device ([`Params`]): the engine's per-step host
-//! time, its per-sequence per-decoder-layer cost and its per-request front-end time. What the
+//! time, its per-running-sequence host time per step and its per-request front-end time. What the
 //! device's kernels do (bandwidth, matrix efficiency, grouped GEMMs, collectives) is not
 //! fitted: it comes from the device profile and the measured kernel tables, and every engine on
 //! a device shares it. A full re-simulation per trial would cost seconds per trial, so the fit
@@ -19,11 +19,11 @@
 //! Three rounds, then one plain simulation at the result: what the fit reports is always a
 //! simulated figure, never the linear model's.
 
-use crate::hardware::calibration::{MAX_FRONTEND_REQUEST_US, MAX_SEQ_LAYER_OVERHEAD_US, MAX_STEP_OVERHEAD_US};
+use crate::hardware::calibration::{MAX_FRONTEND_REQUEST_US, MAX_SEQ_OVERHEAD_US, MAX_STEP_OVERHEAD_US};
 use serde::Serialize;
 
 /// Components of a step's price the calibration scales: one per step (the per-step host
-/// time); running sequences × decoder layers (the per-sequence per-layer cost).
+/// time); running sequences (the per-sequence host time).
 pub const COMPONENTS: usize = 2;
 pub const STEP: usize = 0;
 pub const SEQS: usize = 1;
@@ -44,19 +44,19 @@ pub struct Sensitivity {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Params {
     pub step_overhead_us: f64,
-    pub seq_layer_overhead_us: f64,
+    pub seq_overhead_us: f64,
     pub frontend_request_us: f64,
 }
 
 /// Names of the parameters, in [`Params::to_vec`] order.
-pub const PARAM_NAMES: [&str; P] = ["step_overhead_us", "seq_layer_overhead_us", "frontend_request_us"];
+pub const PARAM_NAMES: [&str; P] = ["step_overhead_us", "seq_overhead_us", "frontend_request_us"];
 
 impl Params {
     pub fn to_vec(self) -> [f64; P] {
-        [self.step_overhead_us, self.seq_layer_overhead_us, self.frontend_request_us]
+        [self.step_overhead_us, self.seq_overhead_us, self.frontend_request_us]
     }
     pub fn from_vec(v: [f64; P]) -> Self {
-        Params { step_overhead_us: v[0], seq_layer_overhead_us: v[1], frontend_request_us: v[2] }
+        Params { step_overhead_us: v[0], seq_overhead_us: v[1], frontend_request_us: v[2] }
     }
 
     /// These parameters with `values` at indices `idx` (of [`Params::to_vec`]).
@@ -72,7 +72,7 @@ impl Params {
     pub fn predict(&self, s: &Sensitivity, next: &Params) -> (f64, f64) {
         let mut scale = [0.0; COMPONENTS];
         scale[STEP] = (next.step_overhead_us - self.step_overhead_us) * 1e-6;
-        scale[SEQS] = (next.seq_layer_overhead_us - self.seq_layer_overhead_us) * 1e-6;
+        scale[SEQS] = (next.seq_overhead_us - self.seq_overhead_us) * 1e-6;
         let dot = |w: &[f64; COMPONENTS]| w.iter().zip(&scale).map(|(a, b)| a * b).sum::<f64>();
         // The front end's time per request is in every TTFT (uncontended, before any queueing).
         let ttft = s.ttft_ms + dot(&s.ttft) + (next.frontend_request_us - self.frontend_request_us) * 1e-3;
@@ -91,19 +91,19 @@ pub struct Prior {
 
 impl Prior {
     /// The engines' documented overheads, within the bounds a real engine stays inside
-    /// (`hardware::calibration`: 4.5 ms a step, 50 µs a sequence per layer, 50 ms of front end a request).
+    /// (`hardware::calibration`: 4.5 ms a step, 100 µs a sequence a step, 50 ms of front end a request).
     pub fn new(at: Params) -> Self {
-        Prior { at, lower: [0.0; P], upper: [MAX_STEP_OVERHEAD_US, MAX_SEQ_LAYER_OVERHEAD_US, MAX_FRONTEND_REQUEST_US] }
+        Prior { at, lower: [0.0; P], upper: [MAX_STEP_OVERHEAD_US, MAX_SEQ_OVERHEAD_US, MAX_FRONTEND_REQUEST_US] }
     }
 
     /// Regularisation toward the prior of parameter `i` at `v`: the squared difference in units
-    /// of a typical value (5 ms a step, 2 µs a sequence per layer (100 µs a sequence in a
-    /// 48-layer model), 5 ms of the front end's time a request).
+    /// of a typical value (5 ms a step, 50 µs a sequence a step, 5 ms of the front end's time a
+    /// request).
     fn penalty_of(&self, i: usize, v: f64) -> f64 {
         let a = self.at.to_vec()[i];
         match i {
             0 => ((v - a) / 5_000.0).powi(2),
-            1 => ((v - a) / 2.0).powi(2),
+            1 => ((v - a) / 50.0).powi(2),
             _ => ((v - a) / 5_000.0).powi(2),
         }
     }
@@ -272,15 +272,15 @@ mod tests {
         assert!((x[0] - 3.0).abs() < 1e-3 && (x[1] + 1.0).abs() < 1e-3, "{x:?}");
     }
 
-    fn params(step_us: f64, seq_layer_us: f64) -> Params {
-        Params { step_overhead_us: step_us, seq_layer_overhead_us: seq_layer_us, frontend_request_us: 0.0 }
+    fn params(step_us: f64, seq_us: f64) -> Params {
+        Params { step_overhead_us: step_us, seq_overhead_us: seq_us, frontend_request_us: 0.0 }
     }
 
     #[test]
     fn the_first_order_prediction_moves_each_component_by_its_weight() {
         // Weights in ms of TPOT per second of each component: 1 000 (one step per token) and
-        // 2 000 000 (2 000 sequence-layers per step): 2 ms more per step adds 2 ms, 1 µs more
-        // per sequence-layer adds 2 ms. Mutation: read SEQS's weight for STEP.
+        // 2 000 000 (2 000 sequences per step): 2 ms more per step adds 2 ms, 1 µs more per
+        // sequence adds 2 ms. Mutation: read SEQS's weight for STEP.
         let s = Sensitivity { ttft_ms: 50.0, tpot_ms: 12.0, ttft: [0.0; 2], tpot: [1000.0, 2e6] };
         let (_, tpot) = params(1000.0, 0.0).predict(&s, &params(3000.0, 1.0));
         assert!((tpot - (12.0 + 2.0 + 2.0)).abs() < 1e-9, "{tpot}");
@@ -321,15 +321,15 @@ mod block_tests {
 
     #[test]
     fn a_parameter_no_run_depends_on_stays_at_its_prior() {
-        // Runs with no sequence-layer sensitivity (no slope for the per-layer cost): only the
+        // Runs with no sequence sensitivity (no slope for the per-sequence cost): only the
         // prior decides it. Fails if the block fit maps its coordinates onto the wrong
         // parameters, or the prior's pull is lost.
-        let at = Params { step_overhead_us: 500.0, seq_layer_overhead_us: 10.0, frontend_request_us: 10_000.0 };
+        let at = Params { step_overhead_us: 500.0, seq_overhead_us: 10.0, frontend_request_us: 10_000.0 };
         let sens = Sensitivity { ttft_ms: 100.0, tpot_ms: 10.0, ttft: [50.0, 0.0], tpot: [900.0, 0.0] };
         let members = vec![Member { sample: Sample { ttft_ms: 120.0, tpot_ms: 12.0, sens }, at, cur: at }];
         let prior = Prior::new(at);
         let v = fit_block(&members, &[0, 1, 2], &prior);
-        assert!((v[1] - 10.0).abs() < 0.2, "per-layer cost moved without data: {v:?}");
+        assert!((v[1] - 10.0).abs() < 0.2, "per-sequence cost moved without data: {v:?}");
         // A run the overheads cannot reach (measured far below the simulation even with none):
         // they go to their bound, and the parameter without data still stays. Fails without the
         // clamp of saturated coordinates (the simplex ran off and took it to a bound).

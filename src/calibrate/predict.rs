@@ -174,11 +174,9 @@ fn simulate_means(ctx: &CandidateCtx, batch: u32, budget: u64) -> Result<Means, 
 
 /// Prices steps with the candidate's cost model and keeps, for every step the simulator runs,
 /// the amount of each component the calibration scales (see [`COMPONENTS`]): one step, and
-/// its running sequences × decoder layers.
+/// its running sequences.
 struct Recorder<'a> {
     inner: &'a crate::cost::RooflineCost,
-    /// The decoder-layer passes of a step: the per-sequence overhead the fit scales is per layer.
-    layers: f64,
     /// The engine overlaps scheduling: a step takes the larger of its device and host parts,
     /// so only the larger one's components move it (the other's weights are recorded as 0).
     overlap: bool,
@@ -202,8 +200,8 @@ impl StepCostModel for Recorder<'_> {
         let parts = self.inner.step_parts(shape);
         // The per-step gap adds to every step; the per-sequence work only where it is not
         // overlapped behind a longer device part.
-        let seq_layers = if self.overlap && parts.host_s <= parts.device_s { 0.0 } else { seqs * self.layers };
-        let comps = [1.0, seq_layers];
+        let seq_weight = if self.overlap && parts.host_s <= parts.device_s { 0.0 } else { seqs };
+        let comps = [1.0, seq_weight];
         self.steps.lock().expect("no panic holds the lock").push(comps);
         parts
     }
@@ -220,12 +218,7 @@ fn simulate_sensitivity(ctx: &CandidateCtx, batch: u32, budget: u64) -> Result<S
     let setup = ctx.sim_setup();
     let (mut cfg, factory) = setup.config(batch, budget);
     cfg.run.max_steps = MAX_STEPS;
-    let rec = Recorder {
-        inner: &setup.cost,
-        layers: ctx.layer_passes as f64,
-        overlap: cfg.instance.overlap_scheduling,
-        steps: Mutex::new(Vec::new()),
-    };
+    let rec = Recorder { inner: &setup.cost, overlap: cfg.instance.overlap_scheduling, steps: Mutex::new(Vec::new()) };
     let mut ends: Vec<u64> = Vec::new();
     let (rep, reqs) = simulate_detailed(&cfg, &rec, factory, &mut |r: StepRecord| ends.push(r.end))?;
     let comps = rec.steps.into_inner().expect("no panic holds the lock");

@@ -125,7 +125,7 @@ fn the_sensitivity_pass_simulates_what_a_prediction_simulates_and_its_slopes_pre
     let res = Resolver::default();
     let runs = read_files(&[SAMPLE], &res).unwrap();
     let run = runs.iter().find(|r| r.engine == "vllm" && r.target.device == "H100_SXM").unwrap().clone();
-    let calibration_with = |step_us: f64, seq_layer_us: f64, overlap: bool| {
+    let calibration_with = |step_us: f64, seq_us: f64, overlap: bool| {
         let mut engines = EngineProfiles::default();
         let mut vllm = engines.get("vllm").clone();
         if !overlap {
@@ -136,8 +136,8 @@ fn the_sensitivity_pass_simulates_what_a_prediction_simulates_and_its_slopes_pre
             device: "H100_SXM".into(),
             overheads: Overheads {
                 step_overhead_us: step_us,
-                seq_overhead_us: 0.0,
-                seq_layer_overhead_us: seq_layer_us,
+                seq_overhead_us: seq_us,
+                seq_layer_overhead_us: 0.0,
                 frontend_request_us: Some(5000.0),
                 frontend_input_token_us: None,
                 frontend_output_token_us: None,
@@ -147,38 +147,38 @@ fn the_sensitivity_pass_simulates_what_a_prediction_simulates_and_its_slopes_pre
         engines.replace(vllm);
         engines
     };
-    let calibration = |step_us: f64, seq_layer_us: f64| calibration_with(step_us, seq_layer_us, false);
+    let calibration = |step_us: f64, seq_us: f64| calibration_with(step_us, seq_us, false);
     let base = Predictor::new(base_plan(&[]).unwrap(), &res);
-    let at = base.with_engines(calibration(500.0, 0.3));
+    let at = base.with_engines(calibration(500.0, 19.2));
     let s = at.sensitivity(&run).unwrap();
     let p = at.predict(&run).unwrap();
     assert_eq!((s.ttft_ms, s.tpot_ms), (p.ttft_ms, p.tpot_ms));
-    let params = |step, seq_layer| Params { step_overhead_us: step, seq_layer_overhead_us: seq_layer, frontend_request_us: 5000.0 };
-    let moved = base.with_engines(calibration(2500.0, 0.3)).predict(&run).unwrap();
-    let (ttft, tpot) = params(500.0, 0.3).predict(&s, &params(2500.0, 0.3));
+    let params = |step, seq| Params { step_overhead_us: step, seq_overhead_us: seq, frontend_request_us: 5000.0 };
+    let moved = base.with_engines(calibration(2500.0, 19.2)).predict(&run).unwrap();
+    let (ttft, tpot) = params(500.0, 19.2).predict(&s, &params(2500.0, 19.2));
     assert!((tpot - moved.tpot_ms).abs() < 0.02 * moved.tpot_ms, "first order {tpot} vs simulated {}", moved.tpot_ms);
     assert!((ttft - moved.ttft_ms).abs() < 0.10 * moved.ttft_ms, "first order {ttft} vs simulated {}", moved.ttft_ms);
     assert!(tpot > s.tpot_ms + 1.5, "2 ms more per step must show in TPOT: {} -> {tpot}", s.tpot_ms);
-    // 3 µs more per sequence per layer: the recorded component is sequences × layers (fails if
-    // the recorder counts sequences only: the first order then moves TPOT 64 times too little;
-    // and if `CandidateCtx::new` forgets the model's layers, the simulated TPOT hardly moves).
-    let moved = base.with_engines(calibration(500.0, 3.3)).predict(&run).unwrap();
-    let (_, tpot) = params(500.0, 0.3).predict(&s, &params(500.0, 3.3));
+    // 192 µs more per sequence (3 µs for each of Qwen3-32B's 64 layers): the recorded component
+    // is the step's sequences (fails if the recorder counts sequences × layers: the first order
+    // then moves TPOT 64 times too much).
+    let moved = base.with_engines(calibration(500.0, 211.2)).predict(&run).unwrap();
+    let (_, tpot) = params(500.0, 19.2).predict(&s, &params(500.0, 211.2));
     assert!((tpot - moved.tpot_ms).abs() < 0.02 * moved.tpot_ms, "first order {tpot} vs simulated {}", moved.tpot_ms);
-    assert!(moved.tpot_ms > s.tpot_ms * 1.05, "a per-layer cost must show: {} -> {}", s.tpot_ms, moved.tpot_ms);
-    // Overlapped scheduling hides the per-sequence host work below the device's: 3 µs more per
-    // sequence per layer leave the simulated TPOT where it was, and the slopes, which record
+    assert!(moved.tpot_ms > s.tpot_ms * 1.05, "a per-sequence cost must show: {} -> {}", s.tpot_ms, moved.tpot_ms);
+    // Overlapped scheduling hides the per-sequence host work below the device's: 192 µs more per
+    // sequence leave the simulated TPOT where it was, and the slopes, which record
     // the per-sequence component only where the host part is the larger, say so (fails if the
     // recorder keeps it for device-bound steps). The per-step gap is not hidden: 2 ms more per
     // step move TPOT by about 2 ms, as the slopes say (fails if the recorder drops it).
-    let at = base.with_engines(calibration_with(500.0, 0.3, true));
+    let at = base.with_engines(calibration_with(500.0, 19.2, true));
     let s = at.sensitivity(&run).unwrap();
-    let moved = base.with_engines(calibration_with(500.0, 3.3, true)).predict(&run).unwrap();
-    let (_, tpot) = params(500.0, 0.3).predict(&s, &params(500.0, 3.3));
+    let moved = base.with_engines(calibration_with(500.0, 211.2, true)).predict(&run).unwrap();
+    let (_, tpot) = params(500.0, 19.2).predict(&s, &params(500.0, 211.2));
     assert!((moved.tpot_ms - s.tpot_ms).abs() < 0.01 * s.tpot_ms, "hidden host time moved TPOT: {} -> {}", s.tpot_ms, moved.tpot_ms);
     assert!((tpot - moved.tpot_ms).abs() < 0.02 * moved.tpot_ms, "first order {tpot} vs simulated {}", moved.tpot_ms);
-    let moved = base.with_engines(calibration_with(2500.0, 0.3, true)).predict(&run).unwrap();
-    let (_, tpot) = params(500.0, 0.3).predict(&s, &params(2500.0, 0.3));
+    let moved = base.with_engines(calibration_with(2500.0, 19.2, true)).predict(&run).unwrap();
+    let (_, tpot) = params(500.0, 19.2).predict(&s, &params(2500.0, 19.2));
     assert!(moved.tpot_ms > s.tpot_ms + 1.5, "the gap between steps must show in TPOT: {} -> {}", s.tpot_ms, moved.tpot_ms);
     assert!((tpot - moved.tpot_ms).abs() < 0.02 * moved.tpot_ms, "first order {tpot} vs simulated {}", moved.tpot_ms);
 }
@@ -338,9 +338,13 @@ fn the_per_layer_overhead_counts_every_layer_pass_a_step_runs() {
     let mut plan = super::util::plan_of(
         &[&argv[..], &["--input-length", "1024", "--output-length", "128", "--serving-engine", "vllm", "--num-mtp-tokens", "2"]].concat(),
     );
-    // A per-layer cost of 0.5 µs on every entry (the built-in fit may put it at 0).
+    // A per-layer cost of 0.5 µs on every entry (the built-in fit puts it at 0) and no per-step
+    // per-sequence cost (the built-in fit's), so that the per-sequence host time is the layers'.
     let mut vllm = plan.engines.get("vllm").clone();
-    vllm.devices.iter_mut().for_each(|d| d.overheads.seq_layer_overhead_us = 0.5);
+    vllm.devices.iter_mut().for_each(|d| {
+        d.overheads.seq_layer_overhead_us = 0.5;
+        d.overheads.seq_overhead_us = 0.0;
+    });
     plan.engines.replace(vllm);
     let per_layer = plan.effective(&plan.devices[0]).per_seq_layer_s;
     assert!((per_layer - 0.5e-6).abs() < 1e-18, "{per_layer}");
