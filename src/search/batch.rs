@@ -135,6 +135,9 @@ impl Probes<'_> {
     /// by a latency limit is left as it is: there throughput still grows with the batch.
     fn down_from_the_boundary(&mut self, min: u32) {
         let Some((&top, (p, _))) = self.seen.iter().rev().find(|(_, (p, _))| p.stop.is_none()) else { return };
+        if preempted(p) {
+            return self.down_through_preemption(top, min);
+        }
         let above = self.seen.range(top + 1..).next().map(|(_, (p, _))| p.stop);
         if above != Some(Some(StopReason::MemoryOom)) {
             return;
@@ -153,9 +156,38 @@ impl Probes<'_> {
         }
     }
 
+    /// The largest feasible batch preempted: its KV pool, not a latency limit, holds the closed
+    /// loop (an engine that preempts and recomputes instead of failing out of memory), and
+    /// throughput past the pool's knee falls and wanders, and feasibility with it (Qwen3-8B on
+    /// one H100, 4,230-token prompts: 1,772 tok/s at batch 62 with 8 preemptions, 1,734 at 63,
+    /// 1,636 at 66, 1,734 at 69). Walk down through the preempting batches, feasible or not, to
+    /// the first one that does not preempt (at most [`EXTRA_PROBES`] in all), so that the best
+    /// near the knee is among the probes whatever limit ended the bisection.
+    fn down_through_preemption(&mut self, top: u32, min: u32) {
+        let mut b = top;
+        while let Some(n) = b.checked_sub(1).filter(|&n| n >= min) {
+            if !self.seen.contains_key(&n) {
+                if self.extra >= EXTRA_PROBES {
+                    return;
+                }
+                self.extra += 1;
+            }
+            self.feasible(n);
+            if !preempted(&self.seen[&n].0) {
+                return;
+            }
+            b = n;
+        }
+    }
+
     fn into_result(self, first_stop: Option<StopReason>) -> SearchResult {
         SearchResult { probes: self.seen.into_values().map(|(p, _)| p).collect(), first_stop }
     }
+}
+
+/// Whether a probe's simulation preempted running requests (its KV pool was full).
+fn preempted(p: &Probe) -> bool {
+    p.row.sim.as_ref().is_some_and(|s| s.preemptions > 0)
 }
 
 /// The next upper bracket after a feasible `right` (`left` is the feasible probe before it).
@@ -268,6 +300,51 @@ mod tests {
         let r = search(1, None, SearchStrategy::LinearExponential, &mut g);
         assert_eq!(probed[..3], [1, 512, 792]);
         assert_eq!(r.feasible().map(|p| p.row.batch_size).max(), Some(700));
+    }
+
+    /// A probe of a KV-bound closed loop: `tput` tok/s, `preemptions`, feasible or not.
+    fn kv_probe(b: u32, tput: f64, preemptions: u64, feasible: bool) -> (Probe, ProbeStats) {
+        let sim = crate::outcome::SimSummary {
+            latency: Default::default(),
+            total_throughput: tput,
+            goodput: 0.0,
+            kv_utilization: 1.0,
+            kv_peak_utilization: 1.0,
+            kv_capacity_blocks: 1,
+            mean_batch_size: b as f64,
+            mean_step_ms: 1.0,
+            steps: 1,
+            measured_requests: 1,
+            preemptions,
+            window_s: 1.0,
+            converged: true,
+            abandoned: false,
+            prefix_cache_hit_rate: 0.0,
+            bins: Vec::new(),
+        };
+        let row = Row { throughput: tput, sim: Some(sim), ..Row::probe_stub(b) };
+        (Probe { row, stop: (!feasible).then_some(StopReason::TpotLimit) }, stats())
+    }
+
+    #[test]
+    fn a_boundary_past_the_pools_knee_walks_down_to_it() {
+        // As Qwen3-8B on one H100 showed it: no preemption up to batch 60, the knee at 62
+        // (the best throughput, a few preemptions), past it throughput falls and feasibility
+        // wanders (69 meets the limit, 65 to 68 do not). Bisection over [1, 75] ends on 64 with
+        // 61 and 63 probed; the walk must reach 62. Mutation: drop the `preempted` branch of
+        // `down_from_the_boundary` and the best probe is 61's 1,760 tok/s.
+        let mut f = |b: u32| match b {
+            ..=60 => kv_probe(b, 1700.0 + b as f64, 0, true),
+            61 => kv_probe(b, 1760.0, 12, true),
+            62 => kv_probe(b, 1772.0, 8, true),
+            63 | 64 => kv_probe(b, 1734.0 - (b - 63) as f64 * 18.0, 100, true),
+            65..=68 => kv_probe(b, 1650.0, 250, false),
+            69 => kv_probe(b, 1734.0, 190, true),
+            _ => kv_probe(b, 1600.0, 300, false),
+        };
+        let r = search(1, Some(75), SearchStrategy::Exponential, &mut f);
+        let best = r.feasible().max_by(|a, b| a.row.throughput.total_cmp(&b.row.throughput)).unwrap();
+        assert_eq!(best.row.batch_size, 62);
     }
 
     #[test]
