@@ -337,7 +337,7 @@ pub struct RawArgs {
     /// a preemption; defaults max_num_tokens 8192, max_batch_size 2048; TensorRT-LLM's own default
     /// is --no-chunked-prefill) or msmodeling (decode-first with --token-budget-slack, auto
     /// budgets of 4×, 2×, 1× the prompt). ENGINE@VERSION (e.g. vllm@0.11) simulates that
-    /// release's version-dependent defaults: overlapped scheduling, which vLLM runs from 0.12
+    /// release's version-dependent defaults: overlapped scheduling, which vLLM runs from 0.14
     /// and TensorRT-LLM from 1.0 (without a version: the current release). [default: vllm on
     /// NVIDIA devices, msmodeling on the others]
     #[arg(long, value_name = "ENGINE[@VERSION]", help_heading = "Simulator")]

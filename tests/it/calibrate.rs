@@ -69,8 +69,8 @@ fn bad_measured_input_is_a_usage_error_naming_file_row_and_field_and_prints_noth
 #[test]
 fn a_prediction_is_the_main_commands_benchmark_run_deterministically() {
     // A measured run is predicted as the benchmark ran it: the main command's closed loop with
-    // --num-requests N (first wave included), vLLM's policy and limits, the fused graph.
-    // Fails if a run's plan differs from the main command's for the same layout (e.g. the
+    // --num-requests N (first wave included), vLLM's policy and limits, the fused graph, the
+    // run's release. Fails if a run's plan differs from the main command's for the same layout (e.g. the
     // first wave left out, another scheduler, eager kernels), or if predictions depend on the
     // order or thread they run in.
     let res = Resolver::default();
@@ -93,8 +93,9 @@ fn a_prediction_is_the_main_commands_benchmark_run_deterministically() {
         "128",
         "--quantize-linear-action",
         "DISABLED",
+        // The run's release (0.12.0): it schedules synchronously.
         "--serving-engine",
-        "vllm",
+        "vllm@0.12",
         "--compile",
         "--num-requests",
         "80",
@@ -121,7 +122,7 @@ fn the_sensitivity_pass_simulates_what_a_prediction_simulates_and_its_slopes_pre
     // step's weight counts the wrong requests, e.g. W and U swapped, or the count component is
     // scaled by the wrong unit).
     use throughput_optimizer::calibrate::fit::Params;
-    use throughput_optimizer::hardware::calibration::{DeviceCalibration, EngineProfiles, Overheads};
+    use throughput_optimizer::hardware::calibration::{DeviceCalibration, EngineProfiles, EngineVersion, Overheads};
     let res = Resolver::default();
     let runs = read_files(&[SAMPLE], &res).unwrap();
     let run = runs.iter().find(|r| r.engine == "vllm" && r.target.device == "H100_SXM").unwrap().clone();
@@ -131,6 +132,9 @@ fn the_sensitivity_pass_simulates_what_a_prediction_simulates_and_its_slopes_pre
         if !overlap {
             // Host time then adds to every step, as the first-order slopes below assume.
             vllm.overlap_scheduling_from = None;
+        } else {
+            // Overlapped from the run's own release (0.12.0), which the profile runs synchronously.
+            vllm.overlap_scheduling_from = EngineVersion::parse("0.12.0");
         }
         vllm.devices = vec![DeviceCalibration {
             device: "H100_SXM".into(),
