@@ -2,6 +2,7 @@
 //! pairing with the analytic P/D formulas, rank the pairings as the original tool does, and
 //! verify the best plan by simulation ([`verify`]).
 
+pub mod sizing;
 pub mod verify;
 
 use crate::analytic::pd::{decode_qps, prefill_qps, InstanceSplit};
