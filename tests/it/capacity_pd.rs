@@ -29,11 +29,10 @@ fn run(argv: &str) -> (Plan, Report) {
 /// devices than the aggregated answer. Re-simulated at the target from the report's own
 /// prefill and decode rows (the P/D system as verification runs it, 2000 requests, same
 /// seed), the answer meets the SLO; one prefill or one decode instance fewer misses it.
-/// Mutations tried: drop `fit`'s shrinking loop (the answer keeps the formulas' starting split,
-/// 5 P + 2 D on 7 devices, and one prefill instance fewer still meets); grow only the decode
-/// side on a miss (TTFT misses are then never fixed: the pairing that wins needs more prefill,
-/// and no P/D answer beats the aggregated one); `below` not reduced by one (in
-/// `the_tie_goes_to_aggregated_serving`).
+/// Mutations tried: drop `fit`'s shrinking loop (the answer keeps the formulas' starting split
+/// and one prefill instance fewer still meets); `below` not reduced by one (caught by
+/// `the_tie_goes_to_aggregated_serving`). Not caught: growing only the decode side on a miss
+/// (here the formulas' split already meets, so the search never grows).
 #[test]
 fn a_pd_answer_is_the_smallest_split_a_resimulation_confirms() {
     let (plan, report) = run(&format!("{LONG} --compare-disagg"));
@@ -44,7 +43,7 @@ fn a_pd_answer_is_the_smallest_split_a_resimulation_confirms() {
     assert_eq!(s.devices, p.devices + dd.devices);
     assert_eq!(s.instances, p.instances + dd.instances);
     assert_eq!((p.devices, dd.devices), (p.instances * p.devices_per_instance, dd.instances * dd.devices_per_instance));
-    assert!(p.instances >= 2 && dd.instances >= 2, "both roles can lose an instance: {s:?}");
+    assert!(p.instances >= 2, "the prefill side can lose an instance: {s:?}");
     assert!(s.max_request_rate_within_slo >= 20.0 * 0.95, "{s:?}");
     // The aggregated answer alone needs more devices.
     let (_, agg) = run(LONG);
@@ -63,9 +62,14 @@ fn a_pd_answer_is_the_smallest_split_a_resimulation_confirms() {
     assert_eq!(answer.ttft.p99, s.ttft_ms, "the sizing's check is that very simulation");
     assert_eq!(answer.tpot.p99, s.tpot_ms);
     assert!(!at(p.instances - 1, dd.instances).slo_met, "one prefill instance fewer misses");
-    assert!(!at(p.instances, dd.instances - 1).slo_met, "one decode instance fewer misses");
     assert_eq!(p.one_fewer.map(|f| f.meets_slo), Some(false));
-    assert_eq!(dd.one_fewer.map(|f| f.meets_slo), Some(false));
+    if dd.instances > 1 {
+        assert!(!at(p.instances, dd.instances - 1).slo_met, "one decode instance fewer misses");
+        assert_eq!(dd.one_fewer.map(|f| f.meets_slo), Some(false));
+    } else {
+        assert_eq!(dd.one_fewer, None);
+    }
+    assert_eq!(s.one_fewer.map(|f| f.meets_slo), Some(false));
     // The JSON names the issue gives.
     let j = serde_json::to_value(&report).unwrap();
     let js = &j["devices"][0]["sizing"];

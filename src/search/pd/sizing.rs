@@ -7,10 +7,11 @@
 //! Each role's layouts are searched as the P/D phase searches do (closed loops, the fastest
 //! row within its limit per layout) on the instance sizes `--compare-disagg` tries. Per pairing
 //! of a prefill and a decode layout, the P/D formulas' per-instance rates give a starting
-//! split for the target (each role's instances at its formula rate). The formulas' rates are
-//! closed-loop figures at the limits, which queueing under open arrivals only lowers, so that
-//! split is taken as the pairing's lower bound: pairings are tried from the smallest bound up,
-//! and one whose bound is above the best answer so far is not simulated. The simulation then
+//! split for the target (each role's share of the rate, rounded up; rounded down where that
+//! does not fit the devices left). The formulas' rates are closed-loop figures at the limits,
+//! about the most an instance serves within them, so the split rounded down is taken as the
+//! pairing's lower bound: pairings are tried from the smallest bound up, and one whose bound
+//! is above the best answer so far is not simulated. The simulation then
 //! adjusts the split: while it misses, it adds an instance (decode when only TPOT misses; else
 //! whichever of one more prefill or one more decode instance lands nearer the limits), and once
 //! it meets, it removes instances of either role while the target is still met. More instances
@@ -214,9 +215,33 @@ fn fit(checks: &mut Checks, i: usize, row: &PdRow, start: (u32, u32), sizes: (u3
     }
 }
 
-/// The pairings of every prefill with every decode layout, with each one's starting split
-/// (the formulas' instances for the target) and its devices, smallest first.
-fn pairings(plan: &Plan, prefill: &[RoleChoice], decode: &[RoleChoice]) -> Vec<(PdRow, usize, usize, (u32, u32), u32)> {
+/// A pairing's instances for the target by the formulas: each role's rate share rounded up
+/// (where the search starts) and down (its lower bound: each role at or above its formula
+/// rate).
+#[derive(Clone, Copy)]
+struct Start {
+    ceil: (u32, u32),
+    floor: (u32, u32),
+}
+
+impl Start {
+    /// The rounded-up split, rounded down role by role (the larger instances first) while it
+    /// needs more than `cap` devices.
+    fn within(self, sizes: (u32, u32), cap: u32) -> (u32, u32) {
+        let devices = |(p, d): (u32, u32)| p.saturating_mul(sizes.0).saturating_add(d.saturating_mul(sizes.1));
+        let mut at = self.ceil;
+        for role in if sizes.0 >= sizes.1 { [0, 1] } else { [1, 0] } {
+            if devices(at) > cap {
+                at = if role == 0 { (self.floor.0, at.1) } else { (at.0, self.floor.1) };
+            }
+        }
+        at
+    }
+}
+
+/// The pairings of every prefill with every decode layout, with each one's formula split for
+/// the target and its lower bound in devices, smallest first.
+fn pairings(plan: &Plan, prefill: &[RoleChoice], decode: &[RoleChoice]) -> Vec<(PdRow, usize, usize, Start, u32)> {
     let output = plan.workload.output.mean_raw();
     let mut v = Vec::new();
     for (pi, p) in prefill.iter().enumerate() {
@@ -224,9 +249,12 @@ fn pairings(plan: &Plan, prefill: &[RoleChoice], decode: &[RoleChoice]) -> Vec<(
             let mut row = pair(&p.row, p.latency_ms, &d.row, d.latency_ms, output);
             row.p_transfer_ms = p.transfer_ms;
             let rate = offered(plan, &row).1;
-            let n = |qps: f64| ((rate / qps).ceil().max(1.0)).min(u32::MAX as f64) as u32;
-            let start = (n(row.p_qps), n(row.d_qps));
-            let devices = start.0.saturating_mul(p.devices).saturating_add(start.1.saturating_mul(d.devices));
+            let n = |qps: f64, round: fn(f64) -> f64| (round(rate / qps).max(1.0)).min(u32::MAX as f64) as u32;
+            let start = Start {
+                ceil: (n(row.p_qps, f64::ceil), n(row.d_qps, f64::ceil)),
+                floor: (n(row.p_qps, f64::floor), n(row.d_qps, f64::floor)),
+            };
+            let devices = start.floor.0.saturating_mul(p.devices).saturating_add(start.floor.1.saturating_mul(d.devices));
             v.push((row, pi, di, start, devices));
         }
     }
@@ -249,7 +277,7 @@ pub fn size(plan: &Plan, device: &DeviceProfile, engine: &dyn Engine, below: Opt
             break;
         }
         let sizes = (prefill[*pi].devices, decode[*di].devices);
-        let Some(split) = fit(&mut checks, i, row, *start, sizes, cap) else { continue };
+        let Some(split) = fit(&mut checks, i, row, start.within(sizes, cap), sizes, cap) else { continue };
         let devices = split.0 * sizes.0 + split.1 * sizes.1;
         let load = checks.check(i, row, split.0, split.1).load;
         if best.as_ref().is_none_or(|b| devices < b.2 || (devices == b.2 && load < b.3)) {
