@@ -69,7 +69,8 @@ pub struct Sizing {
     /// The `--slo-percentile` statistic of TTFT and TPOT at the target, ms.
     pub ttft_ms: f64,
     pub tpot_ms: f64,
-    /// Simulations the sizing ran (checks at the target and the headroom search).
+    /// Simulations the sizing ran (checks at the target, aggregated and P/D, and the headroom
+    /// search; not the P/D roles' phase searches).
     pub simulations: u32,
     /// The check at the target one instance fewer would miss (`None` with one instance; a P/D
     /// answer: one instance fewer of the role whose check misses by more).

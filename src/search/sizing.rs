@@ -176,7 +176,8 @@ pub fn size(plan: &Plan, device: &DeviceProfile) -> SizingOutcome {
     let families = if aggregated { families(plan) } else { Vec::new() };
     let agg = smallest_aggregated(plan, device, &engine, &families);
     let below = agg.as_ref().map(|a| a.best.cand.parallel.num_devices);
-    if let Some(a) = disaggregated.then(|| pd::sizing::size(plan, device, &engine, below)).flatten() {
+    let (pd_answer, pd_sims) = if disaggregated { pd::sizing::size(plan, device, &engine, below) } else { (None, 0) };
+    if let Some(a) = pd_answer {
         return pd_outcome(plan, device, a, agg.map_or(0, |a| a.sims));
     }
     let Some(agg) = agg else {
@@ -199,7 +200,7 @@ pub fn size(plan: &Plan, device: &DeviceProfile) -> SizingOutcome {
         max_request_rate_within_slo: headroom,
         ttft_ms: best.row.ttft_ms.unwrap_or(f64::NAN),
         tpot_ms: best.row.tpot_ms.unwrap_or(f64::NAN),
-        simulations: agg.sims + headroom_sims,
+        simulations: agg.sims + pd_sims + headroom_sims,
         one_fewer: agg.one_fewer,
         slo_curve: curve,
         prefill_instances: None,

@@ -263,8 +263,9 @@ fn pairings(plan: &Plan, prefill: &[RoleChoice], decode: &[RoleChoice]) -> Vec<(
 }
 
 /// The smallest P/D deployment on `device` for the plan's target, using fewer than `below`
-/// devices (an aggregated answer's count: a tie goes to aggregated serving), if any.
-pub fn size(plan: &Plan, device: &DeviceProfile, engine: &dyn Engine, below: Option<u32>) -> Option<PdAnswer> {
+/// devices (an aggregated answer's count: a tie goes to aggregated serving), if any; and the
+/// P/D simulations run.
+pub fn size(plan: &Plan, device: &DeviceProfile, engine: &dyn Engine, below: Option<u32>) -> (Option<PdAnswer>, u32) {
     let prefill = role_choices(plan, device, engine, Phase::Prefill);
     let decode = role_choices(plan, device, engine, Phase::Decode);
     let mut checks = Checks { plan, device, seen: Vec::new() };
@@ -284,12 +285,12 @@ pub fn size(plan: &Plan, device: &DeviceProfile, engine: &dyn Engine, below: Opt
             best = Some((i, split, devices, load));
         }
     }
-    let (i, (p, d), devices, _) = best?;
+    let Some((i, (p, d), devices, _)) = best else { return (None, checks.seen.len() as u32) };
     let (row, pi, di, _, _) = &all[i];
     let check = checks.check(i, row, p, d);
     let fewer_prefill = (p > 1).then(|| checks.check(i, row, p - 1, d).point);
     let fewer_decode = (d > 1).then(|| checks.check(i, row, p, d - 1).point);
-    Some(PdAnswer {
+    let answer = PdAnswer {
         row: row.clone(),
         prefill_row: prefill[*pi].row.clone(),
         decode_row: decode[*di].row.clone(),
@@ -300,7 +301,8 @@ pub fn size(plan: &Plan, device: &DeviceProfile, engine: &dyn Engine, below: Opt
         fewer_prefill,
         fewer_decode,
         simulations: checks.seen.len() as u32,
-    })
+    };
+    (Some(answer), checks.seen.len() as u32)
 }
 
 /// The answer's headroom: its goodput from the rate at the target (a concurrency target:
