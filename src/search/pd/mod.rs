@@ -119,6 +119,8 @@ pub fn pair(p: &Row, ttft: f64, d: &Row, tpot: f64, output: u64) -> PdRow {
         p_budget: p.max_batched_tokens,
         d_budget: d.max_batched_tokens,
         p_transfer_ms: 0.0,
+        usd_per_million_output_tokens: None,
+        usd_per_million_tokens: None,
     }
 }
 
