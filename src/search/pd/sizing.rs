@@ -329,3 +329,26 @@ pub fn headroom(plan: &Plan, device: &DeviceProfile, a: &PdAnswer) -> (f64, Vec<
     });
     (g.rate, g.points, sims)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_start_rounds_down_the_larger_instances_first_to_fit_the_devices_left() {
+        // Formula shares 2.3 prefill and 1.02 decode instances: ceil (3, 2), floor (2, 1).
+        let s = Start { ceil: (3, 2), floor: (2, 1) };
+        // Everything fits: the rounded-up split.
+        assert_eq!(s.within((1, 1), 16), (3, 2));
+        // 5 devices of 1-device instances do not fit 4: prefill (listed first on a tie) goes
+        // down first; 3 then still does not fit, so decode goes down too.
+        assert_eq!(s.within((1, 1), 4), (2, 2));
+        assert_eq!(s.within((1, 1), 3), (2, 1));
+        // Decode instances of 4 devices are the larger: they go down first.
+        // Mutation: always round the prefill side first, and (2, 1) comes out, a prefill
+        // instance fewer than fits.
+        assert_eq!(s.within((1, 4), 7), (3, 1));
+        // Below the lower bound nothing more is taken away: the search then finds it too big.
+        assert_eq!(s.within((1, 1), 1), (2, 1));
+    }
+}
