@@ -1,6 +1,6 @@
 //! Capacity planning, as a user runs it. Targets (docs/performance.md): sizing on 64 devices in
 //! at most 5 s on one core; `--goodput` on the headline example as an open loop, against the
-//! same run without it.
+//! same run without it; sizing with P/D deployments (`--compare-disagg`, `--disagg`) on 64 devices.
 
 use clap::Parser;
 use throughput_optimizer::cli::{self, Command, RawArgs};
@@ -40,6 +40,29 @@ fn sizing_64_devices(bencher: divan::Bencher) {
     let p = plan(
         "meta-llama/Meta-Llama-3.1-8B --device H100_SXM --serving-engine vllm --input-length 1000 --output-length 200 \
          --ttft-limits 2000 --tpot-limits 50 --slo-percentile p99 --num-devices 64 --target-request-rate 600 --num-requests 20000 --jobs 1",
+    );
+    bencher.bench(|| throughput_optimizer::search::run(&p));
+}
+
+/// The same sizing with P/D deployments too (`--compare-disagg`): each role's layouts searched
+/// as P/D phases, then the P/D pairings that could beat the aggregated answer simulated.
+#[divan::bench(sample_count = 3)]
+fn sizing_64_devices_pd(bencher: divan::Bencher) {
+    let p = plan(
+        "meta-llama/Meta-Llama-3.1-8B --device H100_SXM --serving-engine vllm --input-length 1000 --output-length 200 \
+         --ttft-limits 2000 --tpot-limits 50 --slo-percentile p99 --num-devices 64 --target-request-rate 600 --num-requests 20000 \
+         --compare-disagg --jobs 1",
+    );
+    bencher.bench(|| throughput_optimizer::search::run(&p));
+}
+
+/// P/D only (`--disagg`) on 64 devices: every pairing whose formula split could fit is checked.
+#[divan::bench(sample_count = 3)]
+fn sizing_64_devices_disagg(bencher: divan::Bencher) {
+    let p = plan(
+        "meta-llama/Meta-Llama-3.1-8B --device H100_SXM --serving-engine vllm --input-length 1000 --output-length 200 \
+         --ttft-limits 2000 --tpot-limits 50 --slo-percentile p99 --num-devices 64 --target-request-rate 600 --num-requests 20000 \
+         --disagg --jobs 1",
     );
     bencher.bench(|| throughput_optimizer::search::run(&p));
 }

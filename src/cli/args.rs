@@ -387,7 +387,8 @@ pub struct RawArgs {
     /// Size a deployment for this load: the fewest devices (up to --num-devices, in whole
     /// instances) and the layout that serve R requests/s within the SLO (Poisson arrivals
     /// unless --arrival says otherwise), checked by a simulation at R, with the headroom (the
-    /// highest rate still within the SLO).
+    /// highest rate still within the SLO). Aggregated deployments; with --disagg P/D ones
+    /// (prefill and decode instances), with --compare-disagg either.
     #[arg(long, value_parser = finite_f64, value_name = "REQ/S", help_heading = "Capacity planning")]
     pub target_request_rate: Option<f64>,
     /// Size a deployment for C concurrent clients (a closed loop of C requests over all

@@ -21,12 +21,21 @@ pub struct SloPoint {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SizedRole {
     pub instances: u32,
+    /// Devices of the role's instances together (`instances` × `devices_per_instance`).
     pub devices: u32,
+    pub devices_per_instance: u32,
+    /// One instance's layout: tensor, data (replicas inside the instance) and expert
+    /// parallelism.
     pub tp: u32,
     pub dp: u32,
     pub ep: u32,
     /// The layout as the tables print it.
     pub parallel: String,
+    /// Sequences one instance runs at most (the batch size of the role's searched row).
+    pub batch_size: u32,
+    /// The check at the target with one instance fewer of this role (`None` with one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_fewer: Option<SloPoint>,
 }
 
 /// The smallest deployment that serves a target load within the SLO (`--target-request-rate`,
@@ -36,9 +45,11 @@ pub struct Sizing {
     /// Devices the deployment uses.
     pub devices: u32,
     /// Serving instances: data-parallel replicas of `tp` devices (a MoE layout's attention-DP
-    /// ranks share its expert-parallel group).
+    /// ranks share its expert-parallel group); a P/D answer's prefill and decode instances.
     pub instances: u32,
-    /// The layout of the whole deployment: tensor, data (= `instances`) and expert parallelism.
+    /// The layout of the whole deployment: tensor, data (= `instances`) and expert parallelism
+    /// (a P/D answer: its decode instances' layout, each role's in `prefill_instances` and
+    /// `decode_instances`).
     pub tp: u32,
     pub dp: u32,
     pub ep: u32,
@@ -58,9 +69,11 @@ pub struct Sizing {
     /// The `--slo-percentile` statistic of TTFT and TPOT at the target, ms.
     pub ttft_ms: f64,
     pub tpot_ms: f64,
-    /// Simulations the sizing ran (checks at the target and the headroom search).
+    /// Simulations the sizing ran (checks at the target, aggregated and P/D, and the headroom
+    /// search; not the P/D roles' phase searches).
     pub simulations: u32,
-    /// The check at the target one instance fewer would miss (`None` with one instance).
+    /// The check at the target one instance fewer would miss (`None` with one instance; a P/D
+    /// answer: one instance fewer of the role whose check misses by more).
     pub one_fewer: Option<SloPoint>,
     /// The headroom search's simulations, by rate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -30,6 +30,13 @@ pub struct PdRow {
     pub d_budget: u64,
     /// Time to move one request's KV from a prefill to a decode device, ms.
     pub p_transfer_ms: f64,
+    /// With `--device-hour-cost`: what the pairing serves a million output tokens, and a
+    /// million tokens in total (prompt tokens included), for, USD, with prefill and decode
+    /// devices in the pairing's ratio (P QPS and D QPS per instance).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd_per_million_output_tokens: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd_per_million_tokens: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -10,7 +10,7 @@
 //! rows. Tokens "in total" add the prompt tokens the same requests carry: output tokens/s ×
 //! mean prompt ÷ mean output (image tokens count as prompt tokens).
 
-use crate::outcome::{CostFrontier, CostInput, CostPoint, DeviceResult, FrontierPoint, Phase, Row};
+use crate::outcome::{CostFrontier, CostInput, CostPoint, DeviceResult, FrontierPoint, PdRow, Phase, Row};
 use crate::plan::{DeviceHourCost, Plan};
 
 /// USD per hour of `devices` devices of profile `profile` (`None`: no price for the profile).
@@ -63,11 +63,31 @@ fn price_point(plan: &Plan, cost: &DeviceHourCost, device: &str, p: &mut Frontie
     p.usd_per_million_tokens = usd_per_million(hourly, p.tokens_per_s * (1.0 + prompt_per_output(plan)));
 }
 
-/// Price every row (probes and the ranked best) and every plane point of a device's result.
+/// Set a P/D pairing's prices: serving 1 req/s takes `p_devices / p_qps` prefill and
+/// `d_devices / d_qps` decode devices (the pairing's ratio, fractional instances), which serve
+/// the mean output tokens per second.
+pub fn price_pd_row(plan: &Plan, cost: &DeviceHourCost, device: &str, r: &mut PdRow) {
+    let devices_per_rate = r.p_devices as f64 / r.p_qps + r.d_devices as f64 / r.d_qps;
+    let Some(price) = cost.usd_per_device_hour(device) else { return };
+    if !devices_per_rate.is_finite() {
+        return;
+    }
+    let hourly = devices_per_rate * price;
+    let output = plan.workload.output.mean_raw() as f64;
+    r.usd_per_million_output_tokens = usd_per_million(hourly, output);
+    r.usd_per_million_tokens = usd_per_million(hourly, output * (1.0 + prompt_per_output(plan)));
+}
+
+/// Price every row (probes and the ranked best), every P/D pairing and every plane point of a
+/// device's result.
 pub fn price_device(plan: &Plan, d: &mut DeviceResult) {
     let Some(cost) = &plan.device_hour_cost else { return };
     for p in &mut d.phases {
         p.rows.iter_mut().chain(p.best.iter_mut()).for_each(|r| price_row(plan, cost, r));
+    }
+    let device = d.device.clone();
+    for r in d.pd_ratio.iter_mut().flat_map(|pd| pd.rows.iter_mut()) {
+        price_pd_row(plan, cost, &device, r);
     }
     let name = d.device.clone();
     let compared = d.agg_vs_disagg.iter_mut().flat_map(|c| [&mut c.aggregated, &mut c.disaggregated]).flatten().map(|c| &mut c.point);

@@ -489,22 +489,30 @@ fn run_device(plan: &Plan, engine: &dyn Engine, device: &DeviceProfile, progress
 fn run_sizing(plan: &Plan, device: &DeviceProfile, progress: &Progress) -> DeviceResult {
     let out = sizing::size(plan, device);
     progress.tick();
-    let rows: Vec<Row> = out.row.into_iter().collect();
-    let phase = PhaseResult {
-        phase: Phase::Aggregated,
-        num_devices: out.sizing.as_ref().map_or(plan.num_devices, |s| s.devices),
+    let phase = |phase: Phase, num_devices: u32, rows: Vec<Row>, failures: Vec<String>| PhaseResult {
+        phase,
+        num_devices,
         best: rows.clone(),
         rows,
         skipped: Vec::new(),
-        failures: out.unmet.into_iter().collect(),
+        failures,
         sweeps: Vec::new(),
         shard_candidates: Vec::new(),
+    };
+    // One phase per row of the answer (aggregated: its check; P/D: each role's row), or an
+    // empty one that says why nothing fits.
+    let phases: Vec<PhaseResult> = match (&out.sizing, out.rows.is_empty()) {
+        (Some(s), false) if s.deployment == crate::outcome::DeploymentKind::Aggregated => {
+            vec![phase(Phase::Aggregated, s.devices, out.rows, Vec::new())]
+        }
+        (Some(_), false) => out.rows.into_iter().map(|r| phase(r.phase, r.num_devices, vec![r], Vec::new())).collect(),
+        _ => vec![phase(Phase::Aggregated, plan.num_devices, Vec::new(), out.unmet.into_iter().collect())],
     };
     let mut sizing = out.sizing;
     if let (Some(s), Some(cost)) = (sizing.as_mut(), &plan.device_hour_cost) {
         s.usd_per_hour = cost::hourly_usd(s.devices, &device.name, cost);
     }
-    let mut result = DeviceResult { sizing, ..device_result(plan, device, vec![phase]) };
+    let mut result = DeviceResult { sizing, ..device_result(plan, device, phases) };
     cost::price_device(plan, &mut result);
     result
 }

@@ -1,6 +1,9 @@
 //! Sizing for a target load (`--target-request-rate R`, `--target-concurrency C`): the fewest
-//! devices, up to `--num-devices` and in whole instances, whose aggregated deployment serves
-//! the target within the SLO, checked by a simulation at the target.
+//! devices, up to `--num-devices` and in whole instances, whose deployment serves the target
+//! within the SLO, checked by a simulation at the target. A plain run sizes aggregated
+//! deployments (here); `--disagg` sizes P/D deployments and `--compare-disagg` both
+//! ([`super::pd::sizing`]): a P/D answer must use fewer devices than the aggregated one, so a
+//! tie goes to aggregated serving.
 //!
 //! A family is a layout the enumeration gives at several device counts with the same
 //! instance (TP, MTP, DCP, MoE data parallelism, and EP either spanning the deployment or
@@ -17,10 +20,11 @@
 use super::candidates::{enumerate, Candidate};
 use super::engine::{CandidateCtx, Engine, SimEngine};
 use super::goodput;
+use super::pd;
 use super::slo_check::{slo_load, OpenLoopDeployment};
 use crate::hardware::DeviceProfile;
-use crate::outcome::{DeploymentKind, Phase, Row, Sizing, SloPoint};
-use crate::plan::{Plan, Target};
+use crate::outcome::{DeploymentKind, Phase, Row, SizedRole, Sizing, SloPoint};
+use crate::plan::{Mode, Plan, Target};
 use crate::workload::arrival::ArrivalProcess;
 
 /// Instances of one layout family, by device count.
@@ -37,11 +41,13 @@ struct Checked {
     load: f64,
 }
 
-/// What a sizing run found on one device: the answer with the row of its check, or why there
-/// is none (the most the devices serve, in words).
+/// What a sizing run found on one device: the answer with its rows, or why there is none (the
+/// most the devices serve, in words).
 pub struct SizingOutcome {
     pub sizing: Option<Sizing>,
-    pub row: Option<Row>,
+    /// The answer's searched rows: an aggregated answer's check at the target; a P/D
+    /// answer's prefill and decode rows (each role's layout as its phase search found it).
+    pub rows: Vec<Row>,
     pub unmet: Option<String>,
 }
 
@@ -112,9 +118,24 @@ fn smallest_in(family: &Family, bound: u32, checked: &mut dyn FnMut(Candidate) -
     Some(best)
 }
 
-/// Size the deployment on `device` for the plan's target.
-pub fn size(plan: &Plan, device: &DeviceProfile) -> SizingOutcome {
-    let engine = SimEngine::default();
+/// Which deployments a sizing run considers: (aggregated, P/D). `--disagg` sizes P/D
+/// deployments only, `--compare-disagg` both, a plain run aggregated ones only.
+fn kinds(plan: &Plan) -> (bool, bool) {
+    match plan.mode {
+        Mode::Aggregation => (true, plan.search.compare_disagg),
+        _ => (false, true),
+    }
+}
+
+/// The smallest aggregated deployment, the check one instance fewer and the simulations run.
+struct AggregatedBest {
+    best: std::rc::Rc<Checked>,
+    one_fewer: Option<SloPoint>,
+    sims: u32,
+}
+
+/// The fewest devices of any family that meet the target (ties: farther inside the limits).
+fn smallest_aggregated(plan: &Plan, device: &DeviceProfile, engine: &SimEngine, families: &[Family]) -> Option<AggregatedBest> {
     let mut cache: Vec<std::rc::Rc<Checked>> = Vec::new();
     let mut sims = 0u32;
     let mut checked = |cand: Candidate| {
@@ -122,13 +143,12 @@ pub fn size(plan: &Plan, device: &DeviceProfile) -> SizingOutcome {
             return c.clone();
         }
         sims += 1;
-        let c = std::rc::Rc::new(check(plan, device, &engine, cand));
+        let c = std::rc::Rc::new(check(plan, device, engine, cand));
         cache.push(c.clone());
         c
     };
-    let families = families(plan);
     let mut best: Option<std::rc::Rc<Checked>> = None;
-    for f in &families {
+    for f in families {
         let bound = best.as_ref().map_or(plan.num_devices, |b| b.cand.parallel.num_devices);
         if let Some(c) = smallest_in(f, bound, &mut checked) {
             let better = match &best {
@@ -143,11 +163,28 @@ pub fn size(plan: &Plan, device: &DeviceProfile) -> SizingOutcome {
             }
         }
     }
-    let Some(best) = best else {
-        return SizingOutcome { sizing: None, row: None, unmet: Some(unmet(plan, device, &families)) };
+    let best = best?;
+    let one_fewer = fewer(families, &best.cand).map(|c| checked(c).point);
+    Some(AggregatedBest { best, one_fewer, sims })
+}
+
+/// Size the deployment on `device` for the plan's target: the smallest aggregated deployment
+/// and, when the run plans P/D, the smallest P/D one with fewer devices ([`pd::sizing`]).
+pub fn size(plan: &Plan, device: &DeviceProfile) -> SizingOutcome {
+    let engine = SimEngine::default();
+    let (aggregated, disaggregated) = kinds(plan);
+    let families = if aggregated { families(plan) } else { Vec::new() };
+    let agg = smallest_aggregated(plan, device, &engine, &families);
+    let below = agg.as_ref().map(|a| a.best.cand.parallel.num_devices);
+    let (pd_answer, pd_sims) = if disaggregated { pd::sizing::size(plan, device, &engine, below) } else { (None, 0) };
+    if let Some(a) = pd_answer {
+        return pd_outcome(plan, device, a, agg.map_or(0, |a| a.sims));
+    }
+    let Some(agg) = agg else {
+        return SizingOutcome { sizing: None, rows: Vec::new(), unmet: Some(unmet(plan, device, &families, disaggregated)) };
     };
-    let one_fewer = fewer(&families, &best.cand).map(|c| checked(c).point);
-    let (headroom, curve, headroom_sims) = headroom(plan, device, &best);
+    let (headroom, curve, headroom_sims) = headroom(plan, device, &agg.best);
+    let best = &agg.best;
     let p = best.cand.parallel;
     let sizing = Sizing {
         devices: p.num_devices,
@@ -157,26 +194,86 @@ pub fn size(plan: &Plan, device: &DeviceProfile) -> SizingOutcome {
         ep: p.ep,
         deployment: DeploymentKind::Aggregated,
         parallel: best.row.parallel.clone(),
-        target_request_rate: match plan.capacity.target {
-            Some(Target::RequestRate(r)) => Some(r),
-            _ => None,
-        },
-        target_concurrency: match plan.capacity.target {
-            Some(Target::Concurrency(c)) => Some(c),
-            _ => None,
-        },
+        target_request_rate: target_rate(plan),
+        target_concurrency: target_concurrency(plan),
         request_rate: best.point.rate,
         max_request_rate_within_slo: headroom,
         ttft_ms: best.row.ttft_ms.unwrap_or(f64::NAN),
         tpot_ms: best.row.tpot_ms.unwrap_or(f64::NAN),
-        simulations: sims + headroom_sims,
-        one_fewer,
+        simulations: agg.sims + pd_sims + headroom_sims,
+        one_fewer: agg.one_fewer,
         slo_curve: curve,
         prefill_instances: None,
         decode_instances: None,
         usd_per_hour: None,
     };
-    SizingOutcome { sizing: Some(sizing), row: Some(best.row.clone()), unmet: None }
+    SizingOutcome { sizing: Some(sizing), rows: vec![best.row.clone()], unmet: None }
+}
+
+fn target_rate(plan: &Plan) -> Option<f64> {
+    match plan.capacity.target {
+        Some(Target::RequestRate(r)) => Some(r),
+        _ => None,
+    }
+}
+
+fn target_concurrency(plan: &Plan) -> Option<u64> {
+    match plan.capacity.target {
+        Some(Target::Concurrency(c)) => Some(c),
+        _ => None,
+    }
+}
+
+/// One role of a P/D answer as the sizing reports it.
+fn sized_role(instances: u32, per_instance: u32, row: &Row, one_fewer: Option<SloPoint>) -> SizedRole {
+    SizedRole {
+        instances,
+        devices: instances * per_instance,
+        devices_per_instance: per_instance,
+        tp: row.layout.tp,
+        dp: row.layout.dp,
+        ep: row.layout.ep,
+        parallel: row.parallel.clone(),
+        batch_size: row.batch_size,
+        one_fewer,
+    }
+}
+
+/// The sizing answer of a P/D deployment (`agg_sims`: the aggregated checks run before it),
+/// with its roles' searched rows as the phases' rows.
+fn pd_outcome(plan: &Plan, device: &DeviceProfile, a: pd::sizing::PdAnswer, agg_sims: u32) -> SizingOutcome {
+    let (headroom, curve, headroom_sims) = pd::sizing::headroom(plan, device, &a);
+    let (row, limits) = (&a.row, (plan.slo.ttft_limit(), plan.slo.tpot_limit()));
+    // The role whose one-fewer check misses by more binds.
+    let one_fewer = match (a.fewer_prefill, a.fewer_decode) {
+        (Some(p), Some(d)) => Some(if slo_load(&p, limits) >= slo_load(&d, limits) { p } else { d }),
+        (p, d) => p.or(d),
+    };
+    let sizing = Sizing {
+        devices: a.devices,
+        instances: a.prefill_instances + a.decode_instances,
+        tp: row.d_layout.tp,
+        dp: row.d_layout.dp,
+        ep: row.d_layout.ep,
+        deployment: DeploymentKind::Disaggregated,
+        parallel: format!(
+            "{} P ({}) + {} D ({} batch {})",
+            a.prefill_instances, row.p_parallel, a.decode_instances, row.d_parallel, row.d_batch_size
+        ),
+        target_request_rate: target_rate(plan),
+        target_concurrency: target_concurrency(plan),
+        request_rate: a.check.point.rate,
+        max_request_rate_within_slo: headroom,
+        ttft_ms: a.check.point.ttft_ms.unwrap_or(f64::NAN),
+        tpot_ms: a.check.point.tpot_ms.unwrap_or(f64::NAN),
+        simulations: agg_sims + a.simulations + headroom_sims,
+        one_fewer,
+        slo_curve: curve,
+        prefill_instances: Some(sized_role(a.prefill_instances, row.p_devices, &a.prefill_row, a.fewer_prefill)),
+        decode_instances: Some(sized_role(a.decode_instances, row.d_devices, &a.decode_row, a.fewer_decode)),
+        usd_per_hour: None,
+    };
+    SizingOutcome { sizing: Some(sizing), rows: vec![a.prefill_row, a.decode_row], unmet: None }
 }
 
 /// The same family's deployment one instance smaller than `cand`, if the enumeration has it.
@@ -217,12 +314,20 @@ fn headroom(plan: &Plan, device: &DeviceProfile, best: &Checked) -> (f64, Vec<Sl
 }
 
 /// Why nothing fits: the most any family serves on its largest deployment, in words.
-fn unmet(plan: &Plan, device: &DeviceProfile, families: &[Family]) -> String {
+fn unmet(plan: &Plan, device: &DeviceProfile, families: &[Family], disaggregated: bool) -> String {
     let target = match plan.capacity.target {
         Some(Target::RequestRate(r)) => format!("{r} req/s"),
         Some(Target::Concurrency(c)) => format!("{c} concurrent clients"),
         None => String::new(),
     };
+    if families.is_empty() && disaggregated {
+        return format!(
+            "no P/D deployment of up to {} {} devices serves {target} within the SLO; raise --num-devices or relax the limits",
+            plan.num_devices, device.name
+        );
+    }
+    let kind = if disaggregated { "aggregated or P/D" } else { "aggregated" };
+
     let r0 = match plan.capacity.target {
         Some(Target::RequestRate(r)) => r,
         _ => 1.0,
@@ -246,7 +351,7 @@ fn unmet(plan: &Plan, device: &DeviceProfile, families: &[Family]) -> String {
         _ => "no layout meets the SLO at any rate searched (down to 1/64 of the target)".to_string(),
     };
     format!(
-        "no aggregated deployment of up to {} {} devices serves {target} within the SLO: {most}; raise --num-devices or relax the limits",
+        "no {kind} deployment of up to {} {} devices serves {target} within the SLO: {most}; raise --num-devices or relax the limits",
         plan.num_devices, device.name
     )
 }

@@ -148,7 +148,22 @@ fn capacity_flags_name_flag_value_and_range() {
     usage_error(&args(base, &["--target-concurrency", "4", "--arrival", "poisson", "--request-rate", "3"]), &["closed loop of 4 clients"]);
     usage_error(&args(base, &["--target-concurrency", "2000000"]), &["--target-concurrency 2000000", "1 to 1000000"]);
     usage_error(&args(base, &["--target-concurrency", "4", "--engine", "analytic"]), &["--engine sim"]);
-    usage_error(&args(base, &["--target-concurrency", "4", "--disagg"]), &["aggregated"]);
-    usage_error(&args(base, &["--target-concurrency", "4", "--compare-disagg"]), &["--compare-disagg"]);
+    // --disagg and --compare-disagg size P/D deployments too (tests/it/capacity_pd.rs); P/D
+    // ratio planning's fixed instances are refused.
+    usage_error(
+        &args(
+            base,
+            &[
+                "--target-concurrency",
+                "4",
+                "--enable-optimize-prefill-decode-ratio",
+                "--prefill-devices-per-instance",
+                "1",
+                "--decode-devices-per-instance",
+                "1",
+            ],
+        ),
+        &["chooses the instances itself"],
+    );
     usage_error(&args(base, &["--goodput"]), &["--goodput", "open-loop"]);
 }

@@ -141,3 +141,51 @@ fn the_replica_plan_is_in_the_text_and_json_reports() {
     assert_eq!(rp["windows"].as_array().unwrap().len(), 96);
     assert!(num(&rp["instance_hours"], "instance_hours") < num(&rp["peak_instance_hours"], "peak_instance_hours"));
 }
+
+/// P/D ratio planning with `--device-hour-cost`: every pairing is priced with prefill and
+/// decode devices in its ratio (serving 1 req/s takes P devices / P QPS + D devices / D QPS
+/// devices), per million output tokens and per million tokens (prompt included), in JSON and in
+/// the text (Overall Best's `Cost:` line, two table columns). Mutation (tried): price the
+/// prefill devices only (drop the decode term in `price_pd_row`) and the figures fall short.
+#[test]
+fn pd_pairings_are_priced_in_their_ratio() {
+    let argv = [
+        "Qwen/Qwen3-32B",
+        "--device",
+        "H100_SXM",
+        "--input-length",
+        "2000",
+        "--output-length",
+        "500",
+        "--ttft-limits",
+        "2000",
+        "--tpot-limits",
+        "50",
+        "--enable-optimize-prefill-decode-ratio",
+        "--prefill-devices-per-instance",
+        "2",
+        "--decode-devices-per-instance",
+        "4",
+        "--num-devices",
+        "16",
+        "--device-hour-cost",
+        "2.5",
+        "--engine",
+        "analytic",
+    ];
+    let j = run_json(&argv);
+    let rows = j["devices"][0]["pd_ratio"]["rows"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    for r in rows {
+        let n = |k: &str| num(&r[k], k);
+        let per_rate = n("p_devices") / n("p_qps") + n("d_devices") / n("d_qps");
+        let output = per_rate * 2.5 / (500.0 * 3600.0) * 1e6;
+        // The JSON's figures are rounded: a few of their digits' worth of tolerance.
+        let rel = 1e-3;
+        assert!(close(n("usd_per_million_output_tokens"), output, rel), "{r}: {output}");
+        assert!(close(n("usd_per_million_tokens"), output / 5.0, rel), "{r}: {}", output / 5.0);
+    }
+    let text = run_ok(&argv);
+    assert!(text.contains("Cost: ") && text.contains("per million output tokens (devices in the P:D ratio"), "{text}");
+    assert!(text.contains("USD/M output tokens"), "{text}");
+}

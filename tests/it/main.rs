@@ -3,6 +3,7 @@
 
 mod calibrate;
 mod capacity;
+mod capacity_pd;
 mod costing;
 mod defects;
 mod engines;

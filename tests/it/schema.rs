@@ -101,6 +101,13 @@ fn validate(root: &Value, schema: &Value, v: &Value, path: &str, errs: &mut Vec<
                     }
                 }
             }
+            // A map (e.g. prices by device profile): every value against the value schema.
+            "additionalProperties" if !obj.contains_key("properties") => {
+                let Some(o) = v.as_object() else { continue };
+                for (name, val) in o {
+                    validate(root, s, val, &format!("{path}.{name}"), errs);
+                }
+            }
             "required" => {
                 let Some(o) = v.as_object() else { continue };
                 for name in s.as_array().unwrap() {
@@ -162,7 +169,7 @@ fn json_output_validates_against_the_published_schema() {
     let schema = published_schema();
     let (disagg, pd, trace) = (scenario("disagg-compare"), scenario("pd-ratio-qwen-no-budget"), scenario("trace-replay"));
     let agg_vs_disagg = scenario("agg-vs-disagg");
-    let (goodput, sizing) = (scenario("goodput-open-loop"), scenario("sizing-target-rate"));
+    let (goodput, sizing, sizing_pd) = (scenario("goodput-open-loop"), scenario("sizing-target-rate"), scenario("sizing-pd"));
     let runs: Vec<(&str, Vec<&str>)> = vec![
         ("headline, analytic engine", HEADLINE.to_vec()),
         ("headline, compare engine, TP=8", args(&HEADLINE[..HEADLINE.len() - 2], &["--engine", "compare", "--tp-sizes", "8"])),
@@ -173,6 +180,7 @@ fn json_output_validates_against_the_published_schema() {
         ("aggregated against P/D, analytic engine", args(HEADLINE, &["--compare-disagg"])),
         ("goodput per layout", vec!["--scenario", &goodput]),
         ("sizing for a target rate", vec!["--scenario", &sizing, "--num-devices", "4"]),
+        ("sizing with P/D deployments", vec!["--scenario", &sizing_pd, "--num-devices", "8", "--num-requests", "600"]),
         (
             "built-in length distribution, analytic",
             args(&HEADLINE[..5], &["--length-distribution", "--output-length", "500", "--engine", "analytic"]),

@@ -81,13 +81,7 @@ pub(crate) fn validate_capacity(
     if engine == EngineKind::Analytic {
         return Err(Error::conflict(first, "--engine analytic", format!("{first} simulates deployments; use --engine sim (or compare)")));
     }
-    if !matches!(mode, Mode::Aggregation) {
-        return Err(Error::conflict(
-            first,
-            "--disagg",
-            format!("{first} plans aggregated deployments; drop --disagg / --enable-optimize-prefill-decode-ratio"),
-        ));
-    }
+    check_mode(raw, first, target.is_some(), mode)?;
     if let Some((flag, t)) = target {
         check_target(flag, t, search, sim)?;
     }
@@ -104,12 +98,34 @@ pub(crate) fn validate_capacity(
     Ok(Capacity { goodput: raw.goodput && target.is_none(), target: target.map(|t| t.1) })
 }
 
-/// What a target combines with: the comparison and the shards search a fixed device count; a
-/// concurrency is a closed loop's; a trace is rescaled to a target rate.
-fn check_target(flag: &str, target: Target, search: &SearchSpace, sim: &mut SimOptions) -> Result<(), Error> {
-    if search.compare_disagg {
-        return Err(Error::conflict(flag, "--compare-disagg", format!("{flag} sizes aggregated deployments; drop --compare-disagg")));
+/// The modes capacity planning serves: `--goodput` rates aggregated rows only; a sizing
+/// target sizes aggregated deployments, P/D ones with `--disagg` (both phases: TTFT and TPOT
+/// limits) and both with `--compare-disagg`, but not P/D ratio planning's fixed instances.
+fn check_mode(raw: &RawArgs, first: &str, sizing: bool, mode: &Mode) -> Result<(), Error> {
+    match mode {
+        Mode::Aggregation => Ok(()),
+        Mode::Disaggregation { prefill: true, decode: true } if sizing => Ok(()),
+        Mode::Disaggregation { .. } if sizing => Err(Error::requires(
+            first,
+            if raw.ttft_limits.is_none() { "--ttft-limits" } else { "--tpot-limits" },
+            format!("{first} with --disagg sizes prefill and decode instances together: give both --ttft-limits and --tpot-limits"),
+        )),
+        Mode::PdRatio { .. } if sizing => Err(Error::conflict(
+            first,
+            "--enable-optimize-prefill-decode-ratio",
+            format!("{first} chooses the instances itself: drop --enable-optimize-prefill-decode-ratio and its instance sizes (size P/D deployments with --disagg, or compare both with --compare-disagg)"),
+        )),
+        _ => Err(Error::conflict(
+            first,
+            "--disagg",
+            format!("{first} plans aggregated deployments; drop --disagg / --enable-optimize-prefill-decode-ratio"),
+        )),
     }
+}
+
+/// What a target combines with: the shards search a fixed device count; a concurrency is a
+/// closed loop's; a trace is rescaled to a target rate.
+fn check_target(flag: &str, target: Target, search: &SearchSpace, sim: &mut SimOptions) -> Result<(), Error> {
     if search.shard.is_some() {
         return Err(Error::conflict(flag, "--shard", format!("{flag} searches device counts in one process; drop --shard")));
     }

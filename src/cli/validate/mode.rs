@@ -68,7 +68,8 @@ pub(crate) fn validate_mode(raw: &RawArgs, warnings: &mut Warnings) -> Result<(M
 
 /// `--compare-disagg` compares deployments of aggregation's device count under a closed loop:
 /// it needs room for one prefill and one decode device, and an open loop's fixed offered load
-/// would make every deployment deliver the same tokens/s.
+/// would make every deployment deliver the same tokens/s (unless it is a sizing run's target,
+/// which sizes both kinds of deployment for that load).
 fn validate_compare_disagg(raw: &RawArgs) -> Result<(), Error> {
     if !raw.compare_disagg {
         return Ok(());
@@ -90,7 +91,9 @@ fn validate_compare_disagg(raw: &RawArgs) -> Result<(), Error> {
             format!("--compare-disagg needs --num-devices of at least 2 (one prefill and one decode device); got {n}"),
         ));
     }
-    if let Some(kind) = raw.arrival.as_deref().and_then(|a| a.first()).filter(|k| !k.eq_ignore_ascii_case("closed")) {
+    // A sizing run's target rate is its arrivals: it sizes both kinds at that load.
+    let sizing = raw.target_request_rate.is_some();
+    if let Some(kind) = raw.arrival.as_deref().and_then(|a| a.first()).filter(|k| !k.eq_ignore_ascii_case("closed") && !sizing) {
         return Err(Error::conflict(
             "--compare-disagg",
             "--arrival",

@@ -10,6 +10,10 @@ use crate::outcome::{DeviceResult, PdRatioResult, Phase, Report};
 use crate::plan::Plan;
 use std::fmt::Write;
 
+fn price(v: Option<f64>) -> String {
+    v.map_or("-".to_string(), |x| format!("{x:.4}"))
+}
+
 pub(super) fn pd_block(plan: &Plan, report: &Report, dev: &DeviceResult, pd: &PdRatioResult) -> String {
     const W: usize = 120;
     let mut s = block_header(plan, report, dev, W);
@@ -38,6 +42,12 @@ pub(super) fn pd_block(plan: &Plan, report: &Report, dev: &DeviceResult, pd: &Pd
         "Decode QPS: {:.2} req/s (TPOT: {:.2} ms, Parallel: {}, Batch: {}, Concurrency: {})",
         b.d_qps, b.tpot_ms, b.d_parallel, b.d_batch_size, b.d_concurrency
     );
+    if let (Some(total), Some(output)) = (b.usd_per_million_tokens, b.usd_per_million_output_tokens) {
+        let _ = writeln!(
+            s,
+            "Cost: {total:.4} USD per million tokens, {output:.4} per million output tokens (devices in the P:D ratio, --device-hour-cost)"
+        );
+    }
     match (&pd.chosen, pd.total_devices) {
         (Some(c), Some(n)) => {
             let _ = writeln!(s, "P Instances: {} ({} devices)", c.prefill_instances, c.prefill_devices);
@@ -53,7 +63,8 @@ pub(super) fn pd_block(plan: &Plan, report: &Report, dev: &DeviceResult, pd: &Pd
     let _ = writeln!(s, "{}", rule(W));
     let rows: Vec<_> = pd.rows.iter().take(plan.output.top.unwrap_or(usize::MAX)).collect();
     let _ = writeln!(s, "Top {} PD Ratio Configurations:", rows.len());
-    let mut t = new_table(&[
+    let priced = rows.iter().any(|r| r.usd_per_million_tokens.is_some());
+    let mut header = vec![
         "Top",
         "PD Ratio",
         "Balanced QPS (req/s)",
@@ -69,25 +80,34 @@ pub(super) fn pd_block(plan: &Plan, report: &Report, dev: &DeviceResult, pd: &Pd
         "D Batch Size",
         "P Concurrency",
         "D Concurrency",
-    ]);
+    ];
+    if priced {
+        header.extend(["USD/M tokens", "USD/M output tokens"]);
+    }
+    let mut t = new_table(&header);
     for (i, r) in rows.iter().enumerate() {
-        t.add_row(vec![
-            (i + 1).to_string(),
-            format!("{:.2}", r.pd_ratio),
-            format!("{:.2}", r.balanced_qps),
-            format!("{:.2}", r.p_qps),
-            format!("{:.2}", r.d_qps),
-            format!("{:.2}", r.ttft_ms),
-            format!("{:.2}", r.tpot_ms),
-            r.p_parallel.clone(),
-            r.d_parallel.clone(),
-            r.p_devices.to_string(),
-            r.d_devices.to_string(),
-            r.p_batch_size.to_string(),
-            r.d_batch_size.to_string(),
-            r.p_concurrency.to_string(),
-            r.d_concurrency.to_string(),
-        ]);
+        t.add_row(
+            vec![
+                (i + 1).to_string(),
+                format!("{:.2}", r.pd_ratio),
+                format!("{:.2}", r.balanced_qps),
+                format!("{:.2}", r.p_qps),
+                format!("{:.2}", r.d_qps),
+                format!("{:.2}", r.ttft_ms),
+                format!("{:.2}", r.tpot_ms),
+                r.p_parallel.clone(),
+                r.d_parallel.clone(),
+                r.p_devices.to_string(),
+                r.d_devices.to_string(),
+                r.p_batch_size.to_string(),
+                r.d_batch_size.to_string(),
+                r.p_concurrency.to_string(),
+                r.d_concurrency.to_string(),
+            ]
+            .into_iter()
+            .chain(priced.then(|| [price(r.usd_per_million_tokens), price(r.usd_per_million_output_tokens)]).into_iter().flatten())
+            .collect::<Vec<_>>(),
+        );
     }
     s += &fit(t, plan.output.width, true);
     s.push('\n');

@@ -225,7 +225,8 @@ pub(super) fn no_result(plan: &Plan, p: &PhaseResult) -> String {
 
 pub(super) fn phase_block(plan: &Plan, report: &Report, dev: &DeviceResult, p: &PhaseResult) -> String {
     let mut s = block_header(plan, report, dev, STARS);
-    if let (Phase::Aggregated, Some(sizing)) = (p.phase, &dev.sizing) {
+    // The sizing answer heads the device's first phase (a P/D answer's: its prefill row).
+    if let (true, Some(sizing)) = (dev.phases.first().is_some_and(|f| std::ptr::eq(f, p)), &dev.sizing) {
         s += &super::capacity::sizing_block(plan, sizing);
         let _ = writeln!(s, "{}", rule(STARS));
     }

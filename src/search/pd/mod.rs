@@ -2,6 +2,7 @@
 //! pairing with the analytic P/D formulas, rank the pairings as the original tool does, and
 //! verify the best plan by simulation ([`verify`]).
 
+pub mod sizing;
 pub mod verify;
 
 use crate::analytic::pd::{decode_qps, prefill_qps, InstanceSplit};
@@ -118,6 +119,8 @@ pub fn pair(p: &Row, ttft: f64, d: &Row, tpot: f64, output: u64) -> PdRow {
         p_budget: p.max_batched_tokens,
         d_budget: d.max_batched_tokens,
         p_transfer_ms: 0.0,
+        usd_per_million_output_tokens: None,
+        usd_per_million_tokens: None,
     }
 }
 

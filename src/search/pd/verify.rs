@@ -50,6 +50,32 @@ pub fn simulate_split(
     rate: f64,
     requests: u64,
 ) -> Result<PdSimulated, SimError> {
+    simulate_offered(plan, device, row, (p, d), Offered::Open(ArrivalProcess::Poisson { rate }), requests)
+}
+
+/// The load a P/D system is simulated under: open-loop arrivals, or a closed loop of clients
+/// (a sizing run's concurrency target).
+#[derive(Debug, Clone)]
+pub enum Offered {
+    Open(ArrivalProcess),
+    Closed(u64),
+}
+
+/// Simulate `split.0` prefill and `split.1` decode instances of the row's layouts under
+/// `offered` (open loop: `requests` requests; closed loop: its steady state).
+pub fn simulate_offered(
+    plan: &Plan,
+    device: &DeviceProfile,
+    row: &PdRow,
+    split: (u32, u32),
+    offered: Offered,
+    requests: u64,
+) -> Result<PdSimulated, SimError> {
+    let (p, d) = split;
+    let (arrival, concurrency, min_measured) = match offered {
+        Offered::Open(a) => (a, 0, 0),
+        Offered::Closed(c) => (ArrivalProcess::Closed, c, plan.sim.slo_percentile.min_sample()),
+    };
     let pc = ctx(plan, device, Candidate { parallel: row.p_layout, mtp: 0 }, Phase::Prefill);
     let dc = ctx(plan, device, Candidate { parallel: row.d_layout, mtp: row.d_mtp }, Phase::Decode);
     let (p_setup, d_setup) = (pc.sim_setup(), dc.sim_setup());
@@ -76,10 +102,10 @@ pub fn simulate_split(
         run: RunParams {
             measure: Default::default(),
             closed_requests: None,
-            concurrency: 0,
+            concurrency,
             num_requests: requests,
             max_concurrency: plan.sim.max_concurrency,
-            min_measured: 0,
+            min_measured,
             ttft_limit_ms: ttft_limit,
             tpot_limit_ms: tpot_limit,
             seed: plan.seed,
@@ -87,7 +113,7 @@ pub fn simulate_split(
             bins: input_bins(plan),
         },
     };
-    let rep = simulate_report(&sys, request_factory(plan, ArrivalProcess::Poisson { rate }, plan.output_spread(device)))?;
+    let rep = simulate_report(&sys, request_factory(plan, arrival, plan.output_spread(device)))?;
     let pct = plan.sim.slo_percentile;
     let tpot = match plan.serving.tpot_definition {
         TpotDefinition::InterToken => rep.latency.tpot_inter_token,
