@@ -85,6 +85,7 @@ pub fn simulate_split(
             seed: plan.seed,
             max_steps: MAX_STEPS,
             bins: input_bins(plan),
+            stop_once_measured: false,
         },
     };
     let rep = simulate_report(&sys, request_factory(plan, ArrivalProcess::Poisson { rate }, plan.output_spread(device)))?;
