@@ -85,6 +85,7 @@ fn probe(c: &Case, batch: u32) -> (Probe, ProbeStats) {
             seed: c.seed,
             max_steps: 200_000,
             bins: Vec::new(),
+            stop_once_measured: false,
         };
         let cfg = SimConfig { instance, instances: 1, role: Role::Mixed, run };
         let f = RequestFactory::new(Lengths::Fixed(c.input), Lengths::Fixed(c.output), None, ArrivalProcess::Closed, c.seed);

@@ -76,10 +76,18 @@ impl<'c, 'a> OpenLoopDeployment<'c, 'a> {
 
     /// Simulate the deployment with the plan's arrivals offered at `rate` req/s.
     pub fn simulate(&self, rate: f64) -> Result<SimReport, SimError> {
+        self.run(rate, false)
+    }
+
+    /// [`Self::simulate`]; with `latencies_only` the run stops once every measured request
+    /// has finished ([`crate::sim::RunParams::stop_once_measured`]): the SLO statistics are
+    /// the full run's, the rest of the report is not.
+    fn run(&self, rate: f64, latencies_only: bool) -> Result<SimReport, SimError> {
         let setup = self.ctx.sim_setup();
         let (mut cfg, _) = setup.config(self.max_num_seqs, self.budget);
         cfg.instances = self.instances;
         cfg.run.max_steps = CHECK_MAX_STEPS;
+        cfg.run.stop_once_measured = latencies_only;
         let plan = self.ctx.plan;
         let factory = request_factory(plan, plan.sim.arrival.at_rate(rate), plan.output_spread(self.ctx.device));
         match setup.kv_oversubscribed(&cfg) {
@@ -88,9 +96,11 @@ impl<'c, 'a> OpenLoopDeployment<'c, 'a> {
         }
     }
 
-    /// Whether the deployment meets the SLO at `rate` req/s, with its statistics.
+    /// Whether the deployment meets the SLO at `rate` req/s, with its statistics. The run
+    /// ends with its last measured request (the drain after it changes no latency), so the
+    /// step cap counts the steps up to then.
     pub fn check(&self, rate: f64) -> SloPoint {
-        match self.simulate(rate) {
+        match self.run(rate, true) {
             Ok(rep) => slo_point(self.ctx, &rep, rate, self.limits()),
             Err(_) => failed_point(rate),
         }

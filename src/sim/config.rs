@@ -223,6 +223,11 @@ pub struct RunParams {
     pub max_steps: u64,
     /// Input-length bins `[min, max)` to break latencies down by (variable-length workloads).
     pub bins: Vec<(u64, u64)>,
+    /// Open loop with a steady window: stop as soon as every measured request has finished.
+    /// The latencies are then final (the requests after the window only fill the queue
+    /// behind it), so an SLO check gets the same verdict without the drain; the rates, the
+    /// step statistics and the makespan cover the run up to then only.
+    pub stop_once_measured: bool,
 }
 
 impl RunParams {
@@ -241,6 +246,7 @@ impl RunParams {
             seed: 0,
             max_steps: 1_000_000,
             bins: Vec::new(),
+            stop_once_measured: false,
         }
     }
 }

@@ -72,6 +72,7 @@ fn case() -> impl Strategy<Value = Case> {
                             seed,
                             max_steps: 2_000_000,
                             bins: Vec::new(),
+                            stop_once_measured: false,
                         },
                     },
                     input,

@@ -428,3 +428,29 @@ fn itl_counts_every_measured_gap_and_spans_a_preemption() {
     let span: f64 = reqs.iter().map(|r| ms(r.finish.unwrap() - r.first_token.unwrap())).sum();
     assert!((rep.latency.itl.mean * 6.0 - span).abs() < 1e-2, "{:?} against {span} ms", rep.latency.itl);
 }
+
+#[test]
+fn an_slo_check_stops_with_its_last_measured_request() {
+    // 10 requests, one every 10 ms, 4 prompt tokens and 3 output tokens, 1 ms a step: each
+    // prefills in one step (first token 1 ms after arrival) and decodes in two (TPOT 1 ms),
+    // alone. The edges leave out request 0 and request 9, so a check stops when request 8
+    // finishes: 27 steps instead of 30, 9 requests completed, and the same latencies.
+    // Mutation: stop once `folded >= open_marks.1` (request 8 not yet folded) and 7 requests
+    // are measured, with 24 steps; drop the steady-window condition and a whole-run
+    // measurement stops early too (its 10 measured requests drop to 9).
+    let constant = || RequestFactory::new(Lengths::Fixed(4), Lengths::Fixed(3), None, ArrivalProcess::Constant { rate: 100.0 }, 0);
+    let mut c = cfg(64, 8);
+    c.run.num_requests = 10;
+    let (full, _, _) = run(&c, &MS, constant());
+    c.run.stop_once_measured = true;
+    let (check, _, _) = run(&c, &MS, constant());
+    assert_eq!((full.steps, full.completed, full.measured), (30, 10, 8));
+    assert_eq!((check.steps, check.completed, check.measured), (27, 9, 8));
+    assert_eq!((check.latency.ttft.mean, check.latency.tpot_inter_token.mean), (1.0, 1.0));
+    assert_eq!(check.latency.ttft, full.latency.ttft);
+    assert_eq!(check.latency.tpot_inter_token, full.latency.tpot_inter_token);
+    // A whole-run measurement counts every request: nothing to stop for.
+    c.run.measure = Measure::WholeRun;
+    let (whole, _, _) = run(&c, &MS, constant());
+    assert_eq!((whole.steps, whole.completed, whole.measured), (30, 10, 10));
+}

@@ -111,6 +111,7 @@ pub fn simulate_offered(
             seed: plan.seed,
             max_steps: MAX_STEPS,
             bins: input_bins(plan),
+            stop_once_measured: false,
         },
     };
     let rep = simulate_report(&sys, request_factory(plan, arrival, plan.output_spread(device)))?;

@@ -215,6 +215,7 @@ fn cliff_point(kind: SchedulerKind, concurrency: u64) -> (f64, f64, f64) {
         seed: 0,
         max_steps: 10_000_000,
         bins: Vec::new(),
+        stop_once_measured: false,
     };
     let c = SimConfig { instance, instances: 1, role: Role::Mixed, run };
     let cost = FixedCost { per_step_s: 5e-3, per_token_s: 2e-5 };

@@ -42,7 +42,9 @@ impl<'s, 'a> Simulation<'s, 'a> {
     }
 
     /// Fold the finished records at the front into the tally (in id order, as the report reads
-    /// them) and, unless the caller wants them, drop them.
+    /// them) and, unless the caller wants them, drop them. With
+    /// [`RunParams::stop_once_measured`](crate::sim::RunParams::stop_once_measured), stop the
+    /// run once the last measured request is folded: every latency the report reads is in.
     pub(super) fn fold_finished(&mut self) {
         while self.tally.folded < self.reqs.issued() && self.reqs[self.tally.folded].finish.is_some() {
             self.fold_next();
@@ -50,6 +52,14 @@ impl<'s, 'a> Simulation<'s, 'a> {
         if !self.keep_records {
             self.reqs.drop_before(self.tally.folded);
         }
+        if self.sys.run.stop_once_measured && self.steady_open() && self.tally.folded as u64 > self.open_marks.1 {
+            self.stop = true;
+        }
+    }
+
+    /// An open loop measured over its steady window: only the requests between the edges count.
+    fn steady_open(&self) -> bool {
+        self.open && self.sys.run.measure == Measure::Steady && self.open_marks.1 >= self.open_marks.0
     }
 
     fn fold_next(&mut self) {
@@ -65,8 +75,8 @@ impl<'s, 'a> Simulation<'s, 'a> {
         // one, runs from the first arrival (a benchmark: t = 0) to the end, and every request
         // finishes strictly after it arrived: it holds every finished request. (The steady
         // window reads its request rate from the token rate instead.)
-        self.tally.measured.finished_in_window += 1;
-        let steady_open = self.open && self.sys.run.measure == Measure::Steady && self.open_marks.1 >= self.open_marks.0;
+        self.tally.measured.as_mut().expect("the tally is put back after each request").finished_in_window += 1;
+        let steady_open = self.steady_open();
         if steady_open && self.in_open_range(idx) {
             self.tally.life_sum += fin - r.arrival;
             self.tally.lives += 1;
@@ -74,9 +84,9 @@ impl<'s, 'a> Simulation<'s, 'a> {
         // A benchmark averages over every request it sent, the first wave included.
         let counted = !steady_open || self.in_open_range(idx);
         if counted {
-            let mut m = std::mem::take(&mut self.tally.measured);
+            let mut m = self.tally.measured.take().expect("the tally is put back after each request");
             self.tally_request(&mut m, &self.reqs[idx], fin);
-            self.tally.measured = m;
+            self.tally.measured = Some(m);
         }
     }
 
@@ -272,7 +282,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
     /// the edges (by arrival order); both folded in as they finished ([`Self::fold_next`]).
     fn measure(&mut self, t0: Nanos, t1: Nanos) -> Measured {
         if self.folds {
-            return std::mem::take(&mut self.tally.measured);
+            return self.tally.measured.take().expect("the tally is read once");
         }
         let run = &self.sys.run;
         let mut m = Measured::new(run.bins.len());

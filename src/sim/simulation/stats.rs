@@ -98,7 +98,9 @@ pub(super) struct BinTally {
 pub(super) struct Tally {
     /// Records read so far (ids below).
     pub(super) folded: usize,
-    pub(super) measured: Measured,
+    /// `None` only while a request is being folded in: it is taken out so the record can be
+    /// read beside it (a placeholder `Measured` would allocate five histograms per request).
+    pub(super) measured: Option<Measured>,
     /// Σ lifetime (finish − arrival) and count over the finished requests between the edges.
     pub(super) life_sum: u64,
     pub(super) lives: u64,
@@ -112,7 +114,15 @@ pub(super) struct Tally {
 
 impl Tally {
     pub(super) fn new(bins: usize) -> Self {
-        Tally { folded: 0, measured: Measured::new(bins), life_sum: 0, lives: 0, edges: (None, None), first_arrival: None, prefix: (0, 0) }
+        Tally {
+            folded: 0,
+            measured: Some(Measured::new(bins)),
+            life_sum: 0,
+            lives: 0,
+            edges: (None, None),
+            first_arrival: None,
+            prefix: (0, 0),
+        }
     }
 
     /// Request `id` was issued, arriving at `at`.

@@ -114,6 +114,7 @@ impl SimSetup {
             seed: plan.seed,
             max_steps: MAX_STEPS,
             bins: input_bins(plan),
+            stop_once_measured: false,
         };
         let mut cost = ctx.cost.clone();
         let mut stage_costs: Vec<RooflineCost> = ctx.stages.as_ref().map_or_else(Vec::new, |s| s.costs.clone());
