@@ -148,22 +148,7 @@ fn capacity_flags_name_flag_value_and_range() {
     usage_error(&args(base, &["--target-concurrency", "4", "--arrival", "poisson", "--request-rate", "3"]), &["closed loop of 4 clients"]);
     usage_error(&args(base, &["--target-concurrency", "2000000"]), &["--target-concurrency 2000000", "1 to 1000000"]);
     usage_error(&args(base, &["--target-concurrency", "4", "--engine", "analytic"]), &["--engine sim"]);
-    // --disagg and --compare-disagg size P/D deployments too (tests/it/capacity_pd.rs); P/D
-    // ratio planning's fixed instances are refused.
-    usage_error(
-        &args(
-            base,
-            &[
-                "--target-concurrency",
-                "4",
-                "--enable-optimize-prefill-decode-ratio",
-                "--prefill-devices-per-instance",
-                "1",
-                "--decode-devices-per-instance",
-                "1",
-            ],
-        ),
-        &["chooses the instances itself"],
-    );
+    // --disagg / --compare-disagg with a target, and P/D ratio planning's fixed instances
+    // (refused): tests/it/capacity_pd.rs.
     usage_error(&args(base, &["--goodput"]), &["--goodput", "open-loop"]);
 }

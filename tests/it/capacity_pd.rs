@@ -115,7 +115,7 @@ fn pd_sizing_flags_name_what_is_missing() {
                 "1",
             ],
         ),
-        &["--enable-optimize-prefill-decode-ratio", "--disagg"],
+        &["--enable-optimize-prefill-decode-ratio", "--disagg", "chooses the instances itself"],
     );
     usage_error(
         &args(base, &["--goodput", "--arrival", "poisson", "--request-rate", "3", "--disagg", "--ttft-limits", "9"]),
