@@ -2,20 +2,12 @@
 //! at most 5 s on one core; `--goodput` on the headline example as an open loop, against the
 //! same run without it; sizing with P/D deployments (`--compare-disagg`, `--disagg`) on 64 devices.
 
-use clap::Parser;
-use throughput_optimizer::cli::{self, Command, RawArgs};
-use throughput_optimizer::plan::Plan;
+mod common;
+
+use common::plan;
 
 fn main() {
     divan::main();
-}
-
-fn plan(args: &str) -> Plan {
-    let argv = std::iter::once("throughput-optimizer").chain(args.split_whitespace());
-    match cli::build(RawArgs::try_parse_from(argv).unwrap()).unwrap() {
-        Command::Run(p) => *p,
-        _ => unreachable!(),
-    }
 }
 
 /// The headline example as an open loop at 10 req/s (README), on one core.

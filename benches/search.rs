@@ -1,20 +1,12 @@
 //! Whole searches, as a user runs them. Targets (docs/performance.md): the headline example
 //! with the analytic engine under 0.1 s.
 
-use clap::Parser;
-use throughput_optimizer::cli::{self, Command, RawArgs};
-use throughput_optimizer::plan::Plan;
+mod common;
+
+use common::plan;
 
 fn main() {
     divan::main();
-}
-
-fn plan(args: &str) -> Plan {
-    let argv = std::iter::once("throughput-optimizer").chain(args.split_whitespace());
-    match cli::build(RawArgs::try_parse_from(argv).unwrap()).unwrap() {
-        Command::Run(p) => *p,
-        _ => unreachable!(),
-    }
 }
 
 const HEADLINE: &str = "Qwen/Qwen3-32B --device TEST_DEVICE --num-devices 8 --input-length 3500 --output-length 1500 --compile \
