@@ -378,12 +378,18 @@ pub struct RawArgs {
     #[arg(long, value_name = "POLICY", help_heading = "Simulator")]
     pub pd_routing: Option<String>,
     // ---- Capacity planning ----
-    /// Open-loop arrivals: give every candidate row the highest request rate at which it still
-    /// meets the SLO (`max_request_rate_within_slo`), found by simulating the same seeded
-    /// arrivals at other rates (bracket, then bisect to 5 %; at most 10 simulations per
-    /// layout), and chart the SLO statistic against the offered rate.
-    #[arg(long, help_heading = "Capacity planning")]
+    /// Give every candidate row the highest request rate at which it still meets the SLO
+    /// (`max_request_rate_within_slo`), found by simulating the same seeded arrivals at other
+    /// rates (from an estimate of the boundary, bracketed, then narrowed to 5 %; at most 10
+    /// simulations per layout), and chart the SLO statistic against the offered rate. Asking
+    /// for it where it does not apply is an error. [default: on for open-loop arrivals
+    /// (poisson, constant, gamma, a trace) in aggregated searches of the simulator]
+    #[arg(long, help_heading = "Capacity planning", conflicts_with = "no_goodput")]
     pub goodput: bool,
+    /// Skip the per-row goodput search that open-loop runs do by default (each layout then
+    /// costs one simulation, at the offered rate).
+    #[arg(long, help_heading = "Capacity planning")]
+    pub no_goodput: bool,
     /// Size a deployment for this load: the fewest devices (up to --num-devices, in whole
     /// instances) and the layout that serve R requests/s within the SLO (Poisson arrivals
     /// unless --arrival says otherwise), checked by a simulation at R, with the headroom (the

@@ -6,12 +6,16 @@
 //! for whole k within ±[`MAX_GRID_STEPS`] (1/64 to 64 times r₀). Every simulation draws the same
 //! seeded requests, their arrival times scaled to the rate (common random numbers: a higher
 //! rate is the same requests arriving sooner), so two rates differ only by the load. The
-//! search brackets the boundary by factors of about two from the offered rate, whose
-//! simulation the row already has, then narrows the bracket to adjacent grid points: each
-//! next rate is interpolated between the bracket's ends on log(statistic / limit) against
-//! log(rate), rounded to the grid and kept strictly inside, with a plain bisection whenever
-//! the same end moved twice in a row (regula falsi's stall). At most [`MAX_SIMULATIONS`]
-//! simulations a candidate; the answer is the highest grid rate seen to meet the SLO.
+//! search first brackets the boundary. With an estimate of it (`rate_estimate`: a closed form
+//! on the candidate's own step prices, usually within a grid step or two), it simulates the
+//! grid rate nearest the estimate, then walks away from it in strides of 1, 2, 4, … steps
+//! until the outcome flips; without one, it strides by factors of about two from the offered
+//! rate, whose simulation the row already has. It then narrows the bracket to adjacent grid
+//! points: each next rate is interpolated between the bracket's ends on log(statistic /
+//! limit) against log(rate), rounded to the grid and kept strictly inside, with a plain
+//! bisection whenever the same end moved twice in a row (regula falsi's stall). At most
+//! [`MAX_SIMULATIONS`] simulations a candidate; the answer is the highest grid rate seen to
+//! meet the SLO.
 //!
 //! Why a grid: where the SLO statistic grows with the rate, the boundary between adjacent
 //! grid points is unique, so the answer does not depend on the order of the probes, and a
@@ -20,6 +24,7 @@
 //! ends anywhere within it, and could report less for a looser SLO.
 
 use super::engine::CandidateCtx;
+use super::rate_estimate::boundary_rate;
 use super::slo_check::{slo_load, OpenLoopDeployment};
 use crate::outcome::{Row, SloPoint};
 
@@ -92,16 +97,16 @@ impl Probes<'_> {
 /// below `r0` (the run was overloaded) the downward bracket starts there instead of halving,
 /// which saves the simulations far above the boundary. It only chooses where to look: on the
 /// grid, where the boundary is unique, the answer is the same.
-pub fn search(
-    r0: f64,
-    first: Option<SloPoint>,
-    delivered: Option<f64>,
-    limits: (f64, f64),
-    check: &mut dyn FnMut(f64) -> SloPoint,
-) -> Goodput {
-    let delivered = delivered.filter(|d| *d > 0.0 && *d < r0 / (1.0 + TOLERANCE));
+/// `estimate`: where the boundary is expected (`rate_estimate`); the search starts there
+/// instead (the delivered rate is then not used). Likewise it only chooses where to look.
+pub fn search(r0: f64, first: Option<SloPoint>, hints: Hints, limits: (f64, f64), check: &mut dyn FnMut(f64) -> SloPoint) -> Goodput {
+    let delivered = hints.delivered.filter(|d| *d > 0.0 && *d < r0 / (1.0 + TOLERANCE));
     let mut probes = Probes { r0, first, check, seen: Vec::new(), sims: 0, delivered };
-    let (lo, hi) = bracket(&mut probes);
+    let start = hints.estimate.filter(|e| e.is_finite() && *e > 0.0).map(|e| grid_step(r0, e));
+    let (lo, hi) = match start {
+        Some(k) => bracket_from(&mut probes, k, limits),
+        None => bracket(&mut probes),
+    };
     let (lo, exact) = match (lo, hi) {
         (Some(lo), Some(hi)) => narrow(lo, hi, limits, &mut probes),
         (lo, _) => (lo, false),
@@ -109,6 +114,81 @@ pub fn search(
     let mut seen = probes.seen;
     seen.sort_by_key(|(k, _)| *k);
     Goodput { rate: lo.map_or(0.0, |k| grid_rate(r0, k)), points: seen.into_iter().map(|(_, p)| p).collect(), exact }
+}
+
+/// Where a [`search`] may look first; neither changes its answer on a monotone statistic.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Hints {
+    /// The request rate the first point's run delivered, if known.
+    pub delivered: Option<f64>,
+    /// An estimate of the boundary rate.
+    pub estimate: Option<f64>,
+}
+
+/// The grid step nearest `rate` (within the grid).
+fn grid_step(r0: f64, rate: f64) -> i32 {
+    ((rate / r0).ln() / (1.0 + TOLERANCE).ln()).round().clamp(-MAX_GRID_STEPS as f64, MAX_GRID_STEPS as f64) as i32
+}
+
+/// Tighten the bracket (`lo` the highest step seen to meet, `hi` the lowest seen to miss)
+/// with step `k`'s outcome.
+fn note(k: i32, meets: bool, lo: &mut Option<i32>, hi: &mut Option<i32>) {
+    if meets {
+        *lo = Some(lo.map_or(k, |l| l.max(k)));
+    } else {
+        *hi = Some(hi.map_or(k, |h| h.min(k)));
+    }
+}
+
+/// Grid steps (lo meets, hi misses) around the boundary, from the estimate's step `start`
+/// (moved to the side of step 0 that step 0's outcome leaves open), then away from it until
+/// the outcome flips: each next step at least doubles the last stride (1, 2, 4, …) and goes
+/// as far as the last two points extrapolate the boundary (log(statistic / limit) linear in
+/// the step), so a poor estimate costs a few simulations, not a walk. `None` at an end the
+/// grid or the simulation cap reached first.
+fn bracket_from(probes: &mut Probes, start: i32, limits: (f64, f64)) -> (Option<i32>, Option<i32>) {
+    let (mut lo, mut hi) = (None, None);
+    let at_r0 = probes.eval(0).meets_slo;
+    note(0, at_r0, &mut lo, &mut hi);
+    let start = if at_r0 { start.clamp(1, MAX_GRID_STEPS) } else { start.clamp(-MAX_GRID_STEPS, -1) };
+    if probes.spent() {
+        return (lo, hi);
+    }
+    let up = probes.eval(start).meets_slo;
+    note(start, up, &mut lo, &mut hi);
+    let dir = if up { 1 } else { -1 };
+    let (mut prev, mut last, mut stride) = (None, start, 1);
+    loop {
+        let far = prev.and_then(|p| extrapolate(probes, p, last, limits)).map_or(last + dir * stride, |k| {
+            if up {
+                k.max(last + stride)
+            } else {
+                k.min(last - stride)
+            }
+        });
+        // Not past a step already known to flip, nor off the grid.
+        let next = if up { hi.map_or(far, |h| far.min(h)) } else { lo.map_or(far, |l| far.max(l)) }.clamp(-MAX_GRID_STEPS, MAX_GRID_STEPS);
+        if next == last || Some(next) == if up { hi } else { lo } || probes.spent() {
+            return (lo, hi);
+        }
+        let meets = probes.eval(next).meets_slo;
+        note(next, meets, &mut lo, &mut hi);
+        if meets != up {
+            return (lo, hi);
+        }
+        stride = 2 * (next - last).abs();
+        (prev, last) = (Some(last), next);
+    }
+}
+
+/// The grid step where log(statistic / limit) reaches 0 on the line through steps `a` and
+/// `b` (both simulated), rounded; `None` where the line does not head there.
+fn extrapolate(probes: &mut Probes, a: i32, b: i32, limits: (f64, f64)) -> Option<i32> {
+    let (qa, qb) = (slo_load(&probes.eval(a), limits).ln(), slo_load(&probes.eval(b), limits).ln());
+    let slope = (qb - qa) / (b - a) as f64;
+    let k = b as f64 - qb / slope;
+    (qa.is_finite() && qb.is_finite() && slope.is_finite() && slope > 0.0 && k.is_finite())
+        .then(|| k.round().clamp(-MAX_GRID_STEPS as f64, MAX_GRID_STEPS as f64) as i32)
 }
 
 /// Grid steps (lo meets, hi misses) around the boundary, from step 0 in strides of
@@ -188,7 +268,8 @@ pub fn fill_row(ctx: &CandidateCtx, row: &mut Row) {
             return;
         }
     };
-    let g = search(r0, Some(first), row.qps, limits, &mut |r| deployment.check(r));
+    let hints = Hints { delivered: row.qps, estimate: boundary_rate(&deployment, r0, limits) };
+    let g = search(r0, Some(first), hints, limits, &mut |r| deployment.check(r));
     row.max_request_rate_within_slo = Some(g.rate);
     row.slo_curve = g.points;
 }
@@ -209,7 +290,7 @@ mod tests {
         // instead of `lo` from `narrow`, and the answer misses the SLO.
         for (r0, capacity) in [(10.0, 3.3), (1.0, 7.9), (5.0, 5.01), (2.0, 0.5)] {
             let mut f = linear(capacity);
-            let g = search(r0, None, None, (f64::INFINITY, 50.0), &mut f);
+            let g = search(r0, None, Hints::default(), (f64::INFINITY, 50.0), &mut f);
             let k = ((capacity / r0).ln() / (1.0 + TOLERANCE).ln()).floor() as i32;
             assert!(g.exact, "{r0} {capacity}: {g:?}");
             assert!((g.rate - grid_rate(r0, k)).abs() < 1e-9, "{r0} {capacity}: {} vs {}", g.rate, grid_rate(r0, k));
@@ -224,9 +305,43 @@ mod tests {
         // keep the hint's grid step as the answer without checking it (`lo = Some(k)` before
         // `eval`) and a hint above the boundary is reported.
         for (capacity, delivered) in [(3.3, 3.6), (3.3, 2.0), (0.4, 0.45), (7.0, 9.0)] {
-            let plain = search(10.0, None, None, (f64::INFINITY, 50.0), &mut linear(capacity));
-            let hinted = search(10.0, None, Some(delivered), (f64::INFINITY, 50.0), &mut linear(capacity));
+            let plain = search(10.0, None, Hints::default(), (f64::INFINITY, 50.0), &mut linear(capacity));
+            let hinted =
+                search(10.0, None, Hints { delivered: Some(delivered), estimate: None }, (f64::INFINITY, 50.0), &mut linear(capacity));
             assert_eq!(plain.rate.to_bits(), hinted.rate.to_bits(), "{capacity} {delivered}");
+        }
+    }
+
+    #[test]
+    fn the_estimate_only_chooses_where_to_look() {
+        // Any estimate, near or far, on either side of r0, ends where the plain search does.
+        // Mutation: take the estimate's grid step as met without simulating it and an estimate
+        // above the boundary is reported.
+        for capacity in [3.3, 0.4, 7.0, 10.2, 40.0] {
+            let plain = search(10.0, None, Hints::default(), (f64::INFINITY, 50.0), &mut linear(capacity));
+            for estimate in [capacity, capacity * 1.04, capacity / 1.3, capacity * 3.0, 0.01, 900.0] {
+                let hints = Hints { delivered: Some(capacity), estimate: Some(estimate) };
+                let g = search(10.0, None, hints, (f64::INFINITY, 50.0), &mut linear(capacity));
+                assert_eq!(plain.rate.to_bits(), g.rate.to_bits(), "{capacity} {estimate}");
+                assert!(g.exact, "{capacity} {estimate}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_estimate_within_a_grid_step_takes_two_simulations() {
+        // r0's point is known; the grid rates on each side of the boundary are the only two
+        // simulated. Mutation: start the walk with a stride of 2 and it takes three.
+        for (capacity, estimate) in [(3.3, 3.3), (3.3, 3.4), (3.3, 3.2), (0.5, 0.52)] {
+            let mut calls = 0;
+            let mut f = linear(capacity);
+            let first = f(10.0);
+            let hints = Hints { delivered: None, estimate: Some(estimate) };
+            let g = search(10.0, Some(first), hints, (f64::INFINITY, 50.0), &mut |r| {
+                calls += 1;
+                f(r)
+            });
+            assert!(g.exact && calls == 2, "{capacity} {estimate}: {calls} simulations, {g:?}");
         }
     }
 
@@ -236,7 +351,7 @@ mod tests {
         // bisect (drop the interpolation) and the count rises to the bisection's.
         let mut calls = 0;
         let mut f = linear(3.3);
-        let g = search(10.0, None, None, (f64::INFINITY, 50.0), &mut |r| {
+        let g = search(10.0, None, Hints::default(), (f64::INFINITY, 50.0), &mut |r| {
             calls += 1;
             f(r)
         });
@@ -248,14 +363,14 @@ mod tests {
     fn ends_of_the_grid_and_the_cap() {
         // Nothing meets: 0. Everything meets: a lower bound at the grid's end. Mutation: drop
         // the `k.abs() == MAX_GRID_STEPS` stop and the search loops until the cap.
-        let g = search(1.0, None, None, (f64::INFINITY, 50.0), &mut |rate| SloPoint {
+        let g = search(1.0, None, Hints::default(), (f64::INFINITY, 50.0), &mut |rate| SloPoint {
             rate,
             ttft_ms: Some(1.0),
             tpot_ms: Some(99.0),
             meets_slo: false,
         });
         assert_eq!((g.rate, g.exact), (0.0, false));
-        let g = search(1.0, None, None, (f64::INFINITY, 50.0), &mut |rate| SloPoint {
+        let g = search(1.0, None, Hints::default(), (f64::INFINITY, 50.0), &mut |rate| SloPoint {
             rate,
             ttft_ms: Some(1.0),
             tpot_ms: Some(1.0),

@@ -7,14 +7,16 @@
 //!
 //! Why they hold: the search answers on a fixed grid of rates, and with common random numbers
 //! a looser limit or another instance only lowers the statistic at every rate, so the
-//! boundary between adjacent grid rates can only move up. Mutation tried: seed each rate's
-//! arrivals by the rate (`seed ^ rate.to_bits()` in `check`: no common random numbers), and
-//! the statistic stops growing with the rate: the looser-SLO property fails (limits × 1.10:
-//! 511 → 442 req/s). The instance property did not catch that mutation in its 48 cases (an
-//! extra instance moves the boundary by more than the noise); a router that sends requests to
-//! the most loaded instance trips the router's own debug check first.
+//! boundary between adjacent grid rates can only move up. The search starts from the
+//! boundary's estimate (`rate_estimate`), as a planning run's does. Mutation tried: seed each
+//! rate's arrivals by the rate (`seed ^ rate.to_bits()` in `check`: no common random
+//! numbers), and the statistic stops growing with the rate: the looser-SLO property fails
+//! (limits × 1.03: 191.9 → 143.2 req/s). The instance property did not catch that mutation in
+//! its 48 cases (an extra instance moves the boundary by more than the noise); a router that
+//! sends requests to the most loaded instance trips the router's own debug check first.
 
 use super::goodput;
+use super::rate_estimate::{self, MeanLengths};
 use crate::cost::FixedCost;
 use crate::outcome::SloPoint;
 use crate::sim::{simulate, InstanceConfig, Percentile, Role, RunParams, SimConfig};
@@ -53,10 +55,15 @@ fn case() -> impl Strategy<Value = Case> {
 const REQUESTS: u64 = 160;
 
 /// The case's deployment at `rate`: its p90 statistics against its limits.
-fn check(c: &Case, rate: f64) -> SloPoint {
+fn instance(c: &Case) -> InstanceConfig {
     let mut instance = InstanceConfig::for_tests(256, 0.0, 64, 16);
     // Room for every request's whole context at the running cap: the pool never preempts.
     instance.kv_blocks = 64 * (c.input + c.output + 1).div_ceil(16);
+    instance
+}
+
+fn check(c: &Case, rate: f64) -> SloPoint {
+    let instance = instance(c);
     let run = RunParams {
         num_requests: REQUESTS,
         ttft_limit_ms: c.ttft_ms,
@@ -77,7 +84,9 @@ fn check(c: &Case, rate: f64) -> SloPoint {
 }
 
 fn goodput(c: &Case) -> goodput::Goodput {
-    goodput::search(c.rate, None, None, (c.ttft_ms, c.tpot_ms), &mut |r| check(c, r))
+    let lengths = MeanLengths { prompt: c.input, context: c.input, output: c.output };
+    let estimate = rate_estimate::estimate(&instance(c), &c.cost, c.instances, lengths, c.rate, (c.ttft_ms, c.tpot_ms));
+    goodput::search(c.rate, None, goodput::Hints { delivered: None, estimate }, (c.ttft_ms, c.tpot_ms), &mut |r| check(c, r))
 }
 
 proptest! {

@@ -12,6 +12,7 @@ pub mod merge;
 pub mod pd;
 pub mod price;
 pub mod ranking;
+pub mod rate_estimate;
 pub mod record;
 pub mod replicas;
 pub mod sizing;

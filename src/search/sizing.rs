@@ -21,6 +21,7 @@ use super::candidates::{enumerate, Candidate};
 use super::engine::{CandidateCtx, Engine, SimEngine};
 use super::goodput;
 use super::pd;
+use super::rate_estimate::boundary_rate;
 use super::slo_check::{slo_load, OpenLoopDeployment};
 use crate::hardware::DeviceProfile;
 use crate::outcome::{DeploymentKind, Phase, Row, SizedRole, Sizing, SloPoint};
@@ -306,7 +307,9 @@ fn headroom(plan: &Plan, device: &DeviceProfile, best: &Checked) -> (f64, Vec<Sl
     let deployment = OpenLoopDeployment::new(&ctx, best.cand.parallel.dp);
     let first = plan.sim.arrival.is_open().then_some(best.point).filter(|_| open.is_none());
     let mut sims = 0;
-    let g = goodput::search(r0, first, None, deployment.limits(), &mut |r| {
+    let limits = deployment.limits();
+    let hints = goodput::Hints { delivered: None, estimate: boundary_rate(&deployment, r0, limits) };
+    let g = goodput::search(r0, first, hints, limits, &mut |r| {
         sims += 1;
         deployment.check(r)
     });
@@ -339,7 +342,8 @@ fn unmet(plan: &Plan, device: &DeviceProfile, families: &[Family], disaggregated
         let Some(&(n, cand)) = f.members.last() else { continue };
         let ctx = CandidateCtx::new(plan_open, device, cand, Phase::Aggregated);
         let d = OpenLoopDeployment::new(&ctx, cand.parallel.dp);
-        let g = goodput::search(r0, None, None, d.limits(), &mut |r| d.check(r));
+        let hints = goodput::Hints { delivered: None, estimate: boundary_rate(&d, r0, d.limits()) };
+        let g = goodput::search(r0, None, hints, d.limits(), &mut |r| d.check(r));
         if most.as_ref().is_none_or(|m| g.rate > m.0) {
             most = Some((g.rate, n, ctx.label.clone()));
         }

@@ -1,4 +1,5 @@
-//! Capacity planning's flags: `--goodput` (goodput per open-loop row) and the sizing targets
+//! Capacity planning's flags: `--goodput` / `--no-goodput` (goodput per open-loop row, on by
+//! default where it applies) and the sizing targets
 //! `--target-request-rate` / `--target-concurrency`. A target rate becomes the arrival rate
 //! before the simulator's options are validated ([`apply_target_rate`]), so an open loop at
 //! the target is validated as any other; the rest checks what the targets combine with.
@@ -77,7 +78,15 @@ pub(crate) fn validate_capacity(
     if raw.goodput {
         flags.push("--goodput");
     }
-    let Some(&first) = flags.first() else { return Ok(Capacity::default()) };
+    if raw.no_goodput {
+        no_goodput_applies(target.map(|t| t.0), &sim.arrival, warnings);
+    }
+    let Some(&first) = flags.first() else {
+        // Per-row goodput by default wherever it applies: open-loop arrivals, the simulator,
+        // aggregated layouts.
+        let applies = engine != EngineKind::Analytic && sim.arrival.is_open() && matches!(mode, Mode::Aggregation);
+        return Ok(Capacity { goodput: applies && !raw.no_goodput, target: None });
+    };
     if engine == EngineKind::Analytic {
         return Err(Error::conflict(first, "--engine analytic", format!("{first} simulates deployments; use --engine sim (or compare)")));
     }
@@ -96,6 +105,16 @@ pub(crate) fn validate_capacity(
         warnings.push(format!("--goodput is implied by {first}: the sizing answer carries its headroom; per-row goodput is not computed"));
     }
     Ok(Capacity { goodput: raw.goodput && target.is_none(), target: target.map(|t| t.1) })
+}
+
+/// `--no-goodput` where there is no per-row goodput to skip: said, not silently ignored.
+fn no_goodput_applies(target: Option<&str>, arrival: &ArrivalProcess, warnings: &mut Warnings) {
+    if let Some(flag) = target {
+        warnings.push(format!("--no-goodput: {flag} computes no per-row goodput anyway; the sizing answer's headroom is still searched"));
+    } else if !arrival.is_open() {
+        warnings
+            .push(format!("--no-goodput has no effect: goodput is searched for open-loop arrivals only, not --arrival {}", arrival.name()));
+    }
 }
 
 /// The modes capacity planning serves: `--goodput` rates aggregated rows only; a sizing

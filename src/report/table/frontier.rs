@@ -24,10 +24,17 @@ pub(super) fn frontier_block(f: &Frontier, w: Option<usize>) -> String {
     if let Some(c) = f.chosen.filter(|c| !f.points[*c].on_frontier) {
         on.push((c, &f.points[c]));
     }
-    let mut t =
-        new_table(&["deployment", "configuration", "devices", "tok/s/user", "tok/s/device", "TTFT (ms)", "TPOT (ms)", "SLO met", ""]);
+    // Goodput (open-loop aggregated points): the column is there when any point has it, so a
+    // run where nothing meets the SLO at the offered rate still says how much each takes.
+    let goodput = on.iter().any(|(_, p)| p.max_request_rate_within_slo.is_some());
+    let mut header = vec!["deployment", "configuration", "devices", "tok/s/user", "tok/s/device", "TTFT (ms)", "TPOT (ms)", "SLO met"];
+    if goodput {
+        header.push("max req/s in SLO");
+    }
+    header.push("");
+    let mut t = new_table(&header);
     for (i, p) in on {
-        t.add_row(vec![
+        let mut cells = vec![
             p.kind.label().to_string(),
             p.label.clone(),
             p.devices.to_string(),
@@ -36,8 +43,12 @@ pub(super) fn frontier_block(f: &Frontier, w: Option<usize>) -> String {
             format!("{:.2}", p.ttft_ms),
             format!("{:.2}", p.tpot_ms),
             if p.meets_slo { "yes" } else { "no" }.to_string(),
-            if f.chosen == Some(i) { "<- chosen" } else { "" }.to_string(),
-        ]);
+        ];
+        if goodput {
+            cells.push(p.max_request_rate_within_slo.map_or("-".to_string(), |r| format!("{r:.3}")));
+        }
+        cells.push(if f.chosen == Some(i) { "<- chosen" } else { "" }.to_string());
+        t.add_row(cells);
     }
     s += &fit(t, w, true);
     s.push('\n');
@@ -46,6 +57,10 @@ pub(super) fn frontier_block(f: &Frontier, w: Option<usize>) -> String {
     }
     if f.chosen.is_none() {
         s += "No configuration meets the SLO: nothing is chosen.\n";
+        let most = f.points.iter().filter_map(|p| Some((p.max_request_rate_within_slo?, p))).max_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some((rate, p)) = most.filter(|m| m.0 > 0.0) {
+            let _ = writeln!(s, "The most any of them serves within the SLO is {rate:.3} req/s: {} ({} devices).", p.label, p.devices);
+        }
     }
     s
 }

@@ -318,7 +318,7 @@ pub fn headroom(plan: &Plan, device: &DeviceProfile, a: &PdAnswer) -> (f64, Vec<
     let pct = plan.sim.slo_percentile;
     let mut sims = 0;
     let first = open.then_some(a.check.point);
-    let g = goodput::search(r0, first, None, limits, &mut |r| {
+    let g = goodput::search(r0, first, goodput::Hints::default(), limits, &mut |r| {
         sims += 1;
         let arrival = if open { plan.sim.arrival.at_rate(r) } else { ArrivalProcess::Poisson { rate: r } };
         let requests = verify_requests(plan, &a.row, r);
