@@ -140,6 +140,19 @@ fn goodput_is_in_every_output() {
 }
 
 #[test]
+fn no_goodput_where_there_is_none_says_so() {
+    // A closed loop has no per-row goodput to skip: the flag is named, not silently dropped.
+    // Mutation: drop the warning in validate_capacity and this fails.
+    let base = &LLAMA[..LLAMA.len() - 2];
+    let out = cmd().args(args(base, &["--no-goodput", "--num-devices", "1"])).assert().success().get_output().clone();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("--no-goodput has no effect") && stderr.contains("--arrival closed"), "{stderr}");
+    // And --goodput with it is a usage error.
+    let both = &["--no-goodput", "--goodput", "--arrival", "poisson", "--request-rate", "5"];
+    cmd().args(args(base, both)).assert().code(2);
+}
+
+#[test]
 fn capacity_flags_name_flag_value_and_range() {
     let base = &LLAMA[..LLAMA.len() - 2];
     usage_error(&args(base, &["--target-request-rate", "0"]), &["--target-request-rate 0", "positive rate up to"]);
