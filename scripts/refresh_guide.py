@@ -16,6 +16,8 @@ are and listed.
 
   scripts/refresh_guide.py --check            list the examples whose output changed
   scripts/refresh_guide.py --write [LINE ...] rewrite them (only the blocks starting at LINE)
+  scripts/refresh_guide.py --write --insert LINE ...
+                                              also show lines the old output did not have
 
 Build first: `cargo build --release`. Read the diff before committing: the alignment is by
 shape, and a block whose shape changed (a new table column, a new line) needs a look.
@@ -30,6 +32,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GUIDE = os.path.join(ROOT, "docs", "user-guide.md")
 TRIM = re.compile(r"^\[\.\.\. (\d+) lines? trimmed \.\.\.\]$|^…$")
 CUT = " [...]"
+# `--insert`: show output lines the example did not have instead of leaving the block.
+INSERT = "--insert" in sys.argv
 # The run's wall time (stderr): shown only where the example showed it.
 TIMING = "All experiments completed in"
 
@@ -71,7 +75,7 @@ def segments(body):
 def runnable(cmd):
     text = " ".join(cmd)
     return "throughput-optimizer" in text and not any(
-        s in text for s in ("/tmp/", "sbatch", "--emit", "…", "cargo run", "requests.csv", "t.json", "head.json", "pd.json", "results/", "shard-", "runs.csv")
+        s in text for s in ("/tmp/", "sbatch", "--emit", "…", "cargo run", "requests.csv", "t.json", "head.json", "pd.json", "results/", "shard-", "runs.csv", "burstgpt.csv")
     )
 
 
@@ -117,7 +121,9 @@ def refresh(old, new):
             out.append(trim_marker(pending_trim, j - last_new - 1))
             pending_trim = None
         elif j != last_new + 1:
-            return None  # lines the old output did not have (a new warning, a new row)
+            if not INSERT:
+                return None  # lines the old output did not have (a new warning, a new row)
+            out.extend(new[last_new + 1 : j])
         line = new[j]
         if l.endswith(CUT):
             line = line[: len(l) - len(CUT)] + CUT
@@ -126,7 +132,9 @@ def refresh(old, new):
     if pending_trim:
         out.append(trim_marker(pending_trim, len(new) - last_new - 1))
     elif last_new + 1 != len(new):
-        return None
+        if not INSERT:
+            return None
+        out.extend(new[last_new + 1 :])
     return out
 
 
@@ -148,6 +156,14 @@ def align(old, new, keys_old, keys_new):
         for a, b, size in sub.get_matching_blocks():
             for t in range(size):
                 match[a0 + 1 + a + t] = b0 + 1 + b + t
+    # A gap where as many old lines as new ones are left unmatched (a line that grew a field):
+    # paired in order.
+    pairs = sorted(match.items())
+    bounds = [(-1, -1)] + pairs + [(len(old), len(new))]
+    for (a0, b0), (a1, b1) in zip(bounds, bounds[1:]):
+        if a1 - a0 == b1 - b0 and a1 - a0 > 1:
+            for t in range(1, a1 - a0):
+                match[a0 + t] = b0 + t
     return match
 
 
