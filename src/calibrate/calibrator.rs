@@ -84,20 +84,23 @@ fn engine_of(run: &MeasuredRun) -> String {
 }
 
 /// Host overheads the fit starts from and is pulled toward, the same for every engine so that
-/// no engine's figures are presumed: 0.5 ms a step (a CUDA-graph replay and the scheduler's
-/// Python), 10 µs a running sequence a step (the scheduler's, the input preparation's and the
-/// output processing's work for it), 2 ms of the front end's time a request (HTTP and the
-/// tokenizer call; the per-token front-end times are not fitted and keep the profile's). The
-/// per-sequence cost is fitted per step, not per decoder layer (`seq_layer_overhead_us` stays
-/// 0): it is the engine's host work for a running request (Python loops over the requests, not
-/// over the layers), and the runs that see it are synchronous vLLM's (0.12: its per-sequence work
-/// is on every step's critical path); under overlapped scheduling it hides behind the device.
-/// Fixed here, not read from the profiles, so that re-fitting the built-in profiles gives the
-/// same result.
+/// no engine's figures are presumed: 0.5 ms a step of gap the device waits (the graph's
+/// launch, the hand-over of inputs and sampled tokens: the prior's per-step cost before the
+/// host's work was split from it) and 0.5 ms of the host's own work for the step (the
+/// scheduler's Python pass, building the inputs: hidden behind the device under overlapped
+/// scheduling); 10 µs a running sequence a step (the scheduler's, the input
+/// preparation's and the output processing's work for it); 2 ms of the front end's time a
+/// request (HTTP and the tokenizer call; the per-token front-end times are not fitted and keep
+/// the profile's). The per-sequence cost is fitted per step: it is the engine's host work for a
+/// running request (Python loops over the requests, not over the layers). A synchronous engine
+/// (vLLM before 0.14) pays all of the host's work on every step; an overlapped one only the gap
+/// and what of its work outlasts the device, so runs of both kinds on one device tell the two
+/// per-step parts apart. Fixed here, not read from the profiles, so that re-fitting the
+/// built-in profiles gives the same result.
 pub const PRIOR_OVERHEADS: Overheads = Overheads {
     step_overhead_us: 500.0,
+    step_host_us: 500.0,
     seq_overhead_us: 10.0,
-    seq_layer_overhead_us: 0.0,
     frontend_request_us: Some(2000.0),
     frontend_input_token_us: None,
     frontend_output_token_us: None,
@@ -108,21 +111,24 @@ fn prior() -> Prior {
     let o = PRIOR_OVERHEADS;
     Prior::new(Params {
         step_overhead_us: o.step_overhead_us,
+        step_host_us: o.step_host_us,
         seq_overhead_us: o.seq_overhead_us,
         frontend_request_us: o.frontend_request_us.unwrap_or(0.0),
     })
 }
 
 /// `p` rounded as a profile keeps it (whole µs per step, tenths of a µs per sequence, whole µs
-/// of front end per request), so what the fit simulates and reports is what
-/// the file says.
+/// of front end per request), within the per-step bound, so that what the fit simulates and
+/// reports is what the file says.
 fn rounded(p: &Params) -> Params {
     let r = |x: f64, per_unit: f64| (x * per_unit).round() / per_unit;
     Params {
         step_overhead_us: r(p.step_overhead_us, 1.0),
+        step_host_us: r(p.step_host_us, 1.0),
         seq_overhead_us: r(p.seq_overhead_us, 10.0),
         frontend_request_us: r(p.frontend_request_us, 1.0),
     }
+    .within_step_bound()
 }
 
 /// The device entry of `p` (rounded).
@@ -132,8 +138,8 @@ fn entry(device: &str, p: &Params) -> DeviceCalibration {
         device: device.to_string(),
         overheads: Overheads {
             step_overhead_us: p.step_overhead_us,
+            step_host_us: p.step_host_us,
             seq_overhead_us: p.seq_overhead_us,
-            seq_layer_overhead_us: 0.0,
             frontend_request_us: Some(p.frontend_request_us),
             frontend_input_token_us: None,
             frontend_output_token_us: None,
@@ -301,7 +307,7 @@ fn record_fits(
             let n = idx.len() as f64;
             weighted[0] += o.step_overhead_us * n;
             weighted[1] += o.seq_overhead_us * n;
-            weighted[2] += o.seq_layer_overhead_us * n;
+            weighted[2] += o.step_host_us * n;
             weighted[3] += o.frontend_request_us.unwrap_or(0.0) * n;
             total += n;
         }
@@ -310,7 +316,7 @@ fn record_fits(
             profile.defaults = Overheads {
                 step_overhead_us: r(weighted[0]),
                 seq_overhead_us: (weighted[1] / total * 10.0).round() / 10.0,
-                seq_layer_overhead_us: (weighted[2] / total * 100.0).round() / 100.0,
+                step_host_us: r(weighted[2]),
                 frontend_request_us: Some(r(weighted[3])),
                 // Not fitted: the profile's own.
                 ..profile.defaults
@@ -408,7 +414,7 @@ pub fn render_params(params: &BTreeMap<GroupKey, (Params, usize)>) -> String {
     for ((e, d), (p, n)) in params {
         let mut row = vec![e.clone(), d.clone(), n.to_string()];
         let v = p.to_vec();
-        row.extend([format!("{:.0}", v[0]), format!("{:.2}", v[1]), format!("{:.1}", v[2])]);
+        row.extend([format!("{:.0}", v[0]), format!("{:.0}", v[1]), format!("{:.2}", v[2]), format!("{:.1}", v[3])]);
         table.add_row(row);
     }
     format!("{table}\n")

@@ -1,8 +1,9 @@
 //! Fitting a serving engine's costs on one device to measured runs, with the simulator in the
 //! loop.
 //!
-//! Three parameters per serving engine on one device ([`Params`]): the engine's per-step host
-//! time, its per-running-sequence host time per step and its per-request front-end time. What the
+//! Four parameters per serving engine on one device ([`Params`]): the per-step gap the device
+//! waits on the host, the host's own per-step work (which overlapped scheduling hides), its
+//! per-running-sequence host time per step and its per-request front-end time. What the
 //! device's kernels do (bandwidth, matrix efficiency, grouped GEMMs, collectives) is not
 //! fitted: it comes from the device profile and the measured kernel tables, and every engine on
 //! a device shares it. A full re-simulation per trial would cost seconds per trial, so the fit
@@ -22,13 +23,16 @@
 use crate::hardware::calibration::{MAX_FRONTEND_REQUEST_US, MAX_SEQ_OVERHEAD_US, MAX_STEP_OVERHEAD_US};
 use serde::Serialize;
 
-/// Components of a step's price the calibration scales: one per step (the per-step host
-/// time); running sequences (the per-sequence host time).
-pub const COMPONENTS: usize = 2;
+/// Components of a step's price the calibration scales: one per step (the per-step gap); one
+/// per step where the host's work shows (the per-step host work: every step of a synchronous
+/// engine, the steps an overlapped engine's host work outlasts the device); running sequences
+/// where the host's work shows (the per-sequence host time).
+pub const COMPONENTS: usize = 3;
 pub const STEP: usize = 0;
-pub const SEQS: usize = 1;
+pub const HOST: usize = 1;
+pub const SEQS: usize = 2;
 /// Parameters of one calibration.
-pub const P: usize = 3;
+pub const P: usize = 4;
 
 /// A run's simulated means and how they move: `ttft[k]` is the mean TTFT (ms) per second of
 /// component `k` at the current calibration.
@@ -44,19 +48,28 @@ pub struct Sensitivity {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Params {
     pub step_overhead_us: f64,
+    pub step_host_us: f64,
     pub seq_overhead_us: f64,
     pub frontend_request_us: f64,
 }
 
 /// Names of the parameters, in [`Params::to_vec`] order.
-pub const PARAM_NAMES: [&str; P] = ["step_overhead_us", "seq_overhead_us", "frontend_request_us"];
+pub const PARAM_NAMES: [&str; P] = ["step_overhead_us", "step_host_us", "seq_overhead_us", "frontend_request_us"];
 
 impl Params {
     pub fn to_vec(self) -> [f64; P] {
-        [self.step_overhead_us, self.seq_overhead_us, self.frontend_request_us]
+        [self.step_overhead_us, self.step_host_us, self.seq_overhead_us, self.frontend_request_us]
     }
     pub fn from_vec(v: [f64; P]) -> Self {
-        Params { step_overhead_us: v[0], seq_overhead_us: v[1], frontend_request_us: v[2] }
+        Params { step_overhead_us: v[0], step_host_us: v[1], seq_overhead_us: v[2], frontend_request_us: v[3] }
+    }
+
+    /// These parameters with the per-step host work cut so that the step's two fixed parts
+    /// together stay within the bound a profile is held to (the fit's penalty keeps them near
+    /// it; this makes it exact).
+    pub fn within_step_bound(mut self) -> Params {
+        self.step_host_us = self.step_host_us.min(MAX_STEP_OVERHEAD_US - self.step_overhead_us).max(0.0);
+        self
     }
 
     /// These parameters with `values` at indices `idx` (of [`Params::to_vec`]).
@@ -72,6 +85,7 @@ impl Params {
     pub fn predict(&self, s: &Sensitivity, next: &Params) -> (f64, f64) {
         let mut scale = [0.0; COMPONENTS];
         scale[STEP] = (next.step_overhead_us - self.step_overhead_us) * 1e-6;
+        scale[HOST] = (next.step_host_us - self.step_host_us) * 1e-6;
         scale[SEQS] = (next.seq_overhead_us - self.seq_overhead_us) * 1e-6;
         let dot = |w: &[f64; COMPONENTS]| w.iter().zip(&scale).map(|(a, b)| a * b).sum::<f64>();
         // The front end's time per request is in every TTFT (uncontended, before any queueing).
@@ -91,19 +105,19 @@ pub struct Prior {
 
 impl Prior {
     /// The engines' documented overheads, within the bounds a real engine stays inside
-    /// (`hardware::calibration`: 4.5 ms a step, 100 µs a sequence a step, 50 ms of front end a request).
+    /// (`hardware::calibration`: 4.5 ms a step for each per-step part and for both together,
+    /// 100 µs a sequence a step, 50 ms of front end a request).
     pub fn new(at: Params) -> Self {
-        Prior { at, lower: [0.0; P], upper: [MAX_STEP_OVERHEAD_US, MAX_SEQ_OVERHEAD_US, MAX_FRONTEND_REQUEST_US] }
+        Prior { at, lower: [0.0; P], upper: [MAX_STEP_OVERHEAD_US, MAX_STEP_OVERHEAD_US, MAX_SEQ_OVERHEAD_US, MAX_FRONTEND_REQUEST_US] }
     }
 
     /// Regularisation toward the prior of parameter `i` at `v`: the squared difference in units
-    /// of a typical value (5 ms a step, 50 µs a sequence a step, 5 ms of the front end's time a
-    /// request).
+    /// of a typical value (5 ms a step for either per-step part, 50 µs a sequence a step, 5 ms
+    /// of the front end's time a request).
     fn penalty_of(&self, i: usize, v: f64) -> f64 {
         let a = self.at.to_vec()[i];
         match i {
-            0 => ((v - a) / 5_000.0).powi(2),
-            1 => ((v - a) / 50.0).powi(2),
+            2 => ((v - a) / 50.0).powi(2),
             _ => ((v - a) / 5_000.0).powi(2),
         }
     }
@@ -201,7 +215,10 @@ pub fn fit_block(members: &[Member], free: &[usize], prior: &Prior) -> Vec<f64> 
             })
             .sum();
         let pen: f64 = free.iter().zip(&v).map(|(&i, &vi)| prior.penalty_of(i, vi)).sum();
-        sum / members.len() as f64 + PRIOR_WEIGHT * pen + 1e-3 * excess
+        // The two per-step parts share one bound: past it, a steep cost per 100 µs.
+        let fixed = first.cur.with_values(free, &v);
+        let over = ((fixed.step_overhead_us + fixed.step_host_us - MAX_STEP_OVERHEAD_US) / 100.0).max(0.0);
+        sum / members.len() as f64 + PRIOR_WEIGHT * pen + 1e-3 * excess + over * over
     };
     let x0: Vec<f64> = free.iter().map(|&i| z0[i]).collect();
     values(&nelder_mead(objective, &x0, 0.5, 600 * free.len().max(1)))
@@ -273,7 +290,7 @@ mod tests {
     }
 
     fn params(step_us: f64, seq_us: f64) -> Params {
-        Params { step_overhead_us: step_us, seq_overhead_us: seq_us, frontend_request_us: 0.0 }
+        Params { step_overhead_us: step_us, step_host_us: 0.0, seq_overhead_us: seq_us, frontend_request_us: 0.0 }
     }
 
     #[test]
@@ -281,9 +298,14 @@ mod tests {
         // Weights in ms of TPOT per second of each component: 1 000 (one step per token) and
         // 2 000 000 (2 000 sequences per step): 2 ms more per step adds 2 ms, 1 µs more per
         // sequence adds 2 ms. Mutation: read SEQS's weight for STEP.
-        let s = Sensitivity { ttft_ms: 50.0, tpot_ms: 12.0, ttft: [0.0; 2], tpot: [1000.0, 2e6] };
+        let s = Sensitivity { ttft_ms: 50.0, tpot_ms: 12.0, ttft: [0.0; 3], tpot: [1000.0, 500.0, 2e6] };
         let (_, tpot) = params(1000.0, 0.0).predict(&s, &params(3000.0, 1.0));
         assert!((tpot - (12.0 + 2.0 + 2.0)).abs() < 1e-9, "{tpot}");
+        // The host's per-step work moves a run by its own weight (here half the steps show
+        // it): 2 ms more adds 1 ms. Mutation: scale HOST by the gap's change.
+        let host = Params { step_host_us: 2000.0, ..params(1000.0, 0.0) };
+        let (_, tpot) = params(1000.0, 0.0).predict(&s, &host);
+        assert!((tpot - 13.0).abs() < 1e-9, "{tpot}");
     }
 
     #[test]
@@ -295,7 +317,7 @@ mod tests {
         let samples: Vec<Sample> = (1..=20)
             .map(|i| {
                 let dev = 2.0 * i as f64;
-                let sens = Sensitivity { ttft_ms: 100.0, tpot_ms: dev + 1.0, ttft: [0.0; 2], tpot: [1000.0, 0.0] };
+                let sens = Sensitivity { ttft_ms: 100.0, tpot_ms: dev + 1.0, ttft: [0.0; 3], tpot: [1000.0, 0.0, 0.0] };
                 Sample { ttft_ms: 100.0, tpot_ms: dev + 4.0, sens }
             })
             .collect();
@@ -308,7 +330,7 @@ mod tests {
         // Measurements 50 ms slower per token than any overhead allows: the step overhead stops
         // at its 5 ms bound. Mutation: widen the prior's upper bound and it goes past.
         let at = params(500.0, 0.2);
-        let sens = Sensitivity { ttft_ms: 100.0, tpot_ms: 10.0, ttft: [0.0; 2], tpot: [1000.0, 0.0] };
+        let sens = Sensitivity { ttft_ms: 100.0, tpot_ms: 10.0, ttft: [0.0; 3], tpot: [1000.0, 0.0, 0.0] };
         let samples = vec![Sample { ttft_ms: 100.0, tpot_ms: 60.0, sens }];
         let p = fit_group(&samples, &at, &Prior::new(at));
         assert!(p.step_overhead_us <= MAX_STEP_OVERHEAD_US && p.step_overhead_us > MAX_STEP_OVERHEAD_US - 100.0, "{p:?}");
@@ -324,17 +346,18 @@ mod block_tests {
         // Runs with no sequence sensitivity (no slope for the per-sequence cost): only the
         // prior decides it. Fails if the block fit maps its coordinates onto the wrong
         // parameters, or the prior's pull is lost.
-        let at = Params { step_overhead_us: 500.0, seq_overhead_us: 10.0, frontend_request_us: 10_000.0 };
-        let sens = Sensitivity { ttft_ms: 100.0, tpot_ms: 10.0, ttft: [50.0, 0.0], tpot: [900.0, 0.0] };
+        let at = Params { step_overhead_us: 500.0, step_host_us: 250.0, seq_overhead_us: 10.0, frontend_request_us: 10_000.0 };
+        let sens = Sensitivity { ttft_ms: 100.0, tpot_ms: 10.0, ttft: [50.0, 0.0, 0.0], tpot: [900.0, 0.0, 0.0] };
         let members = vec![Member { sample: Sample { ttft_ms: 120.0, tpot_ms: 12.0, sens }, at, cur: at }];
         let prior = Prior::new(at);
-        let v = fit_block(&members, &[0, 1, 2], &prior);
-        assert!((v[1] - 10.0).abs() < 0.2, "per-sequence cost moved without data: {v:?}");
+        let v = fit_block(&members, &[0, 1, 2, 3], &prior);
+        assert!((v[2] - 10.0).abs() < 0.2, "per-sequence cost moved without data: {v:?}");
+        assert!((v[1] - 250.0).abs() < 5.0, "per-step host work moved without data: {v:?}");
         // A run the overheads cannot reach (measured far below the simulation even with none):
         // they go to their bound, and the parameter without data still stays. Fails without the
         // clamp of saturated coordinates (the simplex ran off and took it to a bound).
         let fast = vec![Member { sample: Sample { ttft_ms: 10.0, tpot_ms: 1.0, sens }, at, cur: at }];
-        let v = fit_block(&fast, &[0, 1, 2], &prior);
-        assert!(v[0] < 5.0 && (v[1] - 10.0).abs() < 0.5, "{v:?}");
+        let v = fit_block(&fast, &[0, 1, 2, 3], &prior);
+        assert!(v[0] < 5.0 && (v[2] - 10.0).abs() < 0.5, "{v:?}");
     }
 }

@@ -173,8 +173,8 @@ fn simulate_means(ctx: &CandidateCtx, batch: u32, budget: u64) -> Result<Means, 
 }
 
 /// Prices steps with the candidate's cost model and keeps, for every step the simulator runs,
-/// the amount of each component the calibration scales (see [`COMPONENTS`]): one step, and
-/// its running sequences.
+/// the amount of each component the calibration scales (see [`COMPONENTS`]): one step's gap,
+/// one step's host work, and its running sequences.
 struct Recorder<'a> {
     inner: &'a crate::cost::RooflineCost,
     /// The engine overlaps scheduling: a step takes the larger of its device and host parts,
@@ -198,10 +198,10 @@ impl StepCostModel for Recorder<'_> {
         }
         let seqs = (shape.prefill.seqs + shape.decode.seqs) as f64;
         let parts = self.inner.step_parts(shape);
-        // The per-step gap adds to every step; the per-sequence work only where it is not
-        // overlapped behind a longer device part.
-        let seq_weight = if self.overlap && parts.host_s <= parts.device_s { 0.0 } else { seqs };
-        let comps = [1.0, seq_weight];
+        // The per-step gap adds to every step; the host's work (per step and per sequence) only
+        // where it is not overlapped behind a longer device part.
+        let shows = if self.overlap && parts.host_s <= parts.device_s { 0.0 } else { 1.0 };
+        let comps = [1.0, shows, shows * seqs];
         self.steps.lock().expect("no panic holds the lock").push(comps);
         parts
     }

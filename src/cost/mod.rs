@@ -289,8 +289,12 @@ pub trait StepCostModel: Send + Sync {
 pub struct RooflineCost {
     /// The operator graph, fixed once built: the fast path and the memo are derived from it.
     ops: Vec<ops::Op>,
-    /// Host-side time added to every step.
+    /// Host-side time added to every step: the gap the device waits, never overlapped.
     pub host_s: f64,
+    /// The host's own work per step (a serving engine's scheduler pass and input preparation),
+    /// which an overlapped engine does while the device runs the previous step: 0 unless a
+    /// serving engine's execution profile says otherwise.
+    pub step_host_s: f64,
     /// Host-side time per sequence in the step (sampling, scheduling, metadata), added to every
     /// step: 0 unless a serving engine's execution profile says otherwise.
     pub per_seq_s: f64,
@@ -312,7 +316,7 @@ impl RooflineCost {
     pub fn from_ops(ops: Vec<ops::Op>, host_s: f64, warnings: Vec<String>) -> Self {
         let fast = ops::FastOp::of(&ops);
         let memo = memo::StepMemo::of(&ops);
-        RooflineCost { ops, host_s, per_seq_s: 0.0, warnings, fast, memo }
+        RooflineCost { ops, host_s, step_host_s: 0.0, per_seq_s: 0.0, warnings, fast, memo }
     }
 
     /// The operator graph.
@@ -360,14 +364,21 @@ impl StepCostModel for RooflineCost {
         // Mutation: read one dot product under another's mask, or leave a count the experts
         // read out of the memo's key, and this fires in the cost tests.
         debug_assert_eq!(secs.to_bits(), self.ops.iter().map(|op| op.seconds(&x)).sum::<f64>().to_bits());
-        StepParts { device_s: secs, host_s: self.per_seq_s * (shape.prefill.seqs + shape.decode.seqs) as f64, gap_s: self.host_s }
+        StepParts { device_s: secs, host_s: self.host_work_seconds(shape), gap_s: self.host_s }
     }
 }
 
 impl RooflineCost {
-    /// Host time of a step: the per-step part plus the per-sequence part.
+    /// Host time of a step: the gap plus the host's work.
     pub fn host_seconds(&self, shape: &BatchShape) -> f64 {
-        self.host_s + self.per_seq_s * (shape.prefill.seqs + shape.decode.seqs) as f64
+        self.host_s + self.host_work_seconds(shape)
+    }
+
+    /// The host's work for a step, what overlapped scheduling can hide: the per-step part plus
+    /// the per-sequence part.
+    #[inline]
+    pub fn host_work_seconds(&self, shape: &BatchShape) -> f64 {
+        self.step_host_s + self.per_seq_s * (shape.prefill.seqs + shape.decode.seqs) as f64
     }
 }
 

@@ -26,18 +26,19 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Overheads {
-    /// Per engine step, µs (scheduling, input preparation, graph launch).
+    /// Per engine step, µs: the gap the device waits on the host whatever the scheduling (the
+    /// graph's launch, the hand-over of the step's inputs and sampled tokens), never hidden.
     pub step_overhead_us: f64,
-    /// Per running sequence per step, µs, whatever the model (host work: sampling,
-    /// detokenization, metadata). The fit leaves it at 0 and fits the per-layer term instead.
-    pub seq_overhead_us: f64,
-    /// Per running sequence per decoder layer per step, µs: what a decode step costs per
-    /// sequence beyond its bytes and FLOPs in every layer (the attention kernel's per-sequence
-    /// work, cache writes, rotary), so it grows with the model's depth. Fitted on the measured
-    /// runs: a per-sequence cost that does not scale with the layers leaves Llama-3.1-8B (32
-    /// layers) 13 % too slow when fitted on Qwen3-32B (64 layers), docs/validation.md.
+    /// Per engine step, µs: the host's own work for the step (the scheduler's pass, building
+    /// the step's input tensors). A synchronous engine does it between two steps, so it adds to
+    /// each; an overlapped one does it for step n + 1 while the device runs step n, so only what
+    /// exceeds the device time shows (together with the per-sequence work).
     #[serde(default)]
-    pub seq_layer_overhead_us: f64,
+    pub step_host_us: f64,
+    /// Per running sequence per step, µs, whatever the model (the engine's host work for the
+    /// request: scheduling, input preparation, output processing); hidden like
+    /// `step_host_us` under overlapped scheduling.
+    pub seq_overhead_us: f64,
     /// The front end's service time per request on its way in, µs: HTTP, request validation,
     /// the tokenizer call, handing the request to the engine. Absent (here and in `defaults`):
     /// no front end, requests reach the engine when they arrive.
@@ -187,10 +188,11 @@ pub struct Effective {
     /// The engine plans each step while the previous one runs (see
     /// [`EngineProfile::overlap_scheduling_from`]).
     pub overlap_scheduling: bool,
+    /// The host's own work per step, seconds (see [`Overheads::step_host_us`]); the gap the
+    /// device waits is `device.host_overhead_us`.
+    pub step_host_s: f64,
     /// Per running sequence per step, seconds, whatever the model.
     pub per_seq_s: f64,
-    /// Per running sequence per decoder layer per step, seconds.
-    pub per_seq_layer_s: f64,
     /// The engine's front end (`None`: requests reach the engine when they arrive).
     pub frontend: Option<FrontendCosts>,
     /// The CUDA graphs it captures (see [`EngineProfile::cuda_graphs`]).
@@ -210,7 +212,7 @@ impl Effective {
     /// What the report says of the execution profile: where it comes from and what it adds.
     pub fn describe(&self) -> String {
         let adds = self.per_seq_s > 0.0
-            || self.per_seq_layer_s > 0.0
+            || self.step_host_s > 0.0
             || self.frontend.is_some()
             || self.fused_graph
             || self.causal_attention
@@ -231,10 +233,11 @@ impl Effective {
         let kinds = if kinds.is_empty() { String::new() } else { format!("{}; ", kinds.join(", ")) };
         let admits = if self.overlap_scheduling { "; overlapped scheduling" } else { "" };
         let us = |s: f64| crate::hardware::trim_float(s * 1e6);
-        let per_seq = match (self.per_seq_s > 0.0, self.per_seq_layer_s > 0.0) {
-            (true, true) => format!("{} µs per sequence + {} µs per sequence per layer", us(self.per_seq_s), us(self.per_seq_layer_s)),
-            (false, true) => format!("{} µs per sequence per layer", us(self.per_seq_layer_s)),
-            _ => format!("{} µs per sequence", us(self.per_seq_s)),
+        // The host's work (hidden behind the device when scheduling overlaps) beside the gap.
+        let per_seq = if self.step_host_s > 0.0 {
+            format!("host work {} µs per step + {} µs per sequence", us(self.step_host_s), us(self.per_seq_s))
+        } else {
+            format!("{} µs per sequence", us(self.per_seq_s))
         };
         let frontend = match self.frontend {
             Some(f) => format!(
@@ -322,11 +325,10 @@ fn is_native(k: &Mxfp4Kernel) -> bool {
 /// a step's whole host time stays within the 5 ms no engine needs on a current host (vLLM's
 /// whole CPU step on a busy H100 is about 1 ms); a sequence's per-step host work within 100 µs
 /// (vLLM's Python spends tens of µs per running request a step: scheduling, input preparation,
-/// output processing) and its per-layer work within 50 µs; the front end's work within 50 ms a request (HTTP,
+/// output processing); the front end's work within 50 ms a request (HTTP,
 /// tokenisation) and 1 ms a token.
 pub const MAX_STEP_OVERHEAD_US: f64 = 4_500.0;
 pub const MAX_SEQ_OVERHEAD_US: f64 = 100.0;
-pub const MAX_SEQ_LAYER_OVERHEAD_US: f64 = 50.0;
 pub const MAX_FRONTEND_REQUEST_US: f64 = 50_000.0;
 pub const MAX_FRONTEND_TOKEN_US: f64 = 1_000.0;
 
@@ -334,7 +336,9 @@ impl Overheads {
     fn validate(&self, at: &str) -> Result<(), String> {
         check_field(&format!("{at}step_overhead_us"), self.step_overhead_us, 0.0, MAX_STEP_OVERHEAD_US)?;
         check_field(&format!("{at}seq_overhead_us"), self.seq_overhead_us, 0.0, MAX_SEQ_OVERHEAD_US)?;
-        check_field(&format!("{at}seq_layer_overhead_us"), self.seq_layer_overhead_us, 0.0, MAX_SEQ_LAYER_OVERHEAD_US)?;
+        check_field(&format!("{at}step_host_us"), self.step_host_us, 0.0, MAX_STEP_OVERHEAD_US)?;
+        // The two per-step parts together are the step's fixed host time.
+        check_field(&format!("{at}step_overhead_us + step_host_us"), self.step_overhead_us + self.step_host_us, 0.0, MAX_STEP_OVERHEAD_US)?;
         let optional = |name: &str, v: Option<f64>, hi: f64| v.map_or(Ok(()), |v| check_field(&format!("{at}{name}"), v, 0.0, hi));
         optional("frontend_request_us", self.frontend_request_us, MAX_FRONTEND_REQUEST_US)?;
         optional("frontend_input_token_us", self.frontend_input_token_us, MAX_FRONTEND_TOKEN_US)?;
@@ -359,10 +363,29 @@ impl DeviceCalibration {
     }
 }
 
+/// Fields a profile once had, with what took their place: a file that still sets one is
+/// refused by name rather than read as if it still priced something.
+const RETIRED_FIELDS: [(&str, &str); 3] = [
+    (
+        "seq_layer_overhead_us",
+        "the per-sequence host time per decoder layer was retired (issue 22); the engine's host work for a running sequence is `seq_overhead_us`, per step, whatever the model's depth",
+    ),
+    ("admissions_per_step", "no engine limits the requests it admits per step; remove it"),
+    ("request_overhead_ms", "the per-request time is the front end's `frontend_request_us`"),
+];
+
+/// `message` (a parse error) with the reason and the replacement when it names a retired field.
+fn explain_retired(message: String) -> String {
+    match RETIRED_FIELDS.iter().find(|(name, _)| message.contains(&format!("unknown field `{name}`"))) {
+        Some((name, instead)) => format!("field `{name}` is no longer read: {instead} ({message})"),
+        None => message,
+    }
+}
+
 impl EngineProfile {
     /// Parse and check a profile; the message names the field and the allowed range.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let p: EngineProfile = yaml::from_str(text).map_err(|e| e.to_string())?;
+        let p: EngineProfile = yaml::from_str(text).map_err(|e| explain_retired(e.to_string()))?;
         if !ENGINES.contains(&p.engine.as_str()) {
             return Err(format!("field `engine` is `{}`; valid engines: {}", p.engine, ENGINES.join(", ")));
         }
@@ -434,8 +457,8 @@ impl EngineProfile {
             mxfp4_kernel: self.mxfp4_kernel,
             moe_all_reduce: self.moe_all_reduce,
             overlap_scheduling: self.overlap_scheduling_from.is_some_and(|from| version.is_none_or(|v| v >= from)),
+            step_host_s: o.step_host_us * 1e-6,
             per_seq_s: o.seq_overhead_us * 1e-6,
-            per_seq_layer_s: o.seq_layer_overhead_us * 1e-6,
             frontend: o.frontend(&self.defaults),
             cuda_graphs: self.cuda_graphs.clone(),
             kv_memory: self.kv_memory.clone(),
@@ -537,9 +560,11 @@ devices:\n  - {device: H100_SXM, step_overhead_us: 6000, seq_overhead_us: 20, fr
             EngineProfile::parse(&text.replace("step_overhead_us: 6000", "memory_efficiency: 0.99, step_overhead_us: 100")).unwrap_err();
         assert!(hw.contains("memory_efficiency"), "{hw}");
         // Mutation: print the value with `{v}` alone and the message carries 309 digits.
-        let huge =
-            EngineProfile::parse(&text.replace("seq_overhead_us: 2,", "seq_overhead_us: 2, seq_layer_overhead_us: 1e308,")).unwrap_err();
-        assert!(huge.contains("defaults.seq_layer_overhead_us` is 1e308; it must be between 0 and 50"), "{huge}");
+        let huge = EngineProfile::parse(&text.replace("seq_overhead_us: 2,", "seq_overhead_us: 2, step_host_us: 1e308,")).unwrap_err();
+        assert!(huge.contains("defaults.step_host_us` is 1e308; it must be between 0 and 4500"), "{huge}");
+        // The two per-step parts share the step's bound. Mutation: drop the sum's check and this parses.
+        let both = EngineProfile::parse(&text.replace("step_overhead_us: 1,", "step_overhead_us: 3000, step_host_us: 3000,")).unwrap_err();
+        assert!(both.contains("defaults.step_overhead_us + step_host_us` is 6000; it must be between 0 and 4500"), "{both}");
         let bad_engine = EngineProfile::parse(
             "engine: tgi\nfused_graph: true\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, frontend_request_us: 3000}\n",
         )
@@ -567,6 +592,24 @@ devices:\n  - {device: H100_SXM, step_overhead_us: 6000, seq_overhead_us: 20, fr
         )
         .unwrap_err();
         assert!(gone.contains("admissions_per_step"), "{gone}");
+    }
+
+    #[test]
+    fn a_profile_that_sets_the_retired_per_layer_cost_is_refused_by_name() {
+        // `seq_layer_overhead_us` (per sequence per decoder layer) was retired in issue 22: a
+        // profile or `--calibration` file that still sets it, at any value and in any entry, is
+        // refused with the field's name and its replacement, never read as 0. Mutation: take it
+        // out of RETIRED_FIELDS and the message no longer names `seq_overhead_us`.
+        let head = "engine: vllm\nfused_graph: true\n";
+        for text in [
+            format!("{head}defaults: {{step_overhead_us: 1, seq_overhead_us: 2, seq_layer_overhead_us: 0.0}}\n"),
+            format!("{head}defaults: {{step_overhead_us: 1, seq_overhead_us: 2}}\ndevices:\n  - device: H100_SXM\n    step_overhead_us: 5\n    seq_overhead_us: 0\n    seq_layer_overhead_us: 0.57\n"),
+        ] {
+            let e = EngineProfile::parse(&text).unwrap_err();
+            assert!(e.contains("field `seq_layer_overhead_us` is no longer read") && e.contains("`seq_overhead_us`, per step"), "{e}");
+        }
+        // The same file without it parses: the refusal is the field's, not the file's.
+        assert!(EngineProfile::parse(&format!("{head}defaults: {{step_overhead_us: 1, seq_overhead_us: 2}}\n")).is_ok());
     }
 
     #[test]

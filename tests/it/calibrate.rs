@@ -126,7 +126,7 @@ fn the_sensitivity_pass_simulates_what_a_prediction_simulates_and_its_slopes_pre
     let res = Resolver::default();
     let runs = read_files(&[SAMPLE], &res).unwrap();
     let run = runs.iter().find(|r| r.engine == "vllm" && r.target.device == "H100_SXM").unwrap().clone();
-    let calibration_with = |step_us: f64, seq_us: f64, overlap: bool| {
+    let calibration_full = |step_us: f64, host_us: f64, seq_us: f64, overlap: bool| {
         let mut engines = EngineProfiles::default();
         let mut vllm = engines.get("vllm").clone();
         if !overlap {
@@ -140,8 +140,8 @@ fn the_sensitivity_pass_simulates_what_a_prediction_simulates_and_its_slopes_pre
             device: "H100_SXM".into(),
             overheads: Overheads {
                 step_overhead_us: step_us,
+                step_host_us: host_us,
                 seq_overhead_us: seq_us,
-                seq_layer_overhead_us: 0.0,
                 frontend_request_us: Some(5000.0),
                 frontend_input_token_us: None,
                 frontend_output_token_us: None,
@@ -151,13 +151,15 @@ fn the_sensitivity_pass_simulates_what_a_prediction_simulates_and_its_slopes_pre
         engines.replace(vllm);
         engines
     };
+    let calibration_with = |step_us: f64, seq_us: f64, overlap: bool| calibration_full(step_us, 0.0, seq_us, overlap);
     let calibration = |step_us: f64, seq_us: f64| calibration_with(step_us, seq_us, false);
     let base = Predictor::new(base_plan(&[]).unwrap(), &res);
     let at = base.with_engines(calibration(500.0, 19.2));
     let s = at.sensitivity(&run).unwrap();
     let p = at.predict(&run).unwrap();
     assert_eq!((s.ttft_ms, s.tpot_ms), (p.ttft_ms, p.tpot_ms));
-    let params = |step, seq| Params { step_overhead_us: step, seq_overhead_us: seq, frontend_request_us: 5000.0 };
+    let params = |step, seq| Params { step_overhead_us: step, step_host_us: 0.0, seq_overhead_us: seq, frontend_request_us: 5000.0 };
+    let with_host = |host| Params { step_host_us: host, ..params(500.0, 19.2) };
     let moved = base.with_engines(calibration(2500.0, 19.2)).predict(&run).unwrap();
     let (ttft, tpot) = params(500.0, 19.2).predict(&s, &params(2500.0, 19.2));
     assert!((tpot - moved.tpot_ms).abs() < 0.02 * moved.tpot_ms, "first order {tpot} vs simulated {}", moved.tpot_ms);
@@ -170,6 +172,13 @@ fn the_sensitivity_pass_simulates_what_a_prediction_simulates_and_its_slopes_pre
     let (_, tpot) = params(500.0, 19.2).predict(&s, &params(500.0, 211.2));
     assert!((tpot - moved.tpot_ms).abs() < 0.02 * moved.tpot_ms, "first order {tpot} vs simulated {}", moved.tpot_ms);
     assert!(moved.tpot_ms > s.tpot_ms * 1.05, "a per-sequence cost must show: {} -> {}", s.tpot_ms, moved.tpot_ms);
+    // 2 ms of the host's own work per step: a synchronous engine pays it on every step, as the
+    // gap (fails if the recorder drops the HOST component or the cost model leaves
+    // `step_host_us` out of the step).
+    let moved = base.with_engines(calibration_full(500.0, 2000.0, 19.2, false)).predict(&run).unwrap();
+    let (_, tpot) = params(500.0, 19.2).predict(&s, &with_host(2000.0));
+    assert!(moved.tpot_ms > s.tpot_ms + 1.5, "synchronous host work must show in TPOT: {} -> {}", s.tpot_ms, moved.tpot_ms);
+    assert!((tpot - moved.tpot_ms).abs() < 0.02 * moved.tpot_ms, "first order {tpot} vs simulated {}", moved.tpot_ms);
     // Overlapped scheduling hides the per-sequence host work below the device's: 192 µs more per
     // sequence leave the simulated TPOT where it was, and the slopes, which record
     // the per-sequence component only where the host part is the larger, say so (fails if the
@@ -184,6 +193,13 @@ fn the_sensitivity_pass_simulates_what_a_prediction_simulates_and_its_slopes_pre
     let moved = base.with_engines(calibration_with(2500.0, 19.2, true)).predict(&run).unwrap();
     let (_, tpot) = params(500.0, 19.2).predict(&s, &params(2500.0, 19.2));
     assert!(moved.tpot_ms > s.tpot_ms + 1.5, "the gap between steps must show in TPOT: {} -> {}", s.tpot_ms, moved.tpot_ms);
+    assert!((tpot - moved.tpot_ms).abs() < 0.02 * moved.tpot_ms, "first order {tpot} vs simulated {}", moved.tpot_ms);
+    // The same 2 ms of host work under overlapped scheduling run while the device runs the
+    // previous step, shorter than it: hidden, and the slopes say so (fails if the host's
+    // per-step work is priced as the gap, as it was before issue 22 split them).
+    let moved = base.with_engines(calibration_full(500.0, 2000.0, 19.2, true)).predict(&run).unwrap();
+    let (_, tpot) = params(500.0, 19.2).predict(&s, &with_host(2000.0));
+    assert!((moved.tpot_ms - s.tpot_ms).abs() < 0.01 * s.tpot_ms, "hidden host work moved TPOT: {} -> {}", s.tpot_ms, moved.tpot_ms);
     assert!((tpot - moved.tpot_ms).abs() < 0.02 * moved.tpot_ms, "first order {tpot} vs simulated {}", moved.tpot_ms);
 }
 
@@ -328,12 +344,13 @@ fn tensorrt_llm_context_servers_run_without_the_overlap_scheduler() {
     assert!(overlap("vllm", Phase::Prefill));
 }
 
-/// The per-sequence, per-layer overhead multiplies every decoder-layer pass a step prices: the
-/// model's layers and, with MTP, its MTP layer once per draft token (DeepSeek-V3: 61 layers,
-/// one MTP layer). Mutation: multiply by `plan.model.num_layers()` in `CandidateCtx::new` (as
-/// first landed) and a step drafting two tokens costs per sequence what a plain one does.
+/// The engine's host work is per step and per running sequence, whatever the layers a step
+/// runs (the per-sequence, per-layer cost was retired in issue 22: the host's loops run over
+/// the requests, not the layers). DeepSeek-V3: 61 layers and one MTP layer, run once per draft
+/// token. Mutation: multiply `per_seq_s` by the layer passes in `CandidateCtx::new` (the
+/// retired term's form) or drop `step_host_s` on the way to the cost model, and this fails.
 #[test]
-fn the_per_layer_overhead_counts_every_layer_pass_a_step_runs() {
+fn the_host_work_is_per_step_and_per_sequence_whatever_the_layer_passes() {
     use throughput_optimizer::cost::ParallelConfig;
     use throughput_optimizer::outcome::Phase;
     use throughput_optimizer::search::candidates::Candidate;
@@ -342,22 +359,22 @@ fn the_per_layer_overhead_counts_every_layer_pass_a_step_runs() {
     let mut plan = super::util::plan_of(
         &[&argv[..], &["--input-length", "1024", "--output-length", "128", "--serving-engine", "vllm", "--num-mtp-tokens", "2"]].concat(),
     );
-    // A per-layer cost of 0.5 µs on every entry (the built-in fit puts it at 0) and no per-step
-    // per-sequence cost (the built-in fit's), so that the per-sequence host time is the layers'.
     let mut vllm = plan.engines.get("vllm").clone();
     vllm.devices.iter_mut().for_each(|d| {
-        d.overheads.seq_layer_overhead_us = 0.5;
-        d.overheads.seq_overhead_us = 0.0;
+        d.overheads.seq_overhead_us = 30.0;
+        d.overheads.step_host_us = 700.0;
     });
     plan.engines.replace(vllm);
-    let per_layer = plan.effective(&plan.devices[0]).per_seq_layer_s;
-    assert!((per_layer - 0.5e-6).abs() < 1e-18, "{per_layer}");
+    let eff = plan.effective(&plan.devices[0]);
+    assert!((eff.per_seq_s - 30e-6).abs() < 1e-18 && (eff.step_host_s - 700e-6).abs() < 1e-18, "{eff:?}");
     let parallel = ParallelConfig { num_devices: 8, tp: 8, dp: 1, ep: 8, moe_tp: 1, moe_dp: 1, dcp: 1, pp: 1 };
     let ctx = |mtp: u32| CandidateCtx::new(&plan, &plan.devices[0], Candidate { parallel, mtp }, Phase::Decode);
     let (plain, drafting) = (ctx(0), ctx(2));
     assert_eq!((plain.layer_passes, drafting.layer_passes), (61, 63));
-    assert!((plain.cost.per_seq_s - 61.0 * per_layer).abs() < 1e-15, "{}", plain.cost.per_seq_s);
-    assert!((drafting.cost.per_seq_s - 63.0 * per_layer).abs() < 1e-15, "{}", drafting.cost.per_seq_s);
+    for c in [&plain, &drafting] {
+        assert!((c.cost.per_seq_s - 30e-6).abs() < 1e-18, "{}", c.cost.per_seq_s);
+        assert!((c.cost.step_host_s - 700e-6).abs() < 1e-18, "{}", c.cost.step_host_s);
+    }
 }
 
 #[test]

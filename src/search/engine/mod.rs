@@ -51,8 +51,7 @@ pub struct CandidateCtx<'a> {
     pub kv_memory: Option<KvMemory>,
     /// The serving engine plans each step while the previous one runs.
     pub overlap_scheduling: bool,
-    /// Decoder-layer passes per sequence per step ([`CostOptions::layer_passes`]): what the
-    /// engine's per-sequence, per-layer overhead is multiplied by in `cost.per_seq_s`.
+    /// Decoder-layer passes per sequence per step ([`CostOptions::layer_passes`]).
     pub layer_passes: u32,
     /// The candidate's simulation, configured on first use ([`CandidateCtx::sim_setup`]).
     sim: std::sync::OnceLock<sim::SimSetup>,
@@ -73,18 +72,16 @@ impl<'a> CandidateCtx<'a> {
         opts.quant.linear = opts.quant.linear.with_mxfp4_kernel(eff.mxfp4_kernel, fp4);
         opts.quant.non_expert = opts.quant.non_expert.map(|q| q.with_mxfp4_kernel(eff.mxfp4_kernel, fp4));
         let (mut cost, mem) = build_both(&plan.model, &eff.device, &cand.parallel, &opts);
-        // The per-layer part of the per-sequence overhead grows with the layers a step runs.
         let layer_passes = opts.layer_passes(&plan.model);
-        cost.per_seq_s = eff.per_seq_s + eff.per_seq_layer_s * layer_passes as f64;
+        cost.step_host_s = eff.step_host_s;
+        cost.per_seq_s = eff.per_seq_s;
         let stages = (cand.parallel.pp > 1).then(|| {
             let mut st = StageModels::build(&plan.model, &eff.device, &cand.parallel, &opts);
-            // Every stage's worker prepares and launches its own step (the per-step host time)
-            // and does the per-layer work of its own layers' sequences; sampling and output
-            // processing (the per-sequence part) happen once, after the last stage.
-            let extra = layer_passes - plan.model.num_layers();
+            // Every stage's worker launches its own step (the per-step gap, in each stage's
+            // device profile); the scheduler's pass, sampling and output processing (the host's
+            // per-step and per-sequence work) happen once a step, counted with the last stage.
             for (c, span) in st.costs.iter_mut().zip(&st.spans) {
-                let passes = span.len() + if span.last { extra } else { 0 };
-                c.per_seq_s = eff.per_seq_layer_s * passes as f64 + if span.last { eff.per_seq_s } else { 0.0 };
+                (c.step_host_s, c.per_seq_s) = if span.last { (eff.step_host_s, eff.per_seq_s) } else { (0.0, 0.0) };
             }
             st
         });
