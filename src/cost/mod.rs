@@ -131,15 +131,6 @@ impl CostOptions {
             kernels: None,
         }
     }
-
-    /// Decoder-layer passes a step runs over each of its sequences, as the operator graph
-    /// prices them: the model's layers (linear-attention ones included), the MTP layer once per
-    /// draft token (when the model has one), and the drafter's layers. What a per-sequence,
-    /// per-layer overhead multiplies.
-    pub fn layer_passes(&self, model: &ModelArch) -> u32 {
-        let mtp = if model.mtp.is_some() { self.mtp_tokens } else { 0 };
-        model.num_layers() + mtp + self.draft_layers
-    }
 }
 
 /// Load of one phase of a step on one replica.

@@ -370,7 +370,6 @@ fn the_host_work_is_per_step_and_per_sequence_whatever_the_layer_passes() {
     let parallel = ParallelConfig { num_devices: 8, tp: 8, dp: 1, ep: 8, moe_tp: 1, moe_dp: 1, dcp: 1, pp: 1 };
     let ctx = |mtp: u32| CandidateCtx::new(&plan, &plan.devices[0], Candidate { parallel, mtp }, Phase::Decode);
     let (plain, drafting) = (ctx(0), ctx(2));
-    assert_eq!((plain.layer_passes, drafting.layer_passes), (61, 63));
     for c in [&plain, &drafting] {
         assert!((c.cost.per_seq_s - 30e-6).abs() < 1e-18, "{}", c.cost.per_seq_s);
         assert!((c.cost.step_host_s - 700e-6).abs() < 1e-18, "{}", c.cost.step_host_s);

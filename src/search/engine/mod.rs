@@ -51,8 +51,6 @@ pub struct CandidateCtx<'a> {
     pub kv_memory: Option<KvMemory>,
     /// The serving engine plans each step while the previous one runs.
     pub overlap_scheduling: bool,
-    /// Decoder-layer passes per sequence per step ([`CostOptions::layer_passes`]).
-    pub layer_passes: u32,
     /// The candidate's simulation, configured on first use ([`CandidateCtx::sim_setup`]).
     sim: std::sync::OnceLock<sim::SimSetup>,
 }
@@ -72,7 +70,6 @@ impl<'a> CandidateCtx<'a> {
         opts.quant.linear = opts.quant.linear.with_mxfp4_kernel(eff.mxfp4_kernel, fp4);
         opts.quant.non_expert = opts.quant.non_expert.map(|q| q.with_mxfp4_kernel(eff.mxfp4_kernel, fp4));
         let (mut cost, mem) = build_both(&plan.model, &eff.device, &cand.parallel, &opts);
-        let layer_passes = opts.layer_passes(&plan.model);
         cost.step_host_s = eff.step_host_s;
         cost.per_seq_s = eff.per_seq_s;
         let stages = (cand.parallel.pp > 1).then(|| {
@@ -100,7 +97,6 @@ impl<'a> CandidateCtx<'a> {
             cuda_graphs: eff.cuda_graphs,
             kv_memory: eff.kv_memory,
             overlap_scheduling: eff.overlap_scheduling,
-            layer_passes,
             sim: std::sync::OnceLock::new(),
         }
     }
