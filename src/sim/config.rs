@@ -225,8 +225,9 @@ pub struct RunParams {
     pub bins: Vec<(u64, u64)>,
     /// Open loop with a steady window: stop as soon as every measured request has finished.
     /// The latencies are then final (the requests after the window only fill the queue
-    /// behind it), so an SLO check gets the same verdict without the drain; the rates, the
-    /// step statistics and the makespan cover the run up to then only.
+    /// behind it), so an SLO check gets the same verdict without the drain; the step
+    /// statistics and the makespan cover the run up to then only, and the run keeps neither
+    /// the series its rates and KV use are read from nor the step breakdown (those read 0).
     pub stop_once_measured: bool,
 }
 

@@ -71,3 +71,6 @@ mod schedule_tests;
 
 #[cfg(test)]
 mod properties;
+
+#[cfg(test)]
+mod ahead_tests;
