@@ -138,7 +138,7 @@ fn summary(r: &SimReport) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
 
     #[test]
     fn running_ahead_gives_the_step_by_step_latencies(c in case()) {
