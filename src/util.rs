@@ -49,6 +49,23 @@ pub fn round_half_even(x: f64) -> f64 {
     x.round_ties_even()
 }
 
+/// `x.round() as u64` (half away from zero; saturating; NaN to 0) without a call: on x86-64
+/// without SSE4.1, `f64::round` is a libm call, and the simulator rounds every step's time.
+///
+/// Exact for every `x`: below 2^53 the fractional part `x - trunc(x)` is computed exactly
+/// (for x < 1 it is `x`; above, `trunc(x) ≥ x / 2`, so the subtraction is exact by
+/// Sterbenz's lemma), and from 2^53 on `x` is an integer (fraction 0). Negative values and NaN
+/// truncate to 0 as the cast of their rounding does.
+#[inline]
+pub fn round_to_u64(x: f64) -> u64 {
+    let t = x as u64;
+    if x - t as f64 >= 0.5 {
+        t.saturating_add(1)
+    } else {
+        t
+    }
+}
+
 /// Why an input file was not read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReadError {
@@ -90,6 +107,49 @@ pub fn read_bounded(path: &std::path::Path, cap: u64) -> Result<String, ReadErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_to_u64_is_the_cast_of_round() {
+        // Mutation: round with `(x + 0.5) as u64` and 0.49999999999999994 comes out 1 (the sum
+        // rounds up to 1.0); drop the saturation and infinity overflows.
+        let two52 = 4_503_599_627_370_496.0_f64;
+        let mut xs = vec![
+            0.0,
+            -0.0,
+            0.5,
+            1.5,
+            2.5,
+            0.49999999999999994,
+            1.4999999999999998,
+            two52 - 0.5,
+            two52,
+            two52 + 1.0,
+            two52 * 2.0 - 1.0,
+            two52 * 2.0,
+            1e19,
+            1.8446744073709552e19,
+            1e300,
+            -0.4,
+            -0.5,
+            -0.7,
+            -3.5,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            f64::MIN_POSITIVE,
+            3600e9,
+            3599.9999999995e9,
+        ];
+        xs.extend((0..10_000).map(|i| i as f64 * 0.25 + (i % 7) as f64 * 1e-9));
+        xs.extend((0..2_000).map(|i| 1.37f64.powi(i % 120) * (1.0 + i as f64 * 1e-7)));
+        for x in xs {
+            assert_eq!(round_to_u64(x), x.round() as u64, "{x:e}");
+            let up = f64::from_bits(x.to_bits() + 1);
+            if up.is_finite() {
+                assert_eq!(round_to_u64(up), up.round() as u64, "{up:e}");
+            }
+        }
+    }
 
     #[test]
     fn significant_digits() {

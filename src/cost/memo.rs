@@ -36,6 +36,17 @@ const SLOT_BITS: u32 = 10;
 /// candidates, and the oldest table is reused for the next model.
 const TABLES_PER_THREAD: usize = 8;
 
+/// One odd multiplier per feature for the slot hash (the golden ratio's, spread apart).
+const KEY_MULS: [u64; f::N] = {
+    let mut m = [0u64; f::N];
+    let mut i = 0;
+    while i < f::N {
+        m[i] = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(2 * i as u64 + 1) | 1;
+        i += 1;
+    }
+    m
+};
+
 /// Identifies a cost model's operator graph (a clone shares it: same operators).
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -212,13 +223,19 @@ impl Tables {
 impl Table {
     /// The values stored under `key`, computed by `fill` first unless that slot holds them.
     fn lookup(&mut self, key: &[u64; f::N], fill: impl FnOnce(&mut [f64])) -> &[f64] {
+        // Every step looks a key up: the products are independent (not a chain of multiplies),
+        // and the comparison ORs the differences without branching (or calling `memcmp`).
+        // Which slot a key lands on only decides what is recomputed, never a value.
         let mut h = 0u64;
-        for k in key {
-            h = (h.rotate_left(5) ^ k).wrapping_mul(0x517c_c1b7_2722_0a95);
+        for (k, m) in key.iter().zip(KEY_MULS) {
+            // A feature's bits sit high (an integer's exponent and leading mantissa bits).
+            h = h.wrapping_add(k.rotate_left(20).wrapping_mul(m));
         }
+        h = (h ^ (h >> 29)).wrapping_mul(0x517c_c1b7_2722_0a95);
         let slot = (h >> (64 - SLOT_BITS)) as usize;
         let vals = &mut self.vals[slot * self.width..(slot + 1) * self.width];
-        if !(self.filled[slot] && self.keys[slot] == *key) {
+        let differs = self.keys[slot].iter().zip(key).fold(0, |d, (a, b)| d | (a ^ b));
+        if !(self.filled[slot] && differs == 0) {
             fill(vals);
             self.keys[slot] = *key;
             self.filled[slot] = true;

@@ -225,8 +225,12 @@ pub struct RunParams {
     pub bins: Vec<(u64, u64)>,
     /// Open loop with a steady window: stop as soon as every measured request has finished.
     /// The latencies are then final (the requests after the window only fill the queue
-    /// behind it), so an SLO check gets the same verdict without the drain; the rates, the
-    /// step statistics and the makespan cover the run up to then only.
+    /// behind it), so an SLO check gets the same verdict without the drain. The latencies and
+    /// the measured count are the full run's; the step count and the makespan cover the run
+    /// up to then; the run keeps neither the series its rates and KV
+    /// use are read from nor the step breakdown (those read 0); and when only the report is
+    /// wanted ([`crate::sim::simulate_report`]) instances may run ahead of the stop (the other
+    /// step statistics and the tokens emitted may count steps past it).
     pub stop_once_measured: bool,
 }
 

@@ -9,10 +9,12 @@
 //! KV release, preemption, and the types a policy sees ([`Scheduler`], [`StepBuilder`]). The
 //! rest is split by what it does, all on the same state: `step` plans a step and completes
 //! it, `builder` is the [`StepBuilder`]'s actions, `decode_set` keeps the decoding sequences
-//! (in lockstep aggregate, or walked when they speculate).
+//! (in lockstep aggregate, or walked when they speculate), `repeat` completes a lockstep decode
+//! step and plans the same one again without the scheduler (a latencies-only run's shortcut).
 
 mod builder;
 mod decode_set;
+mod repeat;
 mod step;
 
 pub use super::config::Role;
@@ -406,6 +408,19 @@ impl Instance {
 /// own work, and it lets a policy keep state across steps (`&mut self`).
 pub trait Scheduler: std::fmt::Debug + Send {
     fn schedule(&mut self, cfg: &InstanceConfig, step: &mut StepBuilder<'_>);
+
+    /// Whether, on a mixed instance where nothing waits or prefills and every running sequence
+    /// decodes, this policy's step is exactly the decode set as [`StepBuilder::try_decodes`]
+    /// schedules it whenever that succeeds. Then [`Instance::repeat_decodes`] may plan such a
+    /// step without [`Scheduler::schedule`], calling [`Scheduler::repeated_decodes`] instead.
+    /// A policy that does not say so is always asked.
+    fn repeats_decodes(&self) -> bool {
+        false
+    }
+
+    /// What [`Scheduler::schedule`] changes in the policy's own state on a step as
+    /// [`Scheduler::repeats_decodes`] describes (nothing for a policy without state).
+    fn repeated_decodes(&mut self) {}
 }
 
 /// The step being planned, as a [`Scheduler`] sees it: what runs, waits and is already in the

@@ -3,6 +3,7 @@
 //! sizes and where step time went. Percentiles come from hdrhistogram; means are exact.
 
 use crate::cost::Breakdown;
+use crate::util::round_to_u64;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
@@ -82,7 +83,7 @@ impl Recorder {
         if n == 0 || !ms.is_finite() {
             return;
         }
-        let us = ((ms * 1000.0).round() as u64).clamp(1, MAX_US);
+        let us = round_to_u64(ms * 1000.0).clamp(1, MAX_US);
         // `record_n` grows the histogram; the saturating variant would clamp to its current
         // top instead (and `us` is already within the range it can grow to).
         if self.hist.record_n(us, n).is_err() {

@@ -72,3 +72,6 @@ mod schedule_tests;
 
 #[cfg(test)]
 mod properties;
+
+#[cfg(test)]
+mod ahead_tests;

@@ -98,6 +98,11 @@ impl Scheduler for DecodeFirst {
             }
         }
     }
+
+    /// Nothing waiting or prefilling: the decodes fit and `prefills` finds nothing to add.
+    fn repeats_decodes(&self) -> bool {
+        true
+    }
 }
 
 impl DecodeFirst {
@@ -180,6 +185,11 @@ impl Scheduler for Vllm {
         if !preempted || step.is_empty() {
             Self::admissions(cfg, step);
         }
+    }
+
+    /// Nothing waiting or prefilling: the decodes fit, nothing is preempted or admitted.
+    fn repeats_decodes(&self) -> bool {
+        true
     }
 }
 

@@ -6,17 +6,21 @@
 //!
 //! What a run does is split by responsibility, one submodule each, all methods of
 //! [`Simulation`]: [`event_loop`] (the events, step planning and completion, routing and KV
-//! hand-off), [`feed`] (the workload: arrivals from the request factory, the closed loop's
+//! hand-off), [`ahead`] (a latencies-only run's instances running ahead through repeated
+//! decode steps between arrivals), [`feed`] (the workload: arrivals from the request factory, the closed loop's
 //! replacements, the open loop's client cap), [`frontend`] (the engines' front ends: requests
 //! on their way in, step outputs on their way out), [`measure`] (folding finished records into
 //! the tallies, the measurement window, the report); [`stats`] holds the run's accumulators.
 
+mod ahead;
 mod event_loop;
 mod feed;
 mod frontend;
 mod measure;
 mod stats;
 
+#[cfg(test)]
+pub(super) use ahead::STEPS_RUN_AHEAD;
 pub use event_loop::MAX_STEP_SECONDS;
 pub use feed::CLIENT_JITTER_NS;
 
@@ -166,9 +170,17 @@ struct Simulation<'s, 'a> {
     prefill_only: bool,
     image_tokens: u64,
     reqs: Requests,
-    /// Keep every request's record for the caller; otherwise an open loop drops each once it
-    /// is folded into `tally`.
+    /// Keep every request's record for the caller; otherwise the caller wants the report
+    /// alone ([`simulate_report`], which watches no step), and an open loop drops each record
+    /// once it is folded into `tally`.
     keep_records: bool,
+    /// A latencies-only run of mixed instances without front ends, pipelines or KV links, for
+    /// the report alone: instances may run ahead (see [`ahead`]).
+    fast_forward: bool,
+    /// The uncapped open loop's next arrival, while it is queued.
+    next_arrival: Option<Nanos>,
+    /// Per instance: the start times of the steps it last ran ahead to (see [`ahead`]).
+    ahead: Vec<Vec<Nanos>>,
     /// Open loop without a client-side cap: arrivals are drawn one at a time, each queued when
     /// the one before it arrives (not all at t = 0), under the sequence number it had when
     /// they were all queued first, so events still pop in the same order.
@@ -213,6 +225,10 @@ struct Simulation<'s, 'a> {
     /// Open loop: cumulative (time, output tokens, prefilled tokens) after every step, to read
     /// the rates of a window chosen once the run is over.
     series: Vec<Mark>,
+    /// An open loop whose report reads rates keeps `series` and `kv_series`; a latencies-only
+    /// run ([`super::config::RunParams::stop_once_measured`]) reads neither, and they would
+    /// grow by an entry every step.
+    keeps_series: bool,
     /// (Σ TTFT, Σ TPOT, count) of requests finishing in the window.
     watch: (f64, f64, u64),
     abandoned: bool,
@@ -265,6 +281,12 @@ impl<'s, 'a> Simulation<'s, 'a> {
         let link = link::SharedLink::new(instances.len());
         let bench_total = if closed { run.closed_requests } else { None };
         let n_instances = instances.len();
+        let fast_forward = !keep_records
+            && run.stop_once_measured
+            && !closed
+            && !burst
+            && sys.transfer.is_none()
+            && sys.groups.iter().all(|g| g.role == Role::Mixed && g.pipeline.is_none() && g.cfg.frontend.is_none());
         Ok(Simulation {
             sys,
             closed,
@@ -286,6 +308,9 @@ impl<'s, 'a> Simulation<'s, 'a> {
             link,
             reqs: Requests::default(),
             keep_records,
+            fast_forward,
+            next_arrival: None,
+            ahead: vec![Vec::new(); n_instances],
             lazy_open: false,
             open_total,
             folds: !closed || bench_total.is_some(),
@@ -318,6 +343,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             dirty,
             window_marks: (bench_total.map(|_| (0, 0, 0)), None),
             series: Vec::new(),
+            keeps_series: !closed && !burst && !run.stop_once_measured,
             watch: (0.0, 0.0, 0),
             abandoned: false,
             schedule: Vec::new(),

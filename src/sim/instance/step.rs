@@ -43,16 +43,8 @@ impl Instance {
         self.chunks.is_empty() && self.step_decodes == 0
     }
 
-    fn fill_shape(&mut self, cfg: &InstanceConfig) {
-        let q = cfg.decode.query_tokens();
-        let mut shape = BatchShape::default();
-        if self.step_decodes > 0 {
-            let n = self.step_decodes;
-            // Each decode query attends to its cached context plus the new tokens.
-            let ctx = self.step_dec_ctx + n * q;
-            shape.decode = PhaseLoad { seqs: n, tokens: n * q, context: ctx, pairs: (q * ctx) as f64, query_sq: (n * q * q) as f64 };
-            shape.sampled += n * q;
-        }
+    pub(super) fn fill_shape(&mut self, cfg: &InstanceConfig) {
+        let mut shape = decodes_shape(self.step_decodes, self.step_dec_ctx, cfg.decode.query_tokens());
         for c in &self.chunks {
             let s = &self.seqs[c.slot as usize];
             shape.prefill.add_seq(c.tokens, s.ctx + c.tokens);
@@ -213,4 +205,17 @@ impl Instance {
         decodes.sort_unstable();
         (decodes, self.chunks.iter().map(|c| (self.seqs[c.slot as usize].req, c.tokens)).collect())
     }
+}
+
+/// The shape of a step whose only work is `n` decodes of `q` query tokens each over `dec_ctx`
+/// cached tokens in all (none: an empty shape).
+pub(super) fn decodes_shape(n: u64, dec_ctx: u64, q: u64) -> BatchShape {
+    let mut shape = BatchShape::default();
+    if n > 0 {
+        // Each decode query attends to its cached context plus the new tokens.
+        let ctx = dec_ctx + n * q;
+        shape.decode = PhaseLoad { seqs: n, tokens: n * q, context: ctx, pairs: (q * ctx) as f64, query_sq: (n * q * q) as f64 };
+        shape.sampled += n * q;
+    }
+    shape
 }

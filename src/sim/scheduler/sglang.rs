@@ -71,12 +71,27 @@ impl Scheduler for Sglang {
             self.new_token_ratio = INIT_RATIO;
         }
         if step.decoding() > 0 {
-            self.new_token_ratio = (self.new_token_ratio - (INIT_RATIO - MIN_RATIO) / DECAY_STEPS).max(MIN_RATIO);
+            self.decay();
         }
+    }
+
+    /// Nothing waiting or prefilling: the prefill batch is empty, the decodes fit, and the
+    /// ratio decays.
+    fn repeats_decodes(&self) -> bool {
+        true
+    }
+
+    fn repeated_decodes(&mut self) {
+        self.decay();
     }
 }
 
 impl Sglang {
+    /// A decode step lowers the new-token ratio, down to its floor.
+    fn decay(&mut self) {
+        self.new_token_ratio = (self.new_token_ratio - (INIT_RATIO - MIN_RATIO) / DECAY_STEPS).max(MIN_RATIO);
+    }
+
     /// The prefill batch, if one can be formed; returns whether the step holds one.
     fn prefill_batch(&self, cfg: &InstanceConfig, step: &mut StepBuilder<'_>) -> bool {
         // The KV tokens left for admission, with every decoding request's expected output

@@ -71,4 +71,9 @@ impl Scheduler for Trtllm {
             }
         }
     }
+
+    /// Nothing waiting or prefilling: the decodes fit, nothing is chunked or admitted.
+    fn repeats_decodes(&self) -> bool {
+        true
+    }
 }

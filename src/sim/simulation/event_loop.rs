@@ -12,6 +12,7 @@ use crate::sim::queue::{Event, Nanos};
 use crate::sim::records::{DecodeSegment, StepRecord};
 use crate::sim::router::Set;
 use crate::sim::step_time::wall_seconds;
+use crate::util::round_to_u64;
 
 /// Longest engine step the simulator accepts, in seconds. Real steps take milliseconds; a
 /// longer one comes from non-physical device values and would saturate the clock.
@@ -40,6 +41,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             self.now = t;
             let (touched, done_now) = self.apply(ev);
             if self.lazy_open && matches!(ev, Event::Arrival { .. }) {
+                self.next_arrival = None;
                 self.issue_next_open()?;
             }
             let touched = touched.unwrap_or(u32::MAX);
@@ -73,7 +75,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             }
             self.dirty = dirty;
         }
-        Ok(())
+        self.settle_ahead()
     }
 
     /// Apply one event; returns the instance it touched (others it marks dirty itself) and
@@ -215,7 +217,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
                 self.prefilled_input += req.input;
             }
         }
-        if self.open {
+        if self.keeps_series {
             self.series.push((self.now, self.tokens_out, self.prefilled_input));
             self.kv_series.push(self.stats.kv_integral);
         }
@@ -263,7 +265,8 @@ impl<'s, 'a> Simulation<'s, 'a> {
         }
     }
 
-    /// Plan an idle instance's next step and schedule its end.
+    /// Plan an idle instance's next step and schedule its end (in a latencies-only run, the
+    /// end of the last step it ran ahead to: [`Self::run_ahead`]).
     fn plan(&mut self, touched: u32) -> Result<(), SimError> {
         let grp = &self.sys.groups[self.group_of[touched as usize]];
         let inst = &mut self.instances[touched as usize];
@@ -285,28 +288,32 @@ impl<'s, 'a> Simulation<'s, 'a> {
         }
         let now = self.now;
         let ns = match &grp.pipeline {
-            None => {
-                let secs = wall_seconds(&grp.cfg, grp.cost, &inst.shape);
-                if !(secs.is_finite() && secs <= MAX_STEP_SECONDS) {
-                    // A step this slow means the device values are not physical; never a result.
-                    return Err(SimError::StepTooSlow { seconds: secs });
-                }
-                ((secs * 1e9).round() as u64).max(1)
-            }
+            None => step_ns(wall_seconds(&grp.cfg, grp.cost, &inst.shape))?,
             Some(p) => {
                 // The batch runs through the replica's stages, after the batches planned before it.
                 let send = stage_times(&grp.cfg, p, &inst.shape, &mut self.stage_ns)?;
                 self.stages[self.replica_of[touched as usize] as usize].run(now, &self.stage_ns, send) - now
             }
         };
+        self.count_step(touched, now, ns);
+        let end = self.run_ahead(touched, now + ns);
+        self.queue.push(end, Event::StepDone { instance: touched });
+        if self.stats.steps > self.sys.run.max_steps && self.steps_planned_by(now) > self.sys.run.max_steps {
+            return Err(SimError::StepLimit { steps: self.sys.run.max_steps });
+        }
+        Ok(())
+    }
+
+    /// Account a step of `ns` the instance planned at `now` in the run's statistics, and tell
+    /// the caller's observer.
+    fn count_step(&mut self, touched: u32, now: Nanos, ns: Nanos) {
+        let grp = &self.sys.groups[self.group_of[touched as usize]];
+        let inst = &mut self.instances[touched as usize];
         inst.step_ms = ns as f64 / 1e6;
         let st = &mut self.stats;
-        st.steps += 1;
-        st.batch_sum += inst.shape.prefill.seqs + inst.shape.decode.seqs;
-        st.token_sum += inst.shape.tokens();
-        st.step_time_sum += inst.step_ms;
-        st.kv_peak = st.kv_peak.max(inst.kv.used() as f64 / inst.kv.capacity as f64);
-        if st.steps % BREAKDOWN_EVERY == 1 {
+        st.count(&inst.shape, inst.step_ms, inst.kv.used() as f64 / inst.kv.capacity as f64);
+        // A latencies-only run reports no breakdown: its sampling would only cost time.
+        if st.steps % BREAKDOWN_EVERY == 1 && !self.sys.run.stop_once_measured {
             let c = grp.cost.step(&inst.shape);
             st.breakdown.add_scaled(&c.breakdown, 1.0);
             st.breakdown_weight += c.seconds;
@@ -321,10 +328,14 @@ impl<'s, 'a> Simulation<'s, 'a> {
             decode_tokens: inst.shape.decode.tokens,
             kv_used: inst.kv.used(),
         });
-        self.queue.push(now + ns, Event::StepDone { instance: touched });
-        if st.steps > self.sys.run.max_steps {
-            return Err(SimError::StepLimit { steps: self.sys.run.max_steps });
-        }
-        Ok(())
     }
+}
+
+/// A step of `secs` on the clock, in whole nanoseconds (at least one).
+pub(super) fn step_ns(secs: f64) -> Result<Nanos, SimError> {
+    if !(secs.is_finite() && secs <= MAX_STEP_SECONDS) {
+        // A step this slow means the device values are not physical; never a result.
+        return Err(SimError::StepTooSlow { seconds: secs });
+    }
+    Ok(round_to_u64(secs * 1e9).max(1))
 }

@@ -51,6 +51,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
         }
         let id = self.reqs.issued() as u32;
         if self.lazy_open {
+            self.next_arrival = Some(n.arrival_ns);
             self.queue.push_reserved(n.arrival_ns, id as u64, Event::Arrival { request: id });
         } else {
             self.queue.push(n.arrival_ns, Event::Arrival { request: id });

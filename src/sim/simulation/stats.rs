@@ -3,7 +3,7 @@
 //! and counts ([`Measured`], per input bin [`BinTally`]), and what the report needs from the
 //! records already folded and dropped ([`Tally`]).
 
-use crate::cost::Breakdown;
+use crate::cost::{BatchShape, Breakdown};
 use crate::sim::instance::Instance;
 use crate::sim::metrics::Recorder;
 use crate::sim::queue::Nanos;
@@ -53,6 +53,18 @@ pub(super) struct StepStats {
     pub(super) kv_peak: f64,
     pub(super) breakdown: Breakdown,
     pub(super) breakdown_weight: f64,
+}
+
+impl StepStats {
+    /// A step of `shape` taking `step_ms`, planned with the instance's KV at `kv_use` of its
+    /// capacity.
+    pub(super) fn count(&mut self, shape: &BatchShape, step_ms: f64, kv_use: f64) {
+        self.steps += 1;
+        self.batch_sum += shape.prefill.seqs + shape.decode.seqs;
+        self.token_sum += shape.tokens();
+        self.step_time_sum += step_ms;
+        self.kv_peak = self.kv_peak.max(kv_use);
+    }
 }
 
 /// Latencies and counts of the measured requests.
