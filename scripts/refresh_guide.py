@@ -79,12 +79,22 @@ def runnable(cmd):
     )
 
 
+def untracked():
+    p = subprocess.run(["git", "ls-files", "--others", "--exclude-standard"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    return set(p.stdout.split())
+
+
 def run(cmd):
+    """The command's output; files it leaves in the repository (an example's `--output-file`)
+    are removed."""
+    before = untracked()
     script = "\n".join(c[2:] if k == 0 else c for k, c in enumerate(cmd))
     env = dict(os.environ)
     env["PATH"] = os.path.join(ROOT, "target", "release") + os.pathsep + env["PATH"]
     env.pop("COLUMNS", None)
     p = subprocess.run(["bash", "-c", "exec 2>&1\n" + script], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, timeout=600)
+    for f in untracked() - before:
+        os.remove(os.path.join(ROOT, f))
     return p.stdout.rstrip("\n").split("\n") if p.stdout.strip() else []
 
 
