@@ -128,7 +128,7 @@ def refresh(old, new):
         if j is None:
             return None  # the shape changed: refresh this block by hand
         if pending_trim:
-            out.append(trim_marker(pending_trim, j - last_new - 1))
+            out.extend(trim_marker(pending_trim, j - last_new - 1))
             pending_trim = None
         elif j != last_new + 1:
             if not INSERT:
@@ -140,7 +140,7 @@ def refresh(old, new):
         out.append(line)
         last_new = j
     if pending_trim:
-        out.append(trim_marker(pending_trim, len(new) - last_new - 1))
+        out.extend(trim_marker(pending_trim, len(new) - last_new - 1))
     elif last_new + 1 != len(new):
         if not INSERT:
             return None
@@ -178,8 +178,10 @@ def align(old, new, keys_old, keys_new):
 
 
 def trim_marker(old, count):
-    """The old marker's style (`…` or a count) for `count` lines left out."""
-    return old if old == "…" else f"[... {count} lines trimmed ...]"
+    """The old marker's style (`…` or a count) for `count` lines left out (none: no marker)."""
+    if count == 0:
+        return []
+    return [old if old == "…" else f"[... {count} lines trimmed ...]"]
 
 
 def main():
