@@ -4,7 +4,8 @@
 Every fenced block whose first line starts with `$ ` is an example: each `$ command` line (with
 `\\` continuations) is followed by what it printed, possibly shortened by hand:
 
-- `[... N lines trimmed ...]` stands for N lines left out (`…` for some);
+- `[... N lines trimmed ...]` stands for N lines left out (`…`, `[...]` or `[... words ...]`
+  for some, unrecounted);
 - a line ending in ` [...]` was cut at that column.
 
 The script runs each `throughput-optimizer` command again (bash, repository root, the release
@@ -30,7 +31,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GUIDE = os.path.join(ROOT, "docs", "user-guide.md")
-TRIM = re.compile(r"^\[\.\.\. (\d+) lines? trimmed \.\.\.\]$|^…$")
+TRIM = re.compile(r"^\[\.\.\..*\]$|^\[\.\.\.\]$|^…$")
+COUNTED = re.compile(r"^\[\.\.\. \d+ lines? trimmed \.\.\.\]$")
 CUT = " [...]"
 # `--insert`: show output lines the example did not have instead of leaving the block.
 INSERT = "--insert" in sys.argv
@@ -178,10 +180,10 @@ def align(old, new, keys_old, keys_new):
 
 
 def trim_marker(old, count):
-    """The old marker's style (`…` or a count) for `count` lines left out (none: no marker)."""
+    """The old marker (recounted when it counts) for `count` lines left out (none: no marker)."""
     if count == 0:
         return []
-    return [old if old == "…" else f"[... {count} lines trimmed ...]"]
+    return [f"[... {count} lines trimmed ...]" if COUNTED.match(old) else old]
 
 
 def main():
