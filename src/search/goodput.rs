@@ -6,11 +6,12 @@
 //! for whole k within ±[`MAX_GRID_STEPS`] (1/64 to 64 times r₀). Every simulation draws the same
 //! seeded requests, their arrival times scaled to the rate (common random numbers: a higher
 //! rate is the same requests arriving sooner), so two rates differ only by the load. The
-//! search first brackets the boundary. With an estimate of it (`rate_estimate`: a closed form
-//! on the candidate's own step prices, usually within a grid step or two), it simulates the
-//! grid rate nearest the estimate, then walks away from it in strides of 1, 2, 4, … steps
-//! until the outcome flips; without one, it strides by factors of about two from the offered
-//! rate, whose simulation the row already has. It then narrows the bracket to adjacent grid
+//! search first brackets the boundary: it simulates the grid rate nearest its best guess of
+//! it (`rate_estimate`'s closed form on the candidate's own step prices, usually within a grid
+//! step or two; without one, the rate an overloaded first run delivered; else the offered
+//! rate's neighbour), then walks away from it until the outcome flips, each stride at least
+//! double the last and as long as the last two points extrapolate the boundary. It then
+//! narrows the bracket to adjacent grid
 //! points: each next rate is interpolated between the bracket's ends on log(statistic /
 //! limit) against log(rate), rounded to the grid and kept strictly inside, with a plain
 //! bisection whenever the same end moved twice in a row (regula falsi's stall). At most
@@ -30,11 +31,6 @@ use crate::outcome::{Row, SloPoint};
 
 /// Relative spacing of the searched rates: the answer is within it of the boundary.
 pub const TOLERANCE: f64 = 0.05;
-/// Grid steps between the bracket's first rates (1.05¹⁴ ≈ 1.98: about a doubling).
-const BRACKET_STEPS: i32 = 14;
-/// Grid steps down from an overloaded run's delivered rate (1.05⁵ ≈ 1.28): an open loop past
-/// its capacity delivers about that capacity, and the SLO usually breaks a little below it.
-const BELOW_DELIVERED_STEPS: i32 = 5;
 /// Farthest grid step from the offered rate (1.05⁸⁶ ≈ 66): beyond it the answer is "at least
 /// 64 × r₀" or "not even r₀ / 64" (reported as 0).
 pub const MAX_GRID_STEPS: i32 = 86;
@@ -65,8 +61,6 @@ struct Probes<'f> {
     check: &'f mut dyn FnMut(f64) -> SloPoint,
     seen: Vec<(i32, SloPoint)>,
     sims: u32,
-    /// The first point's delivered request rate, when it was overloaded (see [`search`]).
-    delivered: Option<f64>,
 }
 
 impl Probes<'_> {
@@ -92,21 +86,16 @@ impl Probes<'_> {
 }
 
 /// The search from `r0`, whose point `first` may already be known; `check` simulates a rate.
-/// `limits` (TTFT, TPOT ms) steer the interpolation only; `check` decides what meets.
-/// `delivered`: the request rate the first point's run delivered, if known; when it is well
-/// below `r0` (the run was overloaded) the downward bracket starts there instead of halving,
-/// which saves the simulations far above the boundary. It only chooses where to look: on the
-/// grid, where the boundary is unique, the answer is the same.
-/// `estimate`: where the boundary is expected (`rate_estimate`); the search starts there
-/// instead (the delivered rate is then not used). Likewise it only chooses where to look.
+/// `limits` (TTFT, TPOT ms) steer the interpolation only; `check` decides what meets. `hints`
+/// choose where to look first (the estimate, else an overloaded first run's delivered rate,
+/// which an open loop past its capacity delivers about); on the grid, where the boundary is
+/// unique, the answer is the same.
 pub fn search(r0: f64, first: Option<SloPoint>, hints: Hints, limits: (f64, f64), check: &mut dyn FnMut(f64) -> SloPoint) -> Goodput {
+    let estimate = hints.estimate.filter(|e| e.is_finite() && *e > 0.0);
     let delivered = hints.delivered.filter(|d| *d > 0.0 && *d < r0 / (1.0 + TOLERANCE));
-    let mut probes = Probes { r0, first, check, seen: Vec::new(), sims: 0, delivered };
-    let start = hints.estimate.filter(|e| e.is_finite() && *e > 0.0).map(|e| grid_step(r0, e));
-    let (lo, hi) = match start {
-        Some(k) => bracket_from(&mut probes, k, limits),
-        None => bracket(&mut probes),
-    };
+    let start = estimate.or(delivered).map_or(0, |rate| grid_step(r0, rate));
+    let mut probes = Probes { r0, first, check, seen: Vec::new(), sims: 0 };
+    let (lo, hi) = bracket(&mut probes, start, limits);
     let (lo, exact) = match (lo, hi) {
         (Some(lo), Some(hi)) => narrow(lo, hi, limits, &mut probes),
         (lo, _) => (lo, false),
@@ -140,13 +129,13 @@ fn note(k: i32, meets: bool, lo: &mut Option<i32>, hi: &mut Option<i32>) {
     }
 }
 
-/// Grid steps (lo meets, hi misses) around the boundary, from the estimate's step `start`
+/// Grid steps (lo meets, hi misses) around the boundary, from the guess's step `start`
 /// (moved to the side of step 0 that step 0's outcome leaves open), then away from it until
 /// the outcome flips: each next step at least doubles the last stride (1, 2, 4, …) and goes
 /// as far as the last two points extrapolate the boundary (log(statistic / limit) linear in
-/// the step), so a poor estimate costs a few simulations, not a walk. `None` at an end the
-/// grid or the simulation cap reached first.
-fn bracket_from(probes: &mut Probes, start: i32, limits: (f64, f64)) -> (Option<i32>, Option<i32>) {
+/// the step), so a poor guess costs a few simulations, not a walk. `None` at an end the grid
+/// or the simulation cap reached first.
+fn bracket(probes: &mut Probes, start: i32, limits: (f64, f64)) -> (Option<i32>, Option<i32>) {
     let (mut lo, mut hi) = (None, None);
     let at_r0 = probes.eval(0).meets_slo;
     note(0, at_r0, &mut lo, &mut hi);
@@ -189,43 +178,6 @@ fn extrapolate(probes: &mut Probes, a: i32, b: i32, limits: (f64, f64)) -> Optio
     let k = b as f64 - qb / slope;
     (qa.is_finite() && qb.is_finite() && slope.is_finite() && slope > 0.0 && k.is_finite())
         .then(|| k.round().clamp(-MAX_GRID_STEPS as f64, MAX_GRID_STEPS as f64) as i32)
-}
-
-/// Grid steps (lo meets, hi misses) around the boundary, from step 0 in strides of
-/// [`BRACKET_STEPS`]; `None` at an end the grid or the simulation cap reached first.
-fn bracket(probes: &mut Probes) -> (Option<i32>, Option<i32>) {
-    let up = probes.eval(0).meets_slo;
-    let (mut lo, mut hi) = if up { (Some(0), None) } else { (None, Some(0)) };
-    let mut stride = if up { BRACKET_STEPS } else { -BRACKET_STEPS };
-    let mut k = 0;
-    loop {
-        if probes.spent() {
-            return (lo, hi);
-        }
-        k = match probes.delivered.take().filter(|_| !up) {
-            // The grid step at the delivered rate, then down in smaller strides.
-            Some(d) => {
-                stride = -BELOW_DELIVERED_STEPS;
-                ((d / probes.r0).ln() / (1.0 + TOLERANCE).ln()).round() as i32
-            }
-            None => k + stride,
-        }
-        .clamp(-MAX_GRID_STEPS, MAX_GRID_STEPS);
-        if probes.eval(k).meets_slo {
-            lo = Some(k);
-            if !up {
-                return (lo, hi);
-            }
-        } else {
-            hi = Some(k);
-            if up {
-                return (lo, hi);
-            }
-        }
-        if k.abs() == MAX_GRID_STEPS {
-            return (lo, hi);
-        }
-    }
 }
 
 /// Narrow a bracket to adjacent grid steps (see the module comment); whether it closed.
@@ -301,9 +253,9 @@ mod tests {
 
     #[test]
     fn the_delivered_rate_only_chooses_where_to_look() {
-        // Starting from an overloaded run's delivered rate ends where halving does. Mutation:
-        // keep the hint's grid step as the answer without checking it (`lo = Some(k)` before
-        // `eval`) and a hint above the boundary is reported.
+        // Starting from an overloaded run's delivered rate ends where the plain search does.
+        // Mutation: keep the hint's grid step as the answer without checking it (`lo = Some(k)`
+        // before `eval`) and a hint above the boundary is reported.
         for (capacity, delivered) in [(3.3, 3.6), (3.3, 2.0), (0.4, 0.45), (7.0, 9.0)] {
             let plain = search(10.0, None, Hints::default(), (f64::INFINITY, 50.0), &mut linear(capacity));
             let hinted =
