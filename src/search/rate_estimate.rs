@@ -31,9 +31,9 @@ const FIXED_POINT_ITERATIONS: usize = 200;
 /// Bisection steps on log(rate) (2⁻⁴⁰ of a factor of 2¹⁴: far below a grid step).
 const BISECTION_STEPS: usize = 40;
 
-/// A deployment's steps, priced once per batch size asked.
+/// One instance of a deployment under an offered load: its steps priced as asked.
 struct LoadModel<'c> {
-    cfg: InstanceConfig,
+    cfg: &'c InstanceConfig,
     cost: &'c dyn StepCostModel,
     instances: f64,
     /// Prompt tokens per request after the prefix cache, and its context when done.
@@ -68,7 +68,7 @@ impl LoadModel<'_> {
             if shape.is_empty() {
                 return 0.0;
             }
-            wall_seconds(&self.cfg, self.cost, &shape)
+            wall_seconds(self.cfg, self.cost, &shape)
         };
         let lo = b.floor().max(0.0);
         let w = b - lo;
@@ -169,7 +169,7 @@ pub fn estimate(
     }
     let output = lengths.output as f64;
     let model = LoadModel {
-        cfg: cfg.clone(),
+        cfg,
         cost,
         instances: instances.max(1) as f64,
         prompt: lengths.prompt,
