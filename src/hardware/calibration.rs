@@ -119,8 +119,9 @@ pub enum Mxfp4Kernel {
     /// Triton and FlashInfer MXFP4-BF16 MoE kernels; TensorRT-LLM on Hopper).
     Bf16,
     /// MXFP8 activations × MXFP4 weights on tensor cores that take FP4 operands at the FP8
-    /// rate (TensorRT-LLM's CUTLASS/TRTLLM MoE on Blackwell); bf16 on devices without FP4
-    /// tensor cores, as TensorRT-LLM runs gpt-oss on Hopper.
+    /// rate (TensorRT-LLM's CUTLASS/TRTLLM MoE on Blackwell; vLLM's FlashInfer MXFP4 × MXFP8
+    /// MoE, which `VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1` selects); bf16 on devices without FP4
+    /// tensor cores, as both engines run gpt-oss on Hopper.
     Mxfp8,
 }
 

@@ -13,9 +13,10 @@
 //!   operator's widths gives the time, and a different dtype than the table's is carried by
 //!   the ratio of the two rooflines at that count ([`Transfer`]);
 //! - attention (`Attention`): decode sequences at their mean KV length on the generation
-//!   table; prefill chunks at their mean length on the context table, carried by the roofline
-//!   ratio to what the chunks really compute (a cached prefix, uneven chunks, several query
-//!   tokens per decode, another kernel's widths than the table's).
+//!   table, carried by the roofline ratio when a sequence queries several tokens; prefill
+//!   chunks on the context table at the full-prompt length that does the same roofline work (a
+//!   cached prefix, uneven chunks), carried by the roofline ratio to another kernel's widths
+//!   than the table's (MLA).
 
 use super::{dot, f, Coef, Features, OpKind};
 use crate::hardware::kernels::{Dense, Priced, Source};
@@ -165,9 +166,17 @@ pub(crate) fn clamp(window: Option<f64>, pairs: f64, tokens: f64, ctx: f64, seqs
     }
 }
 
-/// Prefill chunks: the context table at their mean chunk length with no cached prefix, carried
-/// by the roofline ratio to the work the chunks really do. Uniform chunks with nothing cached
-/// are exactly the table's shape (ratio 1).
+/// Prefill chunks: the context table at the full-prompt length that does the same roofline
+/// work as the chunks (per sequence), carried by the ratio of this operator's kernel roofline
+/// to the table kernel's. Uniform chunks with nothing cached are exactly the table's shape.
+///
+/// Why the equal-work length and not the chunk's own length scaled by the work ratio: a short
+/// chunk after a long cached prefix (the 3-token tail of an 8,192-token prompt cut by the
+/// token budget) looks up a few-token prefill, whose measured time is all launch and tail, and
+/// a work ratio of thousands would multiply that fixed cost too (it priced such a step at
+/// 86 ms against 3.4 ms for the whole prompt's attention). Looked up at the equal-work length,
+/// the chunk pays the measured time of a kernel doing the same number of causal pairs (or KV
+/// reads, where those bound it), launch cost once.
 fn context(x: &Features, side: &AttentionSide, window: Option<f64>) -> Priced {
     let (d, r, own) = (&side.table, &side.measured, &side.actual);
     let (b, tokens) = (x[f::P_SEQS], x[f::P_TOKENS]);
@@ -178,13 +187,46 @@ fn context(x: &Features, side: &AttentionSide, window: Option<f64>) -> Priced {
         let (p, c) = clamp(window, y[0] * y[1] * (y[1] + 1.0) / 2.0, y[0] * y[1], y[0] * y[1], y[0]);
         r.at(p, c, y[0] * y[1])
     };
-    let mut p = d.at([b, s], table_roof);
-    let (actual, shape) = (own.at(pairs, ctx, tokens), table_roof([b, s]));
-    if shape > 0.0 && (actual / shape - 1.0).abs() > 1e-9 {
-        p.seconds *= actual / shape;
+    let work = r.at(pairs, ctx, tokens);
+    let len = equal_work_length(r, window, b, work).unwrap_or(s);
+    let mut p = d.at([b, len], table_roof);
+    if (len - s).abs() > 1e-9 * s.max(1.0) {
+        p.source = p.source.worst(Source::Extrapolated);
+    }
+    let actual = own.at(pairs, ctx, tokens);
+    if work > 0.0 && (actual / work - 1.0).abs() > 1e-9 {
+        p.seconds *= actual / work;
         p.source = p.source.worst(Source::Extrapolated);
     }
     p
+}
+
+/// The prompt length s at which `b` full prompts of s tokens (the context table's shape) have
+/// roofline time `work` on roofline `r`: the smaller of the lengths at which its compute side
+/// (causal pairs, clamped to a window) and its memory side (keys read, clamped to a window, plus
+/// queries) reach it, since the roofline is the larger of the two and both grow with s. None
+/// where neither side grows (an empty roofline).
+pub(crate) fn equal_work_length(r: &AttentionRoof, window: Option<f64>, b: f64, work: f64) -> Option<f64> {
+    let per_seq = work / b;
+    let compute = (r.per_pair > 0.0).then(|| {
+        let u = per_seq / r.per_pair;
+        match window {
+            // s(s+1)/2 pairs up to s = 2w − 1, s·w beyond (the clamp is continuous there).
+            Some(w) if u > (2.0 * w - 1.0) * w => u / w,
+            _ => (-1.0 + (1.0 + 8.0 * u).sqrt()) / 2.0,
+        }
+    });
+    let slope = r.per_ctx + r.per_query;
+    let memory = (slope > 0.0).then(|| {
+        let s = per_seq / slope;
+        match window {
+            // Past the window only the queries keep growing the bytes.
+            Some(w) if s > w => (r.per_query > 0.0).then(|| (per_seq - r.per_ctx * w) / r.per_query),
+            _ => Some(s),
+        }
+    });
+    let best = [compute, memory.flatten()].into_iter().flatten().filter(|s| s.is_finite()).fold(f64::INFINITY, f64::min);
+    best.is_finite().then_some(best.max(0.0))
 }
 
 /// Decode sequences: the generation table at their mean KV length (one query token each),

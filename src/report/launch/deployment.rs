@@ -66,6 +66,9 @@ pub struct Deployment {
     pub ascend: bool,
     pub moe: bool,
     pub weights: Weights,
+    /// The plan priced MXFP4 experts on MXFP8 activations (the engine's MXFP4 kernel on a
+    /// device with FP4 tensor cores): an engine that needs a switch for that kernel sets it.
+    pub mxfp4_moe_mxfp8: bool,
     pub kv: KvQuant,
     pub chunked_prefill: bool,
     pub prefix_caching: bool,
@@ -239,6 +242,11 @@ pub(super) fn base(plan: &Plan, device: &str, emit: &EmitOptions) -> Result<Depl
              the commands cannot be written without it"
             .into());
     }
+    let mxfp4_moe_mxfp8 = plan.engine != crate::plan::EngineKind::Analytic && {
+        let eff = plan.effective(profile);
+        let fp4 = eff.device.matrix_flops(crate::hardware::Dtype::Fp4).is_some();
+        plan.quant.for_experts().with_mxfp4_kernel(eff.mxfp4_kernel, fp4) == LinearQuant::W4A8Mxfp4Mxfp8
+    };
     Ok(Deployment {
         model: emit.model.clone(),
         device: device.to_string(),
@@ -247,6 +255,7 @@ pub(super) fn base(plan: &Plan, device: &str, emit: &EmitOptions) -> Result<Depl
         ascend: profile.vendor.eq_ignore_ascii_case("ascend"),
         moe: plan.model.is_moe(),
         weights,
+        mxfp4_moe_mxfp8,
         kv: plan.quant.kv,
         chunked_prefill: plan.sim.chunked_prefill,
         prefix_caching: plan.workload.prefix_cache_hit_rate > 0.0 || plan.sim.shared_prefix.is_some(),

@@ -16,6 +16,7 @@ fn moe(layout: ParallelConfig) -> Deployment {
         ascend: false,
         moe: true,
         weights: Weights::Bf16,
+        mxfp4_moe_mxfp8: false,
         kv: KvQuant::Disabled,
         chunked_prefill: true,
         prefix_caching: false,
@@ -161,4 +162,12 @@ fn emitted_flags_are_the_versions_own() {
 fn trtllm_carries_the_kv_free_memory_fraction() {
     let t = text(&Trtllm, &moe(layout(8, 1, 1, 8, 1)));
     assert!(t.contains("--kv_cache_free_gpu_memory_fraction 0.9") && t.contains("free_gpu_memory_fraction: 0.9"), "{t}");
+}
+
+#[test]
+fn vllm_exports_the_mxfp4_mxfp8_moe_switch_only_where_the_plan_priced_that_kernel() {
+    // Mutation: drop the env push in Vllm::process and the first assertion fails.
+    let on = Deployment { mxfp4_moe_mxfp8: true, ..moe(layout(4, 1, 1, 4, 1)) };
+    assert!(text(&Vllm, &on).contains("VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1"), "{}", text(&Vllm, &on));
+    assert!(!text(&Vllm, &moe(layout(4, 1, 1, 4, 1))).contains("MXFP4_MXFP8"));
 }
