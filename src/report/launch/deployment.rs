@@ -242,11 +242,10 @@ pub(super) fn base(plan: &Plan, device: &str, emit: &EmitOptions) -> Result<Depl
              the commands cannot be written without it"
             .into());
     }
-    let mxfp4_moe_mxfp8 = plan.engine != crate::plan::EngineKind::Analytic && {
-        let eff = plan.effective(profile);
-        let fp4 = eff.device.matrix_flops(crate::hardware::Dtype::Fp4).is_some();
-        plan.quant.for_experts().with_mxfp4_kernel(eff.mxfp4_kernel, fp4) == LinearQuant::W4A8Mxfp4Mxfp8
-    };
+    // The serving engine's execution profile on this device (the formulas have none).
+    let eff = (plan.engine != crate::plan::EngineKind::Analytic).then(|| plan.effective(profile));
+    let mxfp4_moe_mxfp8 =
+        eff.as_ref().is_some_and(|e| crate::search::engine::mxfp4_as_run(e, plan.quant.for_experts()) == LinearQuant::W4A8Mxfp4Mxfp8);
     Ok(Deployment {
         model: emit.model.clone(),
         device: device.to_string(),
@@ -261,10 +260,7 @@ pub(super) fn base(plan: &Plan, device: &str, emit: &EmitOptions) -> Result<Depl
         prefix_caching: plan.workload.prefix_cache_hit_rate > 0.0 || plan.sim.shared_prefix.is_some(),
         // Rounded down: the engine never gets more memory than the plan priced.
         memory_fraction: ((1.0 - plan.serving.reserved_gib(profile) / profile.memory_gib()) * 100.0).floor() / 100.0,
-        kv_memory: (plan.engine != crate::plan::EngineKind::Analytic)
-            .then(|| plan.effective(profile).kv_memory)
-            .flatten()
-            .map(|m| (m.setting, plan.serving.gpu_memory_utilization.or(m.fraction))),
+        kv_memory: eff.and_then(|e| e.kv_memory).map(|m| (m.setting, plan.serving.gpu_memory_utilization.or(m.fraction))),
         block_size: plan.kv_block_size(profile),
         gpus_per_node: profile.host_size(),
         max_input: plan.workload.input.max_effective(0.0),

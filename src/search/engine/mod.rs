@@ -55,6 +55,14 @@ pub struct CandidateCtx<'a> {
     sim: std::sync::OnceLock<sim::SimSetup>,
 }
 
+/// `q` as the engine's kernels multiply it on the device of `eff`: MXFP4 weights at the rate of
+/// the engine's MXFP4 kernel (MXFP8 activations only where the device has FP4 tensor cores);
+/// any other quantization as it is. What the cost model prices and the launch commands select.
+pub fn mxfp4_as_run(eff: &crate::hardware::calibration::Effective, q: crate::quant::LinearQuant) -> crate::quant::LinearQuant {
+    let fp4 = eff.device.matrix_flops(crate::hardware::Dtype::Fp4).is_some();
+    q.with_mxfp4_kernel(eff.mxfp4_kernel, fp4)
+}
+
 impl<'a> CandidateCtx<'a> {
     pub fn new(plan: &'a Plan, device: &'a DeviceProfile, cand: Candidate, phase: Phase) -> Self {
         // The serving engine's execution profile: its calibrated efficiencies and per-step
@@ -66,9 +74,8 @@ impl<'a> CandidateCtx<'a> {
         opts.moe_all_reduce = eff.moe_all_reduce;
         opts.kernels = eff.kernels.clone();
         // MXFP4 weights run at the rate of the engine's kernels on this device.
-        let fp4 = eff.device.matrix_flops(crate::hardware::Dtype::Fp4).is_some();
-        opts.quant.linear = opts.quant.linear.with_mxfp4_kernel(eff.mxfp4_kernel, fp4);
-        opts.quant.non_expert = opts.quant.non_expert.map(|q| q.with_mxfp4_kernel(eff.mxfp4_kernel, fp4));
+        opts.quant.linear = mxfp4_as_run(&eff, opts.quant.linear);
+        opts.quant.non_expert = opts.quant.non_expert.map(|q| mxfp4_as_run(&eff, q));
         let (mut cost, mem) = build_both(&plan.model, &eff.device, &cand.parallel, &opts);
         cost.step_host_s = eff.step_host_s;
         cost.per_seq_s = eff.per_seq_s;
