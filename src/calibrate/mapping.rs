@@ -90,13 +90,19 @@ pub fn native_precision(id: &str) -> Precision {
     }
 }
 
-/// The quantization a precision means for a model: bf16 → none; fp8 → FP8 weights and GEMMs
-/// in every linear; fp4 → MXFP4, on the routed experts only for MoE models (gpt-oss ships
-/// MXFP4 experts and bf16 attention), on every linear for dense ones. The KV cache stays bf16.
-pub fn quant_for(precision: Precision, model: &ModelArch) -> QuantConfig {
+/// The quantization a precision means for a model with Hugging Face id `id`: bf16 → none;
+/// fp8 → FP8 weights and GEMMs in every linear, block-scaled where the publisher's FP8 release
+/// is (Qwen; [`crate::model::fp8_release_weights`]), per tensor otherwise; fp4 → MXFP4, on
+/// the routed experts only for MoE models (gpt-oss ships MXFP4 experts and bf16 attention), on
+/// every linear for dense ones. The KV cache stays bf16.
+pub fn quant_for(precision: Precision, model: &ModelArch, id: &str) -> QuantConfig {
+    let fp8 = match crate::model::fp8_release_weights(id) {
+        crate::model::WeightFormat::Fp8Block => LinearQuant::Fp8Block,
+        _ => LinearQuant::Fp8,
+    };
     let (linear, non_expert) = match precision {
         Precision::Bf16 => (LinearQuant::Disabled, None),
-        Precision::Fp8 => (LinearQuant::Fp8, None),
+        Precision::Fp8 => (fp8, None),
         Precision::Fp4 if model.is_moe() => (LinearQuant::Mxfp4, Some(LinearQuant::Disabled)),
         Precision::Fp4 => (LinearQuant::Mxfp4, None),
     };

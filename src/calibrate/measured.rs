@@ -187,7 +187,7 @@ impl Record<'_> {
                 quant: {
                     // A run in its checkpoint's own precision keeps the checkpoint's KV cache
                     // (NVIDIA's FP8 and NVFP4 republications store it in FP8).
-                    let mut q = quant_for(precision, model);
+                    let mut q = quant_for(precision, model, model_id);
                     if precision == native_precision(model_id) && crate::model::modelopt_kv(model_id) {
                         q.kv = crate::quant::KvQuant::Fp8;
                     }

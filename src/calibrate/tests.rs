@@ -42,6 +42,16 @@ fn the_sample_reads_end_to_end_with_models_devices_precisions_and_layouts_mapped
 }
 
 #[test]
+fn an_fp8_run_of_a_qwen_network_is_served_from_qwens_block_scaled_release() {
+    // TensorRT-LLM runs only pre-quantized checkpoints; Qwen's FP8 release has 128 x 128
+    // blocks. A Llama FP8 row stays per tensor (above). (Mutation: `quant_for` ignoring the
+    // id, Fp8 for every FP8 row, fails this.)
+    let text = csv(&["a,trtllm,1.0.0rc3,Qwen/Qwen3-32B,h100_sxm,fp8,1024,128,8,1,,1,1,272,18.6"]);
+    let runs = read(&text).unwrap();
+    assert_eq!((runs[0].target.precision, runs[0].target.quant.linear), (Precision::Fp8, LinearQuant::Fp8Block));
+}
+
+#[test]
 fn a_missing_column_is_named() {
     let text = "engine,model,gpu,isl,osl,concurrency,tp,ttft_ms\nvllm,Qwen/Qwen3-32B,h100_sxm,1024,128,8,2,150";
     assert_eq!(

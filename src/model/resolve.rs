@@ -76,6 +76,20 @@ fn suffix_weights(id: &str) -> Option<WeightFormat> {
     Some(w.unwrap_or(if lower.starts_with("qwen/") { WeightFormat::Fp8Block } else { WeightFormat::Fp8Tensor }))
 }
 
+/// The FP8 weight format a run in FP8 of `id` was served in, when the run names the network and
+/// not the checkpoint: the id's own FP8 format if it names one (`…-FP8-Dynamic`, `…-FP8`),
+/// else the format of its publisher's FP8 release. Qwen releases its FP8 checkpoints itself,
+/// in 128 × 128 blocks (`Qwen/Qwen3-32B-FP8`: `quant_method: fp8`, `weight_block_size: [128,
+/// 128]`), and an engine that only serves pre-quantized checkpoints (TensorRT-LLM's PyTorch
+/// backend) can run Qwen3 in FP8 from no other; every other publisher's FP8 release (NVIDIA
+/// ModelOpt, Red Hat llm-compressor) has one scale per tensor or channel.
+pub fn fp8_release_weights(id: &str) -> WeightFormat {
+    match suffix_weights(id) {
+        Some(w @ (WeightFormat::Fp8Tensor | WeightFormat::Fp8Block)) => w,
+        _ => suffix_weights(&format!("{}-fp8", id.trim())).unwrap_or(WeightFormat::Fp8Tensor),
+    }
+}
+
 /// NVIDIA's republished FP8 and NVFP4 checkpoints (ModelOpt) quantize the KV cache to FP8 too:
 /// their `hf_quant_config.json` says `kv_cache_quant_algo: FP8` (e.g.
 /// `nvidia/Llama-3.1-70B-Instruct-FP8`).
@@ -175,5 +189,18 @@ mod tests {
         assert_eq!(resolve_model("zai-org/GLM-5-FP8").unwrap().0.weights, WeightFormat::Fp8Block);
         assert_eq!(resolve_model("MiniMaxAI/MiniMax-M2.5").unwrap().0.weights, WeightFormat::Fp8Block);
         assert_eq!(resolve_model("moonshotai/Kimi-K2.5").unwrap().0.weights, WeightFormat::Int4Experts);
+    }
+
+    #[test]
+    fn an_fp8_run_of_a_network_takes_its_publishers_fp8_format() {
+        // Qwen's own FP8 release is block-scaled; NVIDIA's and Red Hat's are per tensor; a
+        // suffix that names the format wins. (Mutation: return Fp8Tensor for every id and the
+        // first assertion fails; drop the suffix arm and the Qwen `-FP8-Dynamic` one does.)
+        assert_eq!(fp8_release_weights("Qwen/Qwen3-32B"), WeightFormat::Fp8Block);
+        assert_eq!(fp8_release_weights("meta-llama/Llama-3.1-8B-Instruct"), WeightFormat::Fp8Tensor);
+        assert_eq!(fp8_release_weights("nvidia/Llama-3.1-8B-Instruct-FP8"), WeightFormat::Fp8Tensor);
+        assert_eq!(fp8_release_weights("RedHatAI/Qwen3-32B-FP8-dynamic"), WeightFormat::Fp8Tensor);
+        assert_eq!(fp8_release_weights("Qwen/Qwen3-32B-FP8"), WeightFormat::Fp8Block);
+        assert_eq!(fp8_release_weights("Qwen/Qwen3-32B-FP8-Dynamic"), WeightFormat::Fp8Tensor);
     }
 }
