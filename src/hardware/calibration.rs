@@ -17,7 +17,7 @@
 //! engine captures and the setting that sizes its KV pool. [`Effective`] is what one engine on
 //! one device amounts to, and it is the only thing the cost model and the engines read.
 
-use super::runtime::{BenchmarkClient, CudaGraphProfile, KvMemory};
+use super::runtime::{BenchmarkClient, BorrowedMoeKernels, CudaGraphProfile, KvMemory};
 use super::{check_field, DeviceProfile};
 use crate::yaml;
 use serde::{Deserialize, Serialize};
@@ -144,6 +144,10 @@ pub struct EngineProfile {
     /// How the engine's kernels multiply MXFP4 weights.
     #[serde(default, skip_serializing_if = "is_native")]
     pub mxfp4_kernel: Mxfp4Kernel,
+    /// Another engine's kernels that run the MXFP4 experts on devices without FP4 tensor
+    /// cores (absent: the engine's own tables price them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mxfp4_bf16_moe: Option<BorrowedMoeKernels>,
     /// Under tensor parallelism (no attention DP) the MoE block keeps every token on every TP
     /// rank and sums the experts with one all-reduce, as vLLM's fused MoE layer
     /// (`reduce_results`), SGLang's and TensorRT-LLM's (the all-reduce fused with the next
@@ -207,6 +211,9 @@ pub struct Effective {
     pub source: String,
     /// Measured kernel tables of the device under this engine (`None`: the roofline alone).
     pub kernels: Option<super::kernels::KernelRef>,
+    /// The engine whose measured MXFP4 MoE tables price the routed experts instead of this
+    /// engine's (see [`EngineProfile::mxfp4_bf16_moe`]); `None`: the engine's own.
+    pub mxfp4_moe_tables_from: Option<String>,
 }
 
 impl Effective {
@@ -400,6 +407,9 @@ impl EngineProfile {
         if let Some(c) = &p.benchmark_client {
             c.validate()?;
         }
+        if let Some(b) = &p.mxfp4_bf16_moe {
+            b.validate(&p.engine)?;
+        }
         for (i, d) in p.devices.iter().enumerate() {
             d.validate(i)?;
             if p.devices[..i].iter().any(|o| o.device == d.device) {
@@ -467,6 +477,7 @@ impl EngineProfile {
             calibrated: entry.is_some(),
             source,
             kernels: None,
+            mxfp4_moe_tables_from: None,
         }
     }
 
@@ -508,8 +519,21 @@ impl EngineProfiles {
 
     /// What release `version` of `engine` amounts to on `device`.
     pub fn effective(&self, engine: &str, device: &DeviceProfile, version: Option<EngineVersion>) -> Effective {
-        let mut eff = self.get(engine).effective(device, self.calibrated, version);
+        let profile = self.get(engine);
+        let mut eff = profile.effective(device, self.calibrated, version);
         eff.kernels = self.kernels.tables(device, engine);
+        // Without FP4 tensor cores the experts run on bf16 activations; an engine that runs
+        // another engine's kernels there is priced from that engine's tables of them.
+        let bf16_experts = device.matrix_flops(super::Dtype::Fp4).is_none();
+        if let (Some(b), Some(own), true) = (&profile.mxfp4_bf16_moe, &eff.kernels, bf16_experts) {
+            if let Some(donor) = self.kernels.tables(device, &b.tables) {
+                let merged = super::kernels::with_moe_from(&own.0, &donor.0, super::kernels::MoeDtype::W4a16Mxfp4);
+                if !std::sync::Arc::ptr_eq(&merged, &own.0) {
+                    eff.kernels = Some(super::kernels::KernelRef(merged));
+                    eff.mxfp4_moe_tables_from = Some(b.tables.clone());
+                }
+            }
+        }
         eff
     }
 }
@@ -549,6 +573,13 @@ devices:\n  - {device: H100_SXM, step_overhead_us: 4000, seq_overhead_us: 20, fr
         assert!((fe.request_s - 0.003).abs() < 1e-15 && fe.output_token_s == 0.0);
     }
 
+    /// A minimal valid vLLM profile with `extra` YAML lines.
+    fn valid_vllm_with(extra: &str) -> String {
+        format!(
+            "engine: vllm\nfused_graph: true\n{extra}defaults: {{step_overhead_us: 1, seq_overhead_us: 2, frontend_request_us: 3000}}\n"
+        )
+    }
+
     #[test]
     fn out_of_range_values_name_the_field() {
         let text = "engine: vllm\nfused_graph: true\ndefaults: {step_overhead_us: 1, seq_overhead_us: 2, frontend_request_us: 3000}\n\
@@ -571,6 +602,11 @@ devices:\n  - {device: H100_SXM, step_overhead_us: 6000, seq_overhead_us: 20, fr
         )
         .unwrap_err();
         assert!(bad_engine.contains("tgi") && bad_engine.contains("vllm"), "{bad_engine}");
+        // Borrowed expert kernels name another engine with kernel tables (fails if
+        // `BorrowedMoeKernels::validate` is not called).
+        let own = EngineProfile::parse(&valid_vllm_with("mxfp4_bf16_moe: {tables: vllm}\n")).unwrap_err();
+        assert!(own.contains("mxfp4_bf16_moe.tables` is `vllm`; valid: sglang, trtllm"), "{own}");
+        assert!(EngineProfile::parse(&valid_vllm_with("mxfp4_bf16_moe: {tables: sglang}\n")).is_ok());
         // The front end's bounds: 50 ms a request, 1 ms a token (fails if a field is left
         // unchecked, and the message names it).
         let slow =

@@ -173,6 +173,33 @@ pub struct BenchmarkClient {
     pub output_spread_tokens: u64,
 }
 
+/// Another engine's measured kernels that run this engine's MXFP4 routed experts on devices
+/// without FP4 tensor cores, where the experts take bf16 activations. TensorRT-LLM's TRITON MoE
+/// backend, the one its gpt-oss guides name for Hopper, runs OpenAI's Triton MXFP4 kernels
+/// (`triton_kernels`), which vLLM runs on Hopper too; the kernel tables measure them under
+/// vLLM, while TensorRT-LLM's own `w4a16_mxfp4` table times its CUTLASS path (44 % slower at
+/// 8,192 tokens on an H200: 5.66 against 3.94 ms a layer, gpt-oss-120b's experts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BorrowedMoeKernels {
+    /// Where the choice comes from (release, setting, kernels).
+    #[serde(default)]
+    pub source: String,
+    /// The engine whose measured `w4a16_mxfp4` MoE tables price the experts.
+    pub tables: String,
+}
+
+impl BorrowedMoeKernels {
+    pub(crate) fn validate(&self, own: &str) -> Result<(), String> {
+        let valid = ["vllm", "sglang", "trtllm"];
+        if !valid.contains(&self.tables.as_str()) || self.tables == own {
+            let others: Vec<&str> = valid.into_iter().filter(|e| *e != own).collect();
+            return Err(format!("field `mxfp4_bf16_moe.tables` is `{}`; valid: {}", self.tables, others.join(", ")));
+        }
+        Ok(())
+    }
+}
+
 /// The widest spread a profile may give, tokens.
 pub const MAX_OUTPUT_SPREAD_TOKENS: u64 = 1_000;
 

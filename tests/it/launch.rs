@@ -209,6 +209,11 @@ fn every_emitted_script_starts_on_real_nodes() {
     }
     let trtllm_agg = run_ok(&args(LLAMA8, &["--serving-engine", "trtllm", "--emit", "trtllm"]));
     check_script("trtllm", &trtllm_agg, 8);
+    // gpt-oss on H200 under TensorRT-LLM: the TRITON MoE backend the plan priced.
+    let oss = ["openai/gpt-oss-120b", "--device", "H200_SXM", "--num-devices", "4", "--tp-sizes", "4", "--input-length", "1024"];
+    let oss = run_ok(&args(&oss, &["--output-length", "1024", "--serving-engine", "trtllm", "-q", "--emit", "trtllm"]));
+    assert!(oss.contains("moe_config:\n  backend: TRITON"), "{oss}");
+    check_script("trtllm", &oss, 4);
     // Qwen3-30B-A3B's experts over 16 devices: two nodes per instance.
     let moe16 = ["Qwen/Qwen3-30B-A3B", "--device", "H100_SXM", "--num-devices", "16", "--input-length", "1000", "--output-length", "100"];
     for (e, tp) in [("vllm", "1"), ("sglang", "1"), ("trtllm", "1")] {

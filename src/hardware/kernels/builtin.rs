@@ -68,4 +68,26 @@ mod tests {
         }
         assert!(tables("h200_sxm", "msmodeling").is_none());
     }
+
+    #[test]
+    fn borrowed_expert_tables_replace_only_their_dtype_and_are_shared() {
+        use super::super::{with_moe_from, GemmDtype, KernelOp, MoeDtype, TableId};
+        let (trt, vllm) = (tables("h200_sxm", "trtllm").unwrap(), tables("h200_sxm", "vllm").unwrap());
+        let merged = with_moe_from(&trt, &vllm, MoeDtype::W4a16Mxfp4);
+        let id = TableId::moe(MoeDtype::W4a16Mxfp4, "balanced");
+        // The experts are the donor's; every other table stays the engine's own. (Mutation:
+        // leave the donor's tables out of the merge and the first assertion fails.)
+        assert_eq!(merged.get(&id), vllm.get(&id));
+        assert_ne!(trt.get(&id), vllm.get(&id));
+        assert_eq!(merged.gemm(GemmDtype::Bf16), trt.gemm(GemmDtype::Bf16));
+        assert_eq!(
+            merged.variants(KernelOp::Moe).filter(|v| v.starts_with("fp8/")).count(),
+            trt.variants(KernelOp::Moe).filter(|v| v.starts_with("fp8/")).count()
+        );
+        assert!(merged.provenance.to_string().contains("w4a16_mxfp4 experts from vllm 0.24.0"), "{}", merged.provenance);
+        // Merged once: a second call shares the tables (candidates compare them by identity).
+        assert!(Arc::ptr_eq(&merged, &with_moe_from(&trt, &vllm, MoeDtype::W4a16Mxfp4)));
+        // A donor without tables of that dtype leaves the engine's own.
+        assert!(Arc::ptr_eq(&with_moe_from(&trt, &vllm, MoeDtype::Nvfp4), &trt));
+    }
 }

@@ -266,6 +266,37 @@ impl KernelTables {
     }
 }
 
+/// Tables merged by [`with_moe_from`], kept while both of their sources live.
+type MergedEntry = (std::sync::Weak<KernelTables>, std::sync::Weak<KernelTables>, MoeDtype, Arc<KernelTables>);
+static MERGED: std::sync::Mutex<Vec<MergedEntry>> = std::sync::Mutex::new(Vec::new());
+
+/// `base` with its `dtype` routed-expert tables replaced by `donor`'s: the experts run the
+/// donor engine's kernels. `base` itself when `donor` measured none of them. Merged once per
+/// pair and shared, so every candidate of a run sees the same tables.
+pub fn with_moe_from(base: &Arc<KernelTables>, donor: &Arc<KernelTables>, dtype: MoeDtype) -> Arc<KernelTables> {
+    let prefix = format!("{}/", dtype.name());
+    let is_dtype = |k: &TableId| k.op == KernelOp::Moe && k.variant.starts_with(&prefix);
+    if !donor.tables.keys().any(is_dtype) {
+        return Arc::clone(base);
+    }
+    // A poisoned lock only means another thread panicked while merging; the list stays valid.
+    let mut merged = MERGED.lock().unwrap_or_else(|e| e.into_inner());
+    merged.retain(|(b, d, _, _)| b.strong_count() > 0 && d.strong_count() > 0);
+    let same = |w: &std::sync::Weak<KernelTables>, a: &Arc<KernelTables>| std::ptr::eq(w.as_ptr(), Arc::as_ptr(a));
+    if let Some((_, _, _, t)) = merged.iter().find(|(b, d, k, _)| same(b, base) && same(d, donor) && *k == dtype) {
+        return Arc::clone(t);
+    }
+    let mut tables: BTreeMap<TableId, Grid> =
+        base.tables.iter().filter(|(k, _)| !is_dtype(k)).map(|(k, g)| (k.clone(), g.clone())).collect();
+    tables.extend(donor.tables.iter().filter(|(k, _)| is_dtype(k)).map(|(k, g)| (k.clone(), g.clone())));
+    let mut provenance = base.provenance.clone();
+    provenance.version =
+        format!("{}, {} experts from {} {}", provenance.version, dtype.name(), donor.provenance.engine, donor.provenance.version);
+    let t = Arc::new(KernelTables::new(provenance, tables));
+    merged.push((Arc::downgrade(base), Arc::downgrade(donor), dtype, Arc::clone(&t)));
+    t
+}
+
 /// Shared kernel tables, compared by identity (the tables of one system and engine are loaded
 /// once per run and shared by every candidate).
 #[derive(Clone)]

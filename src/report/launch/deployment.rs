@@ -69,6 +69,10 @@ pub struct Deployment {
     /// The plan priced MXFP4 experts on MXFP8 activations (the engine's MXFP4 kernel on a
     /// device with FP4 tensor cores): an engine that needs a switch for that kernel sets it.
     pub mxfp4_moe_mxfp8: bool,
+    /// The plan priced MXFP4 experts on bf16 activations with OpenAI's Triton kernels, another
+    /// engine's tables of them (TensorRT-LLM on Hopper): an engine whose default backend is
+    /// another selects them.
+    pub mxfp4_moe_triton: bool,
     pub kv: KvQuant,
     pub chunked_prefill: bool,
     pub prefix_caching: bool,
@@ -244,8 +248,9 @@ pub(super) fn base(plan: &Plan, device: &str, emit: &EmitOptions) -> Result<Depl
     }
     // The serving engine's execution profile on this device (the formulas have none).
     let eff = (plan.engine != crate::plan::EngineKind::Analytic).then(|| plan.effective(profile));
-    let mxfp4_moe_mxfp8 =
-        eff.as_ref().is_some_and(|e| crate::search::engine::mxfp4_as_run(e, plan.quant.for_experts()) == LinearQuant::W4A8Mxfp4Mxfp8);
+    let experts = eff.as_ref().map(|e| crate::search::engine::mxfp4_as_run(e, plan.quant.for_experts()));
+    let mxfp4_moe_mxfp8 = experts == Some(LinearQuant::W4A8Mxfp4Mxfp8);
+    let mxfp4_moe_triton = experts == Some(LinearQuant::W4A16Mxfp4) && eff.as_ref().is_some_and(|e| e.mxfp4_moe_tables_from.is_some());
     Ok(Deployment {
         model: emit.model.clone(),
         device: device.to_string(),
@@ -255,6 +260,7 @@ pub(super) fn base(plan: &Plan, device: &str, emit: &EmitOptions) -> Result<Depl
         moe: plan.model.is_moe(),
         weights,
         mxfp4_moe_mxfp8,
+        mxfp4_moe_triton,
         kv: plan.quant.kv,
         chunked_prefill: plan.sim.chunked_prefill,
         prefix_caching: plan.workload.prefix_cache_hit_rate > 0.0 || plan.sim.shared_prefix.is_some(),

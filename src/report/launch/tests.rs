@@ -17,6 +17,7 @@ fn moe(layout: ParallelConfig) -> Deployment {
         moe: true,
         weights: Weights::Bf16,
         mxfp4_moe_mxfp8: false,
+        mxfp4_moe_triton: false,
         kv: KvQuant::Disabled,
         chunked_prefill: true,
         prefix_caching: false,
@@ -170,4 +171,12 @@ fn vllm_exports_the_mxfp4_mxfp8_moe_switch_only_where_the_plan_priced_that_kerne
     let on = Deployment { mxfp4_moe_mxfp8: true, ..moe(layout(4, 1, 1, 4, 1)) };
     assert!(text(&Vllm, &on).contains("VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1"), "{}", text(&Vllm, &on));
     assert!(!text(&Vllm, &moe(layout(4, 1, 1, 4, 1))).contains("MXFP4_MXFP8"));
+}
+
+#[test]
+fn trtllm_selects_the_triton_moe_backend_only_where_the_plan_priced_it() {
+    // Mutation: drop the moe_config block in Trtllm::options and the first assertion fails.
+    let on = Deployment { mxfp4_moe_triton: true, ..moe(layout(4, 1, 1, 4, 1)) };
+    assert!(text(&Trtllm, &on).contains("moe_config:\n  backend: TRITON\n"), "{}", text(&Trtllm, &on));
+    assert!(!text(&Trtllm, &moe(layout(4, 1, 1, 4, 1))).contains("moe_config"));
 }
