@@ -416,7 +416,10 @@ pub(crate) fn validate_performance_model(
                 sim.serving_engine.unwrap_or_else(|| crate::plan::ServingEngine::default_for(d)).name()
             };
             let wanted: Vec<(&crate::hardware::DeviceProfile, &str)> = devices.iter().map(|d| (d, engine_of(d))).collect();
-            let db = DatabaseTables::load(dir, &wanted)
+            // Another engine's kernels an engine runs (TensorRT-LLM's Triton experts on Hopper).
+            let borrowed: Vec<(&crate::hardware::DeviceProfile, &str)> =
+                wanted.iter().filter_map(|(d, e)| engines.get(e).mxfp4_bf16_moe.as_ref().map(|b| (*d, b.tables.as_str()))).collect();
+            let db = DatabaseTables::load(dir, &wanted, &borrowed)
                 .map_err(|e| Error::rejected("--profiling-database-path", dir.display().to_string(), e.to_string()))?;
             KernelChoice::Database(std::sync::Arc::new(db))
         }

@@ -358,13 +358,27 @@ impl DatabaseTables {
     /// Read, for each (device, engine), the device's system (its `kernel_system`, else its
     /// name in lower case) under the engine's kernels, else under `torch` (a profiler's own
     /// tables).
-    pub fn load(dir: &std::path::Path, wanted: &[(&super::DeviceProfile, &str)]) -> Result<DatabaseTables, aic::AicError> {
+    /// `borrowed`: (device, engine) pairs read only if the database has them (another engine's
+    /// kernels an engine runs, [`super::runtime::BorrowedMoeKernels`]), with no fallback.
+    pub fn load(
+        dir: &std::path::Path,
+        wanted: &[(&super::DeviceProfile, &str)],
+        borrowed: &[(&super::DeviceProfile, &str)],
+    ) -> Result<DatabaseTables, aic::AicError> {
         let db = aic::AicDatabase::open(dir)?;
+        let system_of = |d: &super::DeviceProfile| if d.kernel_system.is_empty() { d.name.to_lowercase() } else { d.kernel_system.clone() };
         let mut tables = BTreeMap::new();
         for (device, engine) in wanted {
-            let system = if device.kernel_system.is_empty() { device.name.to_lowercase() } else { device.kernel_system.clone() };
+            let system = system_of(device);
             let t = db.load(&system, engine).or_else(|e| db.load(&system, "torch").map_err(|_| e))?;
             tables.insert((device.name.clone(), engine.to_string()), Arc::new(t));
+        }
+        for (device, engine) in borrowed {
+            if let std::collections::btree_map::Entry::Vacant(slot) = tables.entry((device.name.clone(), engine.to_string())) {
+                if let Ok(t) = db.load(&system_of(device), engine) {
+                    slot.insert(Arc::new(t));
+                }
+            }
         }
         Ok(DatabaseTables { dir: dir.to_path_buf(), tables })
     }
