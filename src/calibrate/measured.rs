@@ -4,7 +4,7 @@
 //! simulation with a [`CalibrateError`] naming the file, the row and the field.
 
 use super::error::CalibrateError;
-use super::mapping::{native_precision, parallel_for, quant_for, Precision, Resolver};
+use super::mapping::{kv_for, native_precision, parallel_for, quant_for, Precision, Resolver};
 use crate::cost::ParallelConfig;
 use crate::quant::QuantConfig;
 use serde::Serialize;
@@ -158,6 +158,7 @@ impl Record<'_> {
             median_itl_ms: self.optional_latency("median_itl_ms")?,
             p99_itl_ms: self.optional_latency("p99_itl_ms")?,
         };
+        let quant = QuantConfig { kv: kv_for(&engine, precision, model_id), ..quant_for(precision, model, model_id) };
         Ok(MeasuredRun {
             file: self.file.to_string(),
             row: self.row,
@@ -180,21 +181,7 @@ impl Record<'_> {
             ttft_ms: self.latency("ttft_ms")?,
             tpot_ms: self.latency("tpot_ms")?,
             percentiles,
-            target: Target {
-                model: model.id.clone(),
-                device: device.name.clone(),
-                precision,
-                quant: {
-                    // A run in its checkpoint's own precision keeps the checkpoint's KV cache
-                    // (NVIDIA's FP8 and NVFP4 republications store it in FP8).
-                    let mut q = quant_for(precision, model, model_id);
-                    if precision == native_precision(model_id) && crate::model::modelopt_kv(model_id) {
-                        q.kv = crate::quant::KvQuant::Fp8;
-                    }
-                    q
-                },
-                parallel,
-            },
+            target: Target { model: model.id.clone(), device: device.name.clone(), precision, quant, parallel },
         })
     }
 }

@@ -46,9 +46,17 @@ fn an_fp8_run_of_a_qwen_network_is_served_from_qwens_block_scaled_release() {
     // TensorRT-LLM runs only pre-quantized checkpoints; Qwen's FP8 release has 128 x 128
     // blocks. A Llama FP8 row stays per tensor (above). (Mutation: `quant_for` ignoring the
     // id, Fp8 for every FP8 row, fails this.)
-    let text = csv(&["a,trtllm,1.0.0rc3,Qwen/Qwen3-32B,h100_sxm,fp8,1024,128,8,1,,1,1,272,18.6"]);
+    let text = csv(&[
+        "a,trtllm,1.0.0rc3,Qwen/Qwen3-32B,h100_sxm,fp8,1024,128,8,1,,1,1,272,18.6",
+        "b,vllm,0.12.0,Qwen/Qwen3-32B,h100_sxm,fp8,1024,128,8,1,,1,1,272,18.6",
+    ]);
     let runs = read(&text).unwrap();
     assert_eq!((runs[0].target.precision, runs[0].target.quant.linear), (Precision::Fp8, LinearQuant::Fp8Block));
+    // TensorRT-LLM's FP8 runs keep the KV cache in FP8 (`kv_for`: the runs' KV capacity needs
+    // it); vLLM's keep the checkpoint's bf16. (Mutation: drop the engine clause of `kv_for` and
+    // the first KV assertion fails; drop the engine test and the second does.)
+    assert_eq!(runs[0].target.quant.kv, crate::quant::KvQuant::Fp8);
+    assert_eq!(runs[1].target.quant.kv, crate::quant::KvQuant::Disabled);
 }
 
 #[test]
