@@ -94,7 +94,8 @@ pub fn native_precision(id: &str) -> Precision {
 /// fp8 → FP8 weights and GEMMs in every linear, block-scaled where the publisher's FP8 release
 /// is (Qwen; [`crate::model::fp8_release_weights`]), per tensor otherwise; fp4 → MXFP4, on
 /// the routed experts only for MoE models (gpt-oss ships MXFP4 experts and bf16 attention), on
-/// every linear for dense ones. The KV cache stays bf16.
+/// every linear for dense ones. The KV cache is bf16 here; [`kv_for`] says which runs kept it
+/// in FP8.
 pub fn quant_for(precision: Precision, model: &ModelArch, id: &str) -> QuantConfig {
     let fp8 = match crate::model::fp8_release_weights(id) {
         crate::model::WeightFormat::Fp8Block => LinearQuant::Fp8Block,
