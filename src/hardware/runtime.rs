@@ -173,12 +173,13 @@ pub struct BenchmarkClient {
     pub output_spread_tokens: u64,
 }
 
-/// Another engine's measured kernels that run this engine's MXFP4 routed experts on devices
+/// Another engine's measured kernels that price this engine's MXFP4 routed experts on devices
 /// without FP4 tensor cores, where the experts take bf16 activations. TensorRT-LLM's TRITON MoE
 /// backend, the one its gpt-oss guides name for Hopper, runs OpenAI's Triton MXFP4 kernels
-/// (`triton_kernels`), which vLLM runs on Hopper too; the kernel tables measure them under
-/// vLLM, while TensorRT-LLM's own `w4a16_mxfp4` table times its CUTLASS path (44 % slower at
-/// 8,192 tokens on an H200: 5.66 against 3.94 ms a layer, gpt-oss-120b's experts).
+/// (`triton_kernels`), which vLLM runs on Hopper too. The database times them under both, but
+/// TensorRT-LLM's table covers one expert-TP width only (moe_tp 1) and is 44 % slower at 8,192
+/// tokens on an H200 (5.66 against 3.94 ms a layer, gpt-oss-120b's experts), more than
+/// TensorRT-LLM's own runs allow (docs/validation.md §7); vLLM's measures every width.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BorrowedMoeKernels {

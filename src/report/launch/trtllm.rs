@@ -68,8 +68,8 @@ impl Trtllm {
         }
         if d.mxfp4_moe_triton {
             // The MoE kernels the plan priced: OpenAI's Triton MXFP4 kernels (TensorRT-LLM's
-            // TRITON backend, which its gpt-oss guides name for Hopper; earlier releases
-            // default to CUTLASS, 44 % slower at 8,192 tokens on an H200).
+            // TRITON backend, which its gpt-oss guides name for Hopper; releases before it
+            // became the Hopper default run CUTLASS unless told).
             y += "moe_config:\n  backend: TRITON\n";
         }
         if i.mtp > 0 {
