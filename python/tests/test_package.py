@@ -11,6 +11,7 @@ import _thread
 import json
 import math
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -202,6 +203,9 @@ def test_ctrl_c_stops_a_long_run_and_the_gil_is_released():
     seen = []
     ticker = threading.Thread(target=tick)
     timer = threading.Timer(1.0, _thread.interrupt_main)
+    # A process started in the background by a non-interactive shell inherits SIGINT ignored,
+    # and then interrupt_main does nothing: Ctrl-C's own handler, whatever the parent did.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
     started = time.monotonic()
     ticker.start()
     timer.start()
@@ -212,6 +216,7 @@ def test_ctrl_c_stops_a_long_run_and_the_gil_is_released():
         stop_ticking.set()
         timer.cancel()
         ticker.join()
+        signal.signal(signal.SIGINT, inherited)
     elapsed = time.monotonic() - started
     # The interrupt comes at 1 s; the run stops once the simulations in flight are done.
     assert elapsed < 4.0, f"the run went on for {elapsed:.1f} s after Ctrl-C"
