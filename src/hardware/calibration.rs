@@ -524,8 +524,7 @@ impl EngineProfiles {
         eff.kernels = self.kernels.tables(device, engine);
         // Without FP4 tensor cores the experts run on bf16 activations; an engine that runs
         // another engine's kernels there is priced from that engine's tables of them.
-        let bf16_experts = device.matrix_flops(super::Dtype::Fp4).is_none();
-        if let (Some(b), Some(own), true) = (&profile.mxfp4_bf16_moe, &eff.kernels, bf16_experts) {
+        if let (Some(b), Some(own), false) = (&profile.mxfp4_bf16_moe, &eff.kernels, device.has_fp4_tensor_cores()) {
             if let Some(donor) = self.kernels.tables(device, &b.tables) {
                 let merged = super::kernels::with_moe_from(&own.0, &donor.0, super::kernels::MoeDtype::W4a16Mxfp4);
                 if !std::sync::Arc::ptr_eq(&merged, &own.0) {

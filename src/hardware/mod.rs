@@ -226,6 +226,12 @@ impl DeviceProfile {
         Some(peak * 1e12 * eff)
     }
 
+    /// Whether the tensor cores take FP4 operands (Blackwell): where they do not, FP4 weights
+    /// are converted in software and engines feed MXFP4 experts bf16 activations.
+    pub fn has_fp4_tensor_cores(&self) -> bool {
+        self.matrix_flops(Dtype::Fp4).is_some()
+    }
+
     /// Effective vector FLOP/s for `d`, falling back to the nearest wider type.
     pub fn vector_flops(&self, d: Dtype) -> f64 {
         let order: &[Dtype] = match d {

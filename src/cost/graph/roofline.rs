@@ -36,7 +36,7 @@ impl Builder<'_> {
 
     /// Whether the device's tensor cores take FP4 operands (and so convert FP4 in hardware).
     pub(super) fn fp4_cores(&self) -> bool {
-        self.dev.matrix_flops(Dtype::Fp4).is_some()
+        self.dev.has_fp4_tensor_cores()
     }
 
     /// With causal masking, prefill pairs lose q(q−1)/2 per sequence: Σ q·c − (Σ q² − Σ q)/2.

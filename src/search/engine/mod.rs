@@ -59,8 +59,7 @@ pub struct CandidateCtx<'a> {
 /// the engine's MXFP4 kernel (MXFP8 activations only where the device has FP4 tensor cores);
 /// any other quantization as it is. What the cost model prices and the launch commands select.
 pub fn mxfp4_as_run(eff: &crate::hardware::calibration::Effective, q: crate::quant::LinearQuant) -> crate::quant::LinearQuant {
-    let fp4 = eff.device.matrix_flops(crate::hardware::Dtype::Fp4).is_some();
-    q.with_mxfp4_kernel(eff.mxfp4_kernel, fp4)
+    q.with_mxfp4_kernel(eff.mxfp4_kernel, eff.device.has_fp4_tensor_cores())
 }
 
 impl<'a> CandidateCtx<'a> {
