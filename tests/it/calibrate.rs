@@ -480,3 +480,62 @@ fn leave_one_device_out_predicts_each_device_by_a_fit_without_its_runs() {
     // the folds are made by model, or if a fold trains on the device it predicts.
     assert_predicted_without_them(&held_out_predictions("--leave-one-device-out", ",h200_sxm,"), 2);
 }
+
+/// `profiles/engines/sglang.yaml` with its H200 entry's engine costs replaced.
+fn sglang_with_h200(step_us: f64, host_us: f64, seq_us: f64) -> String {
+    let text = include_str!("../../profiles/engines/sglang.yaml");
+    let at = text.find("- device: H200_SXM\n").expect("the built-in SGLang profile has an H200 entry");
+    let mut lines: Vec<String> = text[at..].lines().map(str::to_string).collect();
+    for line in lines.iter_mut().take(5).skip(1) {
+        let key = line.trim().split(':').next().unwrap().to_string();
+        let v = match key.as_str() {
+            "step_overhead_us" => step_us,
+            "step_host_us" => host_us,
+            "seq_overhead_us" => seq_us,
+            _ => continue,
+        };
+        *line = format!("  {key}: {v}");
+    }
+    format!("{}{}\n", &text[..at], lines.join("\n"))
+}
+
+#[test]
+fn the_fit_finds_host_work_that_overlapped_scheduling_hides_at_the_prior() {
+    // Runs measured (here: simulated) on an engine whose host spends 40 µs per running sequence
+    // a step, at concurrencies where that outlasts the device (Llama-3.1-8B, TP 8 on H200,
+    // 128 to 512 requests), while at the prior's 10 µs it is hidden behind the device and moves
+    // no latency: the first-order model sees no slope toward it from the prior. The fit's
+    // second start, across that kink, must find it. Fails if the fit starts from the prior
+    // alone (the per-sequence cost stays at 10 µs).
+    let dir = tempfile::tempdir().unwrap();
+    let truth = dir.path().join("sglang.yaml");
+    std::fs::write(&truth, sglang_with_h200(500.0, 500.0, 40.0)).unwrap();
+    let row = |c: u32| {
+        format!(
+            "llama_8b_h200_sglang_agg_1000x100_c{c}_tp8_epnone_{c},sglang,0.5.6.post2,meta-llama/Llama-3.1-8B-Instruct,h200_sxm,,1000,100,{c},8,,1,1,100,10"
+        )
+    };
+    let header = "id,engine,engine_version,model,gpu,precision,isl,osl,concurrency,tp,attention_dp,moe_tp,moe_ep,ttft_ms,tpot_ms";
+    let placeholder = dir.path().join("placeholder.csv");
+    std::fs::write(&placeholder, format!("{header}\n{}\n", [128, 256, 512].map(row).join("\n"))).unwrap();
+    let p = placeholder.display().to_string();
+    let t = truth.display().to_string();
+    let simulated = run_json(&["calibrate", "--measured", &p, "--calibration", &t, "-q"]);
+    let measured: Vec<String> = simulated["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let (ttft, tpot) = (r["predicted"]["ttft_ms"].as_f64().unwrap(), r["predicted"]["tpot_ms"].as_f64().unwrap());
+            let line = row(r["concurrency"].as_u64().unwrap() as u32);
+            format!("{},{ttft},{tpot}", line.rsplitn(3, ',').nth(2).unwrap())
+        })
+        .collect();
+    let file = dir.path().join("measured.csv");
+    std::fs::write(&file, format!("{header}\n{}\n", measured.join("\n"))).unwrap();
+    let f = file.display().to_string();
+    let fit = run_json(&["calibrate", "--measured", &f, "--fit", "-q"]);
+    let entry = fit["params"].as_array().unwrap().iter().find(|p| p["engine"] == "sglang" && p["device"] == "H200_SXM").unwrap();
+    let seq = entry["params"]["seq_overhead_us"].as_f64().unwrap();
+    assert!((25.0..=60.0).contains(&seq), "fitted {seq} µs a sequence against 40 µs: {entry}");
+}
