@@ -42,14 +42,24 @@ fn from_file(path: &Path, id: &str) -> Result<ModelArch, ModelError> {
 }
 
 /// What identifies a network in a Hugging Face id: the name after the organisation, without
-/// the `Meta-` prefix, an `-Instruct` suffix or a precision suffix, lower-case
-/// (`nvidia/Llama-3.1-8B-Instruct-FP8` and `meta-llama/Meta-Llama-3.1-8B` are `llama-3.1-8b`).
+/// the `Meta-` prefix, a precision suffix or a fine-tune's suffix (`-Instruct`, `-chat`,
+/// `-Python`, the `-hf` of Meta's converted checkpoints; `-Instruct` also before a release
+/// suffix such as `-v0.1`), lower-case: `nvidia/Llama-3.1-8B-Instruct-FP8` and
+/// `meta-llama/Meta-Llama-3.1-8B` are `llama-3.1-8b`, `meta-llama/Llama-2-70b-chat-hf` is
+/// `llama-2-70b`, `mistralai/Mixtral-8x7B-Instruct-v0.1` is `mixtral-8x7b-v0.1`. A fine-tune
+/// has its base network's architecture.
 pub fn network_key(id: &str) -> String {
     let name = id.trim().rsplit('/').next().unwrap_or("").to_lowercase();
     let mut s = name.strip_prefix("meta-").unwrap_or(&name).to_string();
-    for suffix in PRECISION_SUFFIXES.iter().map(|(s, _)| *s).chain(["-instruct"]) {
-        if let Some(t) = s.strip_suffix(suffix) {
-            s = t.to_string();
+    let suffixes = || PRECISION_SUFFIXES.iter().map(|(s, _)| *s).chain(["-hf", "-instruct", "-chat", "-python"]);
+    // Each pass strips one suffix; a name carries a few at most (`-Instruct-hf`, `-chat-hf`).
+    while let Some(t) = suffixes().find_map(|suffix| s.strip_suffix(suffix)) {
+        s = t.to_string();
+    }
+    if let Some(at) = s.find("-instruct-v") {
+        let release = &s[at + "-instruct-".len()..];
+        if release[1..].chars().all(|c| c.is_ascii_digit() || c == '.') && release.len() > 1 {
+            s = format!("{}-{release}", &s[..at]);
         }
     }
     s
@@ -189,6 +199,35 @@ mod tests {
         assert_eq!(resolve_model("zai-org/GLM-5-FP8").unwrap().0.weights, WeightFormat::Fp8Block);
         assert_eq!(resolve_model("MiniMaxAI/MiniMax-M2.5").unwrap().0.weights, WeightFormat::Fp8Block);
         assert_eq!(resolve_model("moonshotai/Kimi-K2.5").unwrap().0.weights, WeightFormat::Int4Experts);
+    }
+
+    #[test]
+    fn fine_tunes_and_converted_checkpoints_resolve_to_their_base_network() {
+        // Chat, instruct and Python fine-tunes have their base's architecture; Meta's Llama 2
+        // and Code Llama ids end in `-hf`; Mistral puts the release after `-Instruct`.
+        // (Mutations: drop `-hf` from the suffixes and the Llama 2 chat id is not found; drop
+        // the `-instruct-v` rule and Mixtral's instruct id is not.)
+        for (id, catalog_id, layers, kv_heads) in [
+            ("meta-llama/Llama-2-7b-chat-hf", "meta-llama/Llama-2-7b-hf", 32, 32),
+            ("meta-llama/Llama-2-70b-chat-hf", "meta-llama/Llama-2-70b-hf", 80, 8),
+            ("codellama/CodeLlama-34b-Instruct-hf", "codellama/CodeLlama-34b-hf", 48, 8),
+            ("codellama/CodeLlama-34b-Python-hf", "codellama/CodeLlama-34b-hf", 48, 8),
+            ("mistralai/Mixtral-8x7B-Instruct-v0.1", "mistralai/Mixtral-8x7B-v0.1", 32, 8),
+            ("meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Meta-Llama-3.1-70B", 80, 8),
+        ] {
+            let (m, _) = resolve_model(id).unwrap_or_else(|e| panic!("{id}: {e}"));
+            assert_eq!(network_key(id), network_key(catalog_id), "{id}");
+            assert_eq!(m.id, id);
+            assert_eq!(m.layers.iter().map(|l| l.count as u64).sum::<u64>(), layers, "{id}");
+            let kv = match m.layers[0].attention {
+                crate::model::Attention::Gqa { kv_heads, .. } => kv_heads,
+                _ => 0,
+            };
+            assert_eq!(kv, kv_heads, "{id}");
+        }
+        // A name that only contains the words is not a fine-tune of another network.
+        assert_eq!(network_key("org/Instruct-v2"), "instruct-v2");
+        assert!(resolve_model("meta-llama/Llama-2-7b-chat-hf-FP8").is_ok());
     }
 
     #[test]
