@@ -140,11 +140,39 @@ impl DeviceRegistry {
         if let Some((p, _)) = self.profiles.iter().find(|(p, _)| p.name.eq_ignore_ascii_case(name)) {
             return Ok(p);
         }
+        if let Some(p) = system_alias(name).and_then(|a| self.profiles.iter().find(|(p, _)| p.name == a)) {
+            return Ok(&p.0);
+        }
         let names = self.names();
         let close = crate::util::closest(name, &names, 3);
         let hint = if close.is_empty() { String::new() } else { format!(" (did you mean {}?)", close.join(", ")) };
         Err(DeviceError::Unknown { name: name.to_string(), valid: names.join(", "), hint })
     }
+}
+
+/// Other names of built-in profiles: NVIDIA AIConfigurator's system names (its
+/// `systems/*.yaml` and the `gpu` column of the serving benchmarks published with it:
+/// `h100_sxm`, `b200_sxm`, `gb200`, …) and the bare chip names, each mapped to the profile of
+/// that part (the A100 profile is the 80 GB SXM one; GB200 and GB300 are the NVL72 racks).
+const SYSTEM_ALIASES: [(&str, &str); 12] = [
+    ("a100", "A100_SXM_80G"),
+    ("a100_sxm", "A100_SXM_80G"),
+    ("h100", "H100_SXM"),
+    ("h200", "H200_SXM"),
+    ("b200_sxm", "B200"),
+    ("b300_sxm", "B300"),
+    ("gb200", "GB200_NVL72"),
+    ("gb300", "GB300_NVL72"),
+    ("gb200_nvl", "GB200_NVL72"),
+    ("gb300_nvl", "GB300_NVL72"),
+    ("rtx_pro_6000_server", "RTX_PRO_6000"),
+    ("l40s_pcie", "L40S"),
+];
+
+/// The built-in profile `name` is another name of, if any (case-insensitive, `-` read as `_`).
+fn system_alias(name: &str) -> Option<&'static str> {
+    let key = name.trim().to_lowercase().replace('-', "_");
+    SYSTEM_ALIASES.iter().find(|(a, _)| *a == key).map(|(_, p)| *p)
 }
 
 #[cfg(test)]
@@ -166,6 +194,28 @@ mod tests {
         assert_eq!(a2.display_comm_gb_s(), "17.5 | 137.2");
         assert_eq!(reg.get("ATLAS_800_A2_280T_32G_PCIE").unwrap().grid_size(), 8);
         assert_eq!(reg.get("ATLAS_800_A3_560T_128G_DIE_ROCE").unwrap().grid_size(), 32);
+    }
+
+    #[test]
+    fn aiconfigurator_system_names_and_bare_chip_names_find_their_profiles() {
+        // The benchmarks published with AIConfigurator name GPUs `h100_sxm`, `b200_sxm`,
+        // `gb200`…: each must find its profile, and every alias must name a built-in profile.
+        // (Mutation: drop the alias lookup from `get` and `b200_sxm` is unknown.)
+        let reg = DeviceRegistry::builtin();
+        for (alias, profile) in [
+            ("h100_sxm", "H100_SXM"),
+            ("b200_sxm", "B200"),
+            ("B200-SXM", "B200"),
+            ("gb200", "GB200_NVL72"),
+            ("a100_sxm", "A100_SXM_80G"),
+            ("H100", "H100_SXM"),
+        ] {
+            assert_eq!(reg.get(alias).unwrap().name, profile, "{alias}");
+        }
+        for (_, profile) in SYSTEM_ALIASES {
+            assert!(reg.get(profile).is_ok(), "{profile}");
+        }
+        assert!(matches!(reg.get("b200_pcie"), Err(DeviceError::Unknown { .. })));
     }
 
     #[test]
