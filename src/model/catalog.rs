@@ -43,6 +43,21 @@ const FILES: &[(&str, &str)] = catalog_files!(
     "zai-org--GLM-5-FP8.yaml",
     "moonshotai--Kimi-K2.5.yaml",
     "MiniMaxAI--MiniMax-M2.5.yaml",
+    "MiniMaxAI--MiniMax-M2.7.yaml",
+    "Qwen--Qwen3-Coder-480B-A35B-Instruct.yaml",
+    "Qwen--Qwen3-VL-2B-Instruct.yaml",
+    "Qwen--Qwen3-VL-4B-Instruct.yaml",
+    "Qwen--Qwen3-VL-32B-Instruct.yaml",
+    "Qwen--Qwen3.5-122B-A10B.yaml",
+    "Qwen--Qwen3.5-397B-A17B.yaml",
+    "deepseek-ai--DeepSeek-V3.2.yaml",
+    "mistralai--Mixtral-8x22B-v0.1.yaml",
+    "zai-org--GLM-5.1.yaml",
+    "zai-org--GLM-5.1-FP8.yaml",
+    "zai-org--GLM-5.2.yaml",
+    "zai-org--GLM-5.2-FP8.yaml",
+    "zai-org--GLM-5.3.yaml",
+    "zai-org--GLM-5.3-FP8.yaml",
 );
 
 /// Every catalog entry, in `--list-models` order.

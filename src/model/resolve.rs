@@ -42,7 +42,7 @@ fn from_file(path: &Path, id: &str) -> Result<ModelArch, ModelError> {
 }
 
 /// What identifies a network in a Hugging Face id: the name after the organisation, without
-/// the `Meta-` prefix, a precision suffix or a fine-tune's suffix (`-Instruct`, `-chat`,
+/// the `Meta-` prefix, a precision suffix or a fine-tune's suffix (`-Instruct`, `-Thinking`, `-chat`,
 /// `-Python`, the `-hf` of Meta's converted checkpoints; `-Instruct` also before a release
 /// suffix such as `-v0.1`), lower-case: `nvidia/Llama-3.1-8B-Instruct-FP8` and
 /// `meta-llama/Meta-Llama-3.1-8B` are `llama-3.1-8b`, `meta-llama/Llama-2-70b-chat-hf` is
@@ -51,7 +51,7 @@ fn from_file(path: &Path, id: &str) -> Result<ModelArch, ModelError> {
 pub fn network_key(id: &str) -> String {
     let name = id.trim().rsplit('/').next().unwrap_or("").to_lowercase();
     let mut s = name.strip_prefix("meta-").unwrap_or(&name).to_string();
-    let suffixes = || PRECISION_SUFFIXES.iter().map(|(s, _)| *s).chain(["-hf", "-instruct", "-chat", "-python"]);
+    let suffixes = || PRECISION_SUFFIXES.iter().map(|(s, _)| *s).chain(["-hf", "-instruct", "-thinking", "-chat", "-python"]);
     // Each pass strips one suffix; a name carries a few at most (`-Instruct-hf`, `-chat-hf`).
     while let Some(t) = suffixes().find_map(|suffix| s.strip_suffix(suffix)) {
         s = t.to_string();
@@ -110,9 +110,20 @@ pub fn modelopt_kv(id: &str) -> bool {
 
 /// NVIDIA's NVFP4 checkpoints that keep attention in bf16 (their `hf_quant_config.json` or
 /// `quantization_config` excludes every `self_attn` module), by `model_type`, and whether they
-/// quantize the KV cache to FP8 (`kv_cache_quant_algo`): nvidia/GLM-5-NVFP4 and
-/// nvidia/MiniMax-M2.5-NVFP4 do, nvidia/Kimi-K2.5-NVFP4 does not.
-const NVFP4_MLP_ONLY: [(&str, bool); 3] = [("glm_moe_dsa", true), ("minimax_m2", true), ("kimi_k25", false)];
+/// quantize the KV cache to FP8 (`kv_cache_quant_algo`): nvidia/GLM-5-NVFP4,
+/// nvidia/MiniMax-M2.5-NVFP4, nvidia/DeepSeek-V3.1-NVFP4 and -V3.2-NVFP4 (MLA projections and
+/// the indexer excluded) and nvidia/Qwen3.5-122B-A10B-NVFP4 and -397B-A17B-NVFP4 (both kinds of
+/// attention and the shared experts excluded) do, nvidia/Kimi-K2.5-NVFP4 does not. Shared
+/// experts and dense MLPs are priced in bf16 with attention (DeepSeek's NVFP4 shared experts
+/// included: a small over-price beside the routed experts).
+const NVFP4_MLP_ONLY: [(&str, bool); 6] = [
+    ("glm_moe_dsa", true),
+    ("minimax_m2", true),
+    ("kimi_k25", false),
+    ("deepseek_v3", true),
+    ("deepseek_v32", true),
+    ("qwen3_5_moe", true),
+];
 
 /// A catalog network under another name: another organisation, the `Meta-` prefix, an
 /// `-Instruct` or precision suffix (the suffix sets the checkpoint's weight format).
@@ -185,10 +196,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn nvidia_nvfp4_checkpoints_of_glm5_kimi_k25_and_minimax_m25_keep_attention_in_bf16() {
+    fn nvidia_nvfp4_checkpoints_of_glm5_kimi_k25_minimax_m25_deepseek_and_qwen35_keep_attention_in_bf16() {
         // Their exclude lists name every `self_attn` projection; Kimi-K2.5's keeps the KV
-        // cache in bf16. (Mutation: drop NVFP4_MLP_ONLY and all three read as whole-NVFP4.)
-        for (id, kv) in [("nvidia/GLM-5-NVFP4", true), ("nvidia/Kimi-K2.5-NVFP4", false), ("nvidia/MiniMax-M2.5-NVFP4", true)] {
+        // cache in bf16. (Mutation: drop NVFP4_MLP_ONLY and all six read as whole-NVFP4.)
+        for (id, kv) in [
+            ("nvidia/GLM-5-NVFP4", true),
+            ("nvidia/Kimi-K2.5-NVFP4", false),
+            ("nvidia/MiniMax-M2.5-NVFP4", true),
+            ("nvidia/DeepSeek-V3.1-NVFP4", true),
+            ("nvidia/DeepSeek-V3.2-NVFP4", true),
+            ("nvidia/Qwen3.5-397B-A17B-NVFP4", true),
+        ] {
             let (m, _) = resolve_model(id).unwrap();
             assert_eq!((m.weights, m.fp8_kv_cache), (WeightFormat::Nvfp4Mlp, kv), "{id}");
         }
