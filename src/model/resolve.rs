@@ -68,8 +68,9 @@ pub fn network_key(id: &str) -> String {
 /// Precision suffixes of republished checkpoints and the weight format each names (FP8 under
 /// the `Qwen` organisation is Qwen's own 128 × 128 block format; elsewhere — NVIDIA ModelOpt,
 /// Red Hat / Neural Magic llm-compressor — one scale per tensor or channel).
-const PRECISION_SUFFIXES: [(&str, Option<WeightFormat>); 6] = [
+const PRECISION_SUFFIXES: [(&str, Option<WeightFormat>); 7] = [
     ("-fp8-dynamic", Some(WeightFormat::Fp8Tensor)),
+    ("-fp8-static-pertensor", Some(WeightFormat::Fp8Tensor)),
     ("-fp8-block", Some(WeightFormat::Fp8Block)),
     ("-fp8", None),
     ("-nvfp4", Some(WeightFormat::Nvfp4)),
@@ -259,5 +260,8 @@ mod tests {
         assert_eq!(fp8_release_weights("RedHatAI/Qwen3-32B-FP8-dynamic"), WeightFormat::Fp8Tensor);
         assert_eq!(fp8_release_weights("Qwen/Qwen3-32B-FP8"), WeightFormat::Fp8Block);
         assert_eq!(fp8_release_weights("Qwen/Qwen3-32B-FP8-Dynamic"), WeightFormat::Fp8Tensor);
+        // AIConfigurator's static per-tensor FP8 Qwen3-32B. (Mutation: drop its suffix and the
+        // id is not found.)
+        assert_eq!(resolve_model("Qwen/Qwen3-32B-FP8-Static-PerTensor").unwrap().0.weights, WeightFormat::Fp8Tensor);
     }
 }
