@@ -26,6 +26,8 @@ const FILES: &[(&str, &str)] = catalog_files!(
     "meta-llama--Meta-Llama-3.1-70B.yaml",
     "meta-llama--Meta-Llama-3.1-405B.yaml",
     "meta-llama--Llama-3.3-70B-Instruct.yaml",
+    "meta-llama--Llama-4-Scout-17B-16E-Instruct.yaml",
+    "meta-llama--Llama-4-Maverick-17B-128E-Instruct.yaml",
     "meta-llama--Llama-2-7b-hf.yaml",
     "meta-llama--Llama-2-13b-hf.yaml",
     "meta-llama--Llama-2-70b-hf.yaml",

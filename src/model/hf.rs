@@ -10,6 +10,8 @@ use serde_json::{Map, Value};
 /// `model_type` values this parser understands, for error messages.
 pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
     "llama",
+    "llama4",
+    "llama4_text",
     "mistral",
     "qwen2",
     "qwen3",
@@ -171,6 +173,7 @@ pub fn parse_config(text: &str, id: &str) -> Result<ModelArch, String> {
         "deepseek_v2" | "deepseek_v3" | "deepseek_v32" | "kimi_k2" | "kimi_k25" | "glm_moe_dsa" => deepseek(&f)?,
         "minimax_m2" => minimax_m2(&f)?,
         "gpt_oss" => gpt_oss(&f)?,
+        "llama4" | "llama4_text" => llama4(&f)?,
         "qwen3_5" | "qwen3_5_text" | "qwen3_5_moe" | "qwen3_5_moe_text" | "qwen3_next" => qwen3_5(&f)?,
         other => {
             return Err(format!(
@@ -431,6 +434,60 @@ fn minimax_m2(f: &Fields) -> Result<Parsed, String> {
     Ok((vec![LayerGroup { count: n, attention, mlp }], None))
 }
 
+/// Llama 4 (`llama4`, its text model `llama4_text`): GQA in every layer, chunked attention
+/// (`attention_chunk_size` tokens, priced as a sliding window of that size, its upper bound)
+/// in the layers with rotary embedding and global attention without it in the others
+/// (`no_rope_layers`, by default every fourth layer); an MoE of `num_local_experts` experts of
+/// `intermediate_size` with one shared expert of the same size in the layers
+/// `interleave_moe_layer_step` picks (`moe_layers`, by default every step-th layer), a dense
+/// MLP of `intermediate_size_mlp` in the others. The vision tower is not modelled.
+fn llama4(f: &Fields) -> Result<Parsed, String> {
+    let n = f.u32("num_hidden_layers")?;
+    let rope = match f.get("no_rope_layers") {
+        Some(Value::Array(_)) => f.u32_list("no_rope_layers")?,
+        _ => (0..n).map(|i| u32::from((i + 1) % 4 != 0)).collect(),
+    };
+    let step = f.u32_opt("interleave_moe_layer_step")?.unwrap_or(1).max(1);
+    let listed = match f.get("moe_layers") {
+        Some(Value::Array(_)) => f.u32_list("moe_layers")?,
+        _ => (step - 1..n).step_by(step as usize).collect(),
+    };
+    let mut is_moe = vec![false; n as usize];
+    for i in listed.into_iter().filter(|&i| i < n) {
+        is_moe[i as usize] = true;
+    }
+    let global = gqa(f, None)?;
+    let mut chunked = global.clone();
+    if let Attention::Gqa { sliding_window, qk_norm, .. } = &mut chunked {
+        *sliding_window = f.u32_opt("attention_chunk_size")?;
+        *qk_norm = f.bool_or("use_qk_norm", false)?;
+    }
+    let expert_i = f.u64("intermediate_size")?;
+    let moe = Mlp::Moe {
+        experts: f.u32("num_local_experts")?,
+        top_k: f.u32("num_experts_per_tok")?,
+        expert_intermediate_size: expert_i,
+        shared_intermediate_size: expert_i,
+        bias: false,
+    };
+    let dense = Mlp::Dense { intermediate_size: f.u64("intermediate_size_mlp")?, bias: false };
+    // (rotary, MoE) -> layer count, in a fixed order so the groups do not depend on the map.
+    let mut counts = [[0u32; 2]; 2];
+    for i in 0..n {
+        let r = rope.get(i as usize).is_none_or(|&x| x != 0);
+        counts[usize::from(r)][usize::from(is_moe[i as usize])] += 1;
+    }
+    let mut groups = Vec::new();
+    for (r, attention) in [(1, &chunked), (0, &global)] {
+        for (m, mlp) in [(0, &dense), (1, &moe)] {
+            if counts[r][m] > 0 {
+                groups.push(LayerGroup { count: counts[r][m], attention: attention.clone(), mlp: mlp.clone() });
+            }
+        }
+    }
+    Ok((groups, None))
+}
+
 fn gpt_oss(f: &Fields) -> Result<Parsed, String> {
     let n = f.u32("num_hidden_layers")?;
     let window = f.u32_opt("sliding_window")?;
@@ -578,6 +635,34 @@ mod tests {
             QWEN3_32B.replace("\"qwen3\"", "\"qwen3_vl_text\"")
         );
         assert!(parse_config(&vl, "x").unwrap_err().contains("`vision_config.depth` is 4294967297"));
+    }
+
+    #[test]
+    fn llama4_layers_split_by_rotary_and_moe_interleave() {
+        // Maverick's layout: 48 layers, MoE every second (`interleave_moe_layer_step` 2), every
+        // fourth without rotary and with global attention, the others chunked to 8,192 tokens.
+        // (Mutations: take every layer as MoE and the dense group vanishes; drop the chunk and
+        // no group has a window.)
+        let maverick = r#"{"model_type":"llama4","text_config":{"model_type":"llama4_text","hidden_size":5120,
+            "intermediate_size":8192,"intermediate_size_mlp":16384,"num_attention_heads":40,"num_key_value_heads":8,
+            "head_dim":128,"num_hidden_layers":48,"vocab_size":202048,"num_local_experts":128,"num_experts_per_tok":1,
+            "interleave_moe_layer_step":2,"attention_chunk_size":8192}}"#;
+        let m = parse_config(maverick, "x").unwrap();
+        let shape: Vec<(u32, Option<u32>, bool)> = m
+            .layers
+            .iter()
+            .map(|g| {
+                let w = match g.attention {
+                    Attention::Gqa { sliding_window, .. } => sliding_window,
+                    _ => None,
+                };
+                (g.count, w, matches!(g.mlp, Mlp::Moe { .. }))
+            })
+            .collect();
+        assert_eq!(shape, vec![(24, Some(8192), false), (12, Some(8192), true), (12, None, true)]);
+        let scout = maverick.replace(r#""interleave_moe_layer_step":2"#, r#""interleave_moe_layer_step":1"#);
+        let s = parse_config(&scout, "x").unwrap();
+        assert!(s.layers.iter().all(|g| matches!(g.mlp, Mlp::Moe { shared_intermediate_size: 8192, .. })));
     }
 
     #[test]
