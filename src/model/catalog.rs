@@ -22,6 +22,8 @@ const FILES: &[(&str, &str)] = catalog_files!(
     "Qwen--Qwen3-VL-8B-Instruct.yaml",
     "Qwen--Qwen3.5-27B.yaml",
     "Qwen--Qwen3.5-35B-A3B.yaml",
+    "meta-llama--Meta-Llama-3-8B.yaml",
+    "meta-llama--Meta-Llama-3-70B.yaml",
     "meta-llama--Meta-Llama-3.1-8B.yaml",
     "meta-llama--Meta-Llama-3.1-70B.yaml",
     "meta-llama--Meta-Llama-3.1-405B.yaml",

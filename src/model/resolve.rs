@@ -53,7 +53,7 @@ pub fn network_key(id: &str) -> String {
     let mut s = name.strip_prefix("meta-").unwrap_or(&name).to_string();
     let suffixes = || PRECISION_SUFFIXES.iter().map(|(s, _)| *s).chain(["-hf", "-instruct", "-thinking", "-chat", "-python"]);
     // Each pass strips one suffix; a name carries a few at most (`-Instruct-hf`, `-chat-hf`).
-    while let Some(t) = suffixes().find_map(|suffix| s.strip_suffix(suffix)) {
+    while let Some(t) = suffixes().find_map(|suffix| s.strip_suffix(suffix)).or_else(|| dated_release(&s)) {
         s = t.to_string();
     }
     if let Some(at) = s.find("-instruct-v") {
@@ -63,6 +63,14 @@ pub fn network_key(id: &str) -> String {
         }
     }
     s
+}
+
+/// `name` without a dated release after an instruct or thinking tune (Qwen's `-Instruct-2507`,
+/// `-Thinking-2507`): the tune of that date has its base network's architecture.
+fn dated_release(name: &str) -> Option<&str> {
+    let (rest, date) = name.rsplit_once('-')?;
+    let dated = date.len() == 4 && date.chars().all(|c| c.is_ascii_digit());
+    (dated && (rest.ends_with("-instruct") || rest.ends_with("-thinking"))).then_some(rest)
 }
 
 /// Precision suffixes of republished checkpoints and the weight format each names (FP8 under
@@ -225,7 +233,8 @@ mod tests {
         // Chat, instruct and Python fine-tunes have their base's architecture; Meta's Llama 2
         // and Code Llama ids end in `-hf`; Mistral puts the release after `-Instruct`.
         // (Mutations: drop `-hf` from the suffixes and the Llama 2 chat id is not found; drop
-        // the `-instruct-v` rule and Mixtral's instruct id is not.)
+        // the `-instruct-v` rule and Mixtral's instruct id is not; drop `dated_release` and Qwen's
+        // 2507 releases are not.)
         for (id, catalog_id, layers, kv_heads) in [
             ("meta-llama/Llama-2-7b-chat-hf", "meta-llama/Llama-2-7b-hf", 32, 32),
             ("meta-llama/Llama-2-70b-chat-hf", "meta-llama/Llama-2-70b-hf", 80, 8),
@@ -233,6 +242,9 @@ mod tests {
             ("codellama/CodeLlama-34b-Python-hf", "codellama/CodeLlama-34b-hf", 48, 8),
             ("mistralai/Mixtral-8x7B-Instruct-v0.1", "mistralai/Mixtral-8x7B-v0.1", 32, 8),
             ("meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Meta-Llama-3.1-70B", 80, 8),
+            ("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "Qwen/Qwen3-235B-A22B", 94, 4),
+            ("Qwen/Qwen3-30B-A3B-Thinking-2507", "Qwen/Qwen3-30B-A3B", 48, 4),
+            ("meta-llama/Meta-Llama-3-8B-Instruct", "meta-llama/Meta-Llama-3-8B", 32, 8),
         ] {
             let (m, _) = resolve_model(id).unwrap_or_else(|e| panic!("{id}: {e}"));
             assert_eq!(network_key(id), network_key(catalog_id), "{id}");
