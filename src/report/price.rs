@@ -24,7 +24,10 @@ fn step_line(p: &StepPrice) -> String {
 pub fn text(p: &StepPrice) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Step of {} on {} ({}): {}", p.model, p.device, p.serving_engine, step_line(p));
-    let moe = if p.ep > 1 || p.moe_tp != p.tp { format!(" | EP={} | MOE-TP={}", p.ep, p.moe_tp) } else { String::new() };
+    // The MoE layout only means something where the step has routed experts (a dense model's
+    // layout has no MoE-TP to show).
+    let has_experts = p.operators.iter().any(|o| o.kind == crate::cost::priced::OperatorKind::MoeExperts);
+    let moe = if has_experts && (p.ep > 1 || p.moe_tp != p.tp) { format!(" | EP={} | MOE-TP={}", p.ep, p.moe_tp) } else { String::new() };
     let _ = writeln!(out, "Layout: TP={} | DP={}{moe}    Quantization: {}", p.tp, p.dp, p.quantization);
     let _ = writeln!(out, "Execution profile: {}", p.execution_profile);
     let tables = p.kernel_tables.as_deref().unwrap_or("none (every operator on the roofline)");

@@ -141,6 +141,20 @@ fn the_text_table_shows_the_json_figures() {
 }
 
 #[test]
+fn the_layout_line_shows_the_moe_layout_only_for_a_model_with_experts() {
+    // A dense model at TP 8 has no MoE layout; gpt-oss with EP 8 has one. (Mutation: drop the
+    // experts check and the dense line shows "EP=1 | MOE-TP=1".)
+    let layout = |model: &str, extra: &[&str]| {
+        let mut args = vec!["price", model, "--device", "H200_SXM", "--tp", "8", "--decode", "8x1024"];
+        args.extend(extra);
+        let out = String::from_utf8(cmd().args(&args).assert().success().get_output().stdout.clone()).unwrap();
+        out.lines().find(|l| l.starts_with("Layout:")).unwrap().to_string()
+    };
+    assert!(layout("meta-llama/Meta-Llama-3.1-70B", &[]).starts_with("Layout: TP=8 | DP=1    Quantization"), "dense");
+    assert!(layout("openai/gpt-oss-120b", &["--ep", "8"]).starts_with("Layout: TP=8 | DP=1 | EP=8 | MOE-TP=1 "), "MoE");
+}
+
+#[test]
 fn bad_steps_and_layouts_are_refused_naming_the_flag() {
     for (extra, flag) in [
         (vec!["--decode", "0x100"], "--decode"),
