@@ -241,6 +241,7 @@ mod tests {
             ("codellama/CodeLlama-34b-Instruct-hf", "codellama/CodeLlama-34b-hf", 48, 8),
             ("codellama/CodeLlama-34b-Python-hf", "codellama/CodeLlama-34b-hf", 48, 8),
             ("mistralai/Mixtral-8x7B-Instruct-v0.1", "mistralai/Mixtral-8x7B-v0.1", 32, 8),
+            ("mistralai/Mistral-7B-Instruct-v0.3", "mistralai/Mistral-7B-v0.3", 32, 8),
             ("meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Meta-Llama-3.1-70B", 80, 8),
             ("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "Qwen/Qwen3-235B-A22B", 94, 4),
             ("Qwen/Qwen3-30B-A3B-Thinking-2507", "Qwen/Qwen3-30B-A3B", 48, 4),
