@@ -162,8 +162,9 @@ fn profiles_with(base: &EngineProfiles, params: &BTreeMap<GroupKey, Params>) -> 
     out
 }
 
-/// Fit every engine × device group of `runs`, starting from the prior of `predictor`'s
-/// engine profiles (their device entries, if any, are ignored).
+/// Fit every engine × device group of `runs` from the two [`starts`] (the prior and a
+/// host-heavy one; `predictor`'s device entries, if any, are ignored), keeping per group the
+/// best simulated calibration of either.
 pub fn fit(predictor: &Predictor, runs: &[MeasuredRun]) -> FitOutcome {
     let base = predictor.engines().clone();
     let screened = inconsistent_runs(runs);
@@ -175,8 +176,6 @@ pub fn fit(predictor: &Predictor, runs: &[MeasuredRun]) -> FitOutcome {
         }
     }
     let priors: BTreeMap<GroupKey, Prior> = groups.keys().map(|k| (k.clone(), prior())).collect();
-    let to_pred =
-        |s: &Result<Sensitivity, String>| s.as_ref().map(|s| Prediction { ttft_ms: s.ttft_ms, tpot_ms: s.tpot_ms }).map_err(Clone::clone);
     let mut before = Vec::new();
     // Per group, the simulated calibration with the lowest loss so far, and its predictions:
     // the first-order fit can overshoot, so the result is the best simulated round, never
@@ -187,7 +186,7 @@ pub fn fit(predictor: &Predictor, runs: &[MeasuredRun]) -> FitOutcome {
     for (n, start) in starts().iter().enumerate() {
         let first = rounds.run(start);
         if n == 0 {
-            before = first.iter().map(to_pred).collect();
+            before = first.iter().map(prediction_of).collect();
         }
     }
     let mut current: BTreeMap<GroupKey, Params> = BTreeMap::new();
@@ -233,9 +232,6 @@ struct Rounds<'a> {
 impl Rounds<'_> {
     /// Run the rounds from `start` (every group); returns the first round's sensitivities.
     fn run(&mut self, start: &Params) -> Vec<Result<Sensitivity, String>> {
-        let to_pred = |s: &Result<Sensitivity, String>| {
-            s.as_ref().map(|s| Prediction { ttft_ms: s.ttft_ms, tpot_ms: s.tpot_ms }).map_err(Clone::clone)
-        };
         let mut current: BTreeMap<GroupKey, Params> = self.groups.keys().map(|k| (k.clone(), *start)).collect();
         let mut first = Vec::new();
         for round in 0..=ROUNDS {
@@ -244,7 +240,7 @@ impl Rounds<'_> {
                 if self.best.get(&key).is_none_or(|(b, _)| loss < *b) {
                     self.best.insert(key.clone(), (loss, current[&key]));
                     for &i in &self.groups[&key] {
-                        self.after[i] = to_pred(&sens[i]);
+                        self.after[i] = prediction_of(&sens[i]);
                     }
                 }
             }
@@ -268,6 +264,11 @@ impl Rounds<'_> {
         }
         first
     }
+}
+
+/// The simulated means a run's sensitivities were recorded at.
+fn prediction_of(s: &Result<Sensitivity, String>) -> Result<Prediction, String> {
+    s.as_ref().map(|s| Prediction { ttft_ms: s.ttft_ms, tpot_ms: s.tpot_ms }).map_err(Clone::clone)
 }
 
 /// Mean simulated loss of each group's runs, as the fit scores them.

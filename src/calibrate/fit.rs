@@ -17,8 +17,9 @@
 //!    engines' documented overheads ([`Prior`]) and held inside the bounds a real engine stays
 //!    within (`hardware::calibration`'s `MAX_*`).
 //!
-//! Three rounds, then one plain simulation at the result: what the fit reports is always a
-//! simulated figure, never the linear model's.
+//! Three rounds from each of two starts (`calibrator::starts`: the prior, and a start with
+//! host work per sequence that overlapped scheduling would hide at the prior), each simulated:
+//! what the fit reports is always a simulated figure, never the linear model's.
 
 use crate::hardware::calibration::{MAX_FRONTEND_REQUEST_US, MAX_SEQ_OVERHEAD_US, MAX_STEP_OVERHEAD_US};
 use serde::Serialize;

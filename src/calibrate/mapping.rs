@@ -65,15 +65,10 @@ impl Resolver {
             .or_else(|| self.models.iter().find(|m| crate::model::network_key(&m.id) == key))
     }
 
-    /// The device profile a GPU name means: a profile name (case-insensitive: `h100_sxm` is
-    /// `H100_SXM`), or the name without its `_sxm` form factor (`b200_sxm` is `B200`).
+    /// The device profile a GPU name means, as `--device` reads it (`h100_sxm` is `H100_SXM`,
+    /// `b200_sxm` is `B200`: `DeviceRegistry::get`).
     pub fn device(&self, gpu: &str) -> Option<&crate::hardware::DeviceProfile> {
-        let g = gpu.trim();
-        if g.is_empty() {
-            return None;
-        }
-        let bare = g.to_lowercase().strip_suffix("_sxm").map(str::to_string);
-        [Some(g.to_string()), bare].into_iter().flatten().find_map(|n| self.registry.get(&n).ok())
+        self.registry.get(gpu.trim()).ok()
     }
 }
 

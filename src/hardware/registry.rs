@@ -140,8 +140,8 @@ impl DeviceRegistry {
         if let Some((p, _)) = self.profiles.iter().find(|(p, _)| p.name.eq_ignore_ascii_case(name)) {
             return Ok(p);
         }
-        if let Some(p) = system_alias(name).and_then(|a| self.profiles.iter().find(|(p, _)| p.name == a)) {
-            return Ok(&p.0);
+        if let Some(p) = self.by_system_name(name) {
+            return Ok(p);
         }
         let names = self.names();
         let close = crate::util::closest(name, &names, 3);
@@ -150,17 +150,15 @@ impl DeviceRegistry {
     }
 }
 
-/// Other names of built-in profiles: NVIDIA AIConfigurator's system names (its
-/// `systems/*.yaml` and the `gpu` column of the serving benchmarks published with it:
-/// `h100_sxm`, `b200_sxm`, `gb200`, …) and the bare chip names, each mapped to the profile of
-/// that part (the A100 profile is the 80 GB SXM one; GB200 and GB300 are the NVL72 racks).
-const SYSTEM_ALIASES: [(&str, &str); 12] = [
+/// Other names of built-in profiles that are not a profile's name with an `_sxm` form factor
+/// (`b200_sxm` is `B200` without this table): NVIDIA AIConfigurator's system names (its
+/// `systems/*.yaml` and the `gpu` column of the serving benchmarks published with it: `gb200`,
+/// `rtx_pro_6000_server`, …) and the bare chip names, each mapped to the profile of that part
+/// (the A100 profile is the 80 GB SXM one; GB200 and GB300 are the NVL72 racks).
+const SYSTEM_ALIASES: [(&str, &str); 9] = [
     ("a100", "A100_SXM_80G"),
-    ("a100_sxm", "A100_SXM_80G"),
     ("h100", "H100_SXM"),
     ("h200", "H200_SXM"),
-    ("b200_sxm", "B200"),
-    ("b300_sxm", "B300"),
     ("gb200", "GB200_NVL72"),
     ("gb300", "GB300_NVL72"),
     ("gb200_nvl", "GB200_NVL72"),
@@ -169,10 +167,21 @@ const SYSTEM_ALIASES: [(&str, &str); 12] = [
     ("l40s_pcie", "L40S"),
 ];
 
-/// The built-in profile `name` is another name of, if any (case-insensitive, `-` read as `_`).
-fn system_alias(name: &str) -> Option<&'static str> {
-    let key = name.trim().to_lowercase().replace('-', "_");
-    SYSTEM_ALIASES.iter().find(|(a, _)| *a == key).map(|(_, p)| *p)
+impl DeviceRegistry {
+    /// The profile a system or chip name means (case-insensitive, `-` read as `_`): the name,
+    /// or the name without an `_sxm` form factor, as an alias of [`SYSTEM_ALIASES`] or a
+    /// profile's own name (`a100_sxm` is `A100_SXM_80G`, `b200_sxm` is `B200`).
+    fn by_system_name(&self, name: &str) -> Option<&DeviceProfile> {
+        let key = name.trim().to_lowercase().replace('-', "_");
+        let bare = key.strip_suffix("_sxm").unwrap_or(&key);
+        for k in [key.as_str(), bare] {
+            let target = SYSTEM_ALIASES.iter().find(|(a, _)| *a == k).map_or(k, |(_, p)| *p);
+            if let Some((p, _)) = self.profiles.iter().find(|(p, _)| p.name.eq_ignore_ascii_case(target)) {
+                return Some(p);
+            }
+        }
+        None
+    }
 }
 
 #[cfg(test)]
@@ -200,7 +209,8 @@ mod tests {
     fn aiconfigurator_system_names_and_bare_chip_names_find_their_profiles() {
         // The benchmarks published with AIConfigurator name GPUs `h100_sxm`, `b200_sxm`,
         // `gb200`…: each must find its profile, and every alias must name a built-in profile.
-        // (Mutation: drop the alias lookup from `get` and `b200_sxm` is unknown.)
+        // (Mutations: drop the lookup from `get` and `b200_sxm` is unknown; drop the `_sxm` rule
+        // and `a100_sxm` is.)
         let reg = DeviceRegistry::builtin();
         for (alias, profile) in [
             ("h100_sxm", "H100_SXM"),
@@ -209,6 +219,7 @@ mod tests {
             ("gb200", "GB200_NVL72"),
             ("a100_sxm", "A100_SXM_80G"),
             ("H100", "H100_SXM"),
+            ("b300_sxm", "B300"),
         ] {
             assert_eq!(reg.get(alias).unwrap().name, profile, "{alias}");
         }
