@@ -272,10 +272,12 @@ pub struct EngineVersion([u32; 3]);
 
 impl EngineVersion {
     /// The leading `MAJOR[.MINOR[.PATCH]]` of `text` (a suffix such as `rc3` or `.post1` is
-    /// ignored); `None` when `text` does not start with a number.
+    /// ignored, and so is the `v` of a release tag, `v0.12.0`); `None` when `text` does not
+    /// start with a number.
     pub fn parse(text: &str) -> Option<Self> {
         let mut parts = [0u32; 3];
-        let mut rest = text.trim();
+        let text = text.trim();
+        let mut rest = text.strip_prefix(['v', 'V']).filter(|r| r.starts_with(|c: char| c.is_ascii_digit())).unwrap_or(text);
         for (i, slot) in parts.iter_mut().enumerate() {
             let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
             if digits == 0 {
@@ -657,6 +659,9 @@ devices:\n  - {device: H100_SXM, step_overhead_us: 6000, seq_overhead_us: 20, fr
         assert_eq!(v("1.2.0rc2.post2"), Some(EngineVersion([1, 2, 0])));
         assert_eq!(v("0.12"), Some(EngineVersion([0, 12, 0])));
         assert_eq!(v("0.15.1"), Some(EngineVersion([0, 15, 1])));
+        // A release tag's `v` (mutation: drop the strip and this is None).
+        assert_eq!(v("v0.12.0"), Some(EngineVersion([0, 12, 0])));
+        assert_eq!(v("v"), None);
         assert_eq!(v("gpt-oss-dev"), None);
         assert_eq!(v(""), None);
         assert!(v("0.9").unwrap() < v("0.14").unwrap());
