@@ -13,7 +13,7 @@
 
 use throughput_optimizer::hardware::kernels::{aic::AicDatabase, packed};
 
-const SYSTEMS: &[&str] = &["h100_sxm", "h200_sxm", "b200_sxm", "b300_sxm", "gb200", "gb300", "rtx_pro_6000_server"];
+const SYSTEMS: &[&str] = &["h100_sxm", "h200_sxm", "b200_sxm", "b300_sxm", "gb200", "gb300", "rtx_pro_6000_server", "a100_sxm", "l40s"];
 const ENGINES: &[&str] = &["vllm", "sglang", "trtllm"];
 const PACKAGE: &str = "aiconfigurator-core 0.12.0";
 

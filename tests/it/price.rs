@@ -69,6 +69,23 @@ fn beyond_the_data_the_measured_utilisation_is_carried_onto_the_roofline() {
 }
 
 #[test]
+fn no_gemm_reads_its_weights_faster_than_the_devices_streaming_ceiling() {
+    // down_proj (n = 1024, k = 4096, 8 MiB of bf16 weights) is measured at 5 µs at m = 1 and
+    // 12 µs at m = 16: faster than the fixture device streams (0.9 of 1 TB/s), as a collector
+    // that loops one GEMM whose weights stay in L2 times it. At m = 4 the table reads 6.4 µs;
+    // the floor is the weights at 0.9 TB/s plus the activations at the datasheet rate:
+    // 8,388,608 / 0.9e12 + 4 · (4096 + 1024) · 2 / 1e12 s = 9.32068 + 0.04096 µs a call, two
+    // layers. Mutation: floor at the datasheet rate (the weights at 1 TB/s) and this gives
+    // 2 × 8.42957 µs.
+    let v = json(&["--decode", "4x100"]);
+    let d = op(&v, "down_proj");
+    let want = 2.0 * (8_388_608.0 / 0.9e12 + 4.0 * 5120.0 * 2.0 / 1e12) * 1e3;
+    assert!(close(d["ms"].as_f64().unwrap(), want), "{d} vs {want}");
+    // A shape the table times slower than the ceiling keeps its measured time (o_proj, above).
+    assert!(close(op(&v, "o_proj")["ms"].as_f64().unwrap(), 2.0 * 0.0046));
+}
+
+#[test]
 fn an_all_gather_is_looked_up_by_the_gathered_size() {
     // The fixture's NCCL table (nccl-tests' message sizes: an all-gather's whole output, in
     // 16-bit elements) has 64,000 elements at 10 µs and 128,000 at 14 µs on two GPUs. At TP 2

@@ -22,7 +22,8 @@ use super::{dot, f, Coef, Features, OpKind};
 use crate::hardware::kernels::{Dense, Priced, Source};
 
 /// A roofline in one count `v`: max(compute · v, memory₀ + memory₁ · v), seconds at the
-/// datasheet rates. What utilisation transfer scales by and measured times are floored at.
+/// datasheet rates. What utilisation transfer scales by, and (a GEMM's with its weights read at
+/// the device's streaming ceiling) what measured times are floored at.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Roof1 {
     pub compute: f64,
@@ -71,9 +72,9 @@ pub enum Lookup {
         /// The table's roofline in the count (beyond the measured counts, and the floor).
         roof: Roof1,
         transfer: Option<Transfer>,
-        /// Whether no time may fall below the roofline (GEMMs: a table point below it ran from
-        /// cache; routed experts and collectives have no exact roofline to floor at).
-        floor: bool,
+        /// The least time the operator can take, if it has one (GEMMs: a table point below it ran
+        /// from cache; routed experts and collectives have no exact roofline to floor at).
+        floor: Option<Roof1>,
     },
     Attention {
         prefill: Option<AttentionSide>,
@@ -110,7 +111,7 @@ impl Measured {
     /// Seconds of one call on features `x`, and where they came from.
     pub fn priced(&self, x: &Features) -> Priced {
         match &self.lookup {
-            Lookup::Count { coef, curve, roof, transfer, floor } => count(dot(coef, x), curve, roof, transfer.as_ref(), *floor),
+            Lookup::Count { coef, curve, roof, transfer, floor } => count(dot(coef, x), curve, roof, transfer.as_ref(), floor.as_ref()),
             Lookup::Attention { prefill, decode, window, clamp_lookup, dcp } => {
                 let mut out = Priced { seconds: 0.0, source: Source::Silicon };
                 if let Some(side) = prefill.as_ref().filter(|_| x[f::P_SEQS] > 0.0) {
@@ -139,13 +140,13 @@ impl Measured {
     }
 }
 
-fn count(v: f64, curve: &Dense<1>, roof: &Roof1, transfer: Option<&Transfer>, floor: bool) -> Priced {
+fn count(v: f64, curve: &Dense<1>, roof: &Roof1, transfer: Option<&Transfer>, floor: Option<&Roof1>) -> Priced {
     if v <= 0.0 {
         return Priced { seconds: 0.0, source: Source::Silicon };
     }
     let mut p = curve.at([v], |y| roof.at(y[0]));
-    if floor {
-        p.seconds = p.seconds.max(roof.at(v));
+    if let Some(floor) = floor {
+        p.seconds = p.seconds.max(floor.at(v));
     }
     if let Some(t) = transfer {
         let (to, from) = (t.target.at(v), t.measured.at(v));

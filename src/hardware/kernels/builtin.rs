@@ -34,6 +34,12 @@ const BUILTIN: &[(&str, &str, &[u8])] = builtin_tables!(
     ("rtx_pro_6000_server", "vllm"),
     ("rtx_pro_6000_server", "sglang"),
     ("rtx_pro_6000_server", "trtllm"),
+    ("a100_sxm", "vllm"),
+    ("a100_sxm", "sglang"),
+    ("a100_sxm", "trtllm"),
+    ("l40s", "vllm"),
+    ("l40s", "sglang"),
+    ("l40s", "trtllm"),
 );
 
 static DECODED: [OnceLock<Arc<KernelTables>>; BUILTIN.len()] = [const { OnceLock::new() }; BUILTIN.len()];

@@ -118,12 +118,12 @@ fn a_count_lookup_floors_at_its_roofline_and_carries_another_dtype() {
     let curve: Dense<1> = Dense::slice(&g, &[], &|x: &[f64]| x[0]);
     // A roofline above the table at 8 (3 µs): the floor wins. Mutation: drop the floor → 2 µs.
     let roof = Roof1 { compute: 0.375e-6, memory0: 0.0, memory1: 0.0 };
-    let p = count(8.0, &curve, &roof, None, true);
+    let p = count(8.0, &curve, &roof, None, Some(&roof));
     assert!((p.seconds - 3e-6).abs() < 1e-15, "{}", p.seconds);
-    assert!((count(8.0, &curve, &roof, None, false).seconds - 2e-6).abs() < 1e-15);
+    assert!((count(8.0, &curve, &roof, None, None).seconds - 2e-6).abs() < 1e-15);
     // A dtype with half the bytes of the table's, memory-bound: half the time, extrapolated.
     let measured = Roof1 { compute: 0.0, memory0: 1e-6, memory1: 0.0 };
     let target = Roof1 { compute: 0.0, memory0: 0.5e-6, memory1: 0.0 };
-    let p = count(8.0, &curve, &measured, Some(&Transfer { target, measured }), false);
+    let p = count(8.0, &curve, &measured, Some(&Transfer { target, measured }), None);
     assert!((p.seconds - 1e-6).abs() < 1e-15 && p.source == Source::Extrapolated, "{p:?}");
 }
