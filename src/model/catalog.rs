@@ -65,6 +65,10 @@ const FILES: &[(&str, &str)] = catalog_files!(
     "zai-org--GLM-5.2-FP8.yaml",
     "zai-org--GLM-5.3.yaml",
     "zai-org--GLM-5.3-FP8.yaml",
+    "nvidia--Kimi-K2.6-NVFP4.yaml",
+    "nvidia--Kimi-K2.7-Code-NVFP4.yaml",
+    "Qwen--Qwen3-VL-30B-A3B-Instruct.yaml",
+    "Qwen--Qwen3-VL-235B-A22B-Instruct.yaml",
 );
 
 /// Every catalog entry, in `--list-models` order.

@@ -17,6 +17,8 @@ pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
     "qwen3",
     "qwen3_vl",
     "qwen3_vl_text",
+    "qwen3_vl_moe",
+    "qwen3_vl_moe_text",
     "qwen2_moe",
     "qwen3_moe",
     "mixtral",
@@ -169,7 +171,7 @@ pub fn parse_config(text: &str, id: &str) -> Result<ModelArch, String> {
         .to_string();
     let arch = match model_type.as_str() {
         "llama" | "mistral" | "qwen2" | "qwen3" | "qwen3_vl" | "qwen3_vl_text" => dense_or_moe(&f, &model_type)?,
-        "qwen2_moe" | "qwen3_moe" | "mixtral" => dense_or_moe(&f, &model_type)?,
+        "qwen2_moe" | "qwen3_moe" | "qwen3_vl_moe" | "qwen3_vl_moe_text" | "mixtral" => dense_or_moe(&f, &model_type)?,
         "deepseek_v2" | "deepseek_v3" | "deepseek_v32" | "kimi_k2" | "kimi_k25" | "glm_moe_dsa" => deepseek(&f)?,
         "minimax_m2" => minimax_m2(&f)?,
         "gpt_oss" => gpt_oss(&f)?,
@@ -331,7 +333,7 @@ fn dense_or_moe(f: &Fields, model_type: &str) -> Result<Parsed, String> {
             shared_intermediate_size: 0,
             bias: false,
         }),
-        "qwen2_moe" | "qwen3_moe" => Some(Mlp::Moe {
+        "qwen2_moe" | "qwen3_moe" | "qwen3_vl_moe" | "qwen3_vl_moe_text" => Some(Mlp::Moe {
             experts: f.u32("num_experts")?,
             top_k: f.u32("num_experts_per_tok")?,
             expert_intermediate_size: f.u64("moe_intermediate_size")?,
@@ -698,6 +700,16 @@ mod tests {
         let v = m.vision.unwrap();
         assert_eq!(v.deepstack_mergers, 3);
         assert_eq!(v.image_tokens(448, 448), (28 * 28, 196));
+        // Qwen3-VL's MoE releases nest a qwen3_moe text model (Qwen3-VL-30B-A3B's fields).
+        // Mutation: leave `qwen3_vl_moe` out of the MoE branch and the layers read as dense.
+        let moe_text = r#"{"model_type":"qwen3_vl_moe_text","hidden_size":2048,"intermediate_size":6144,
+            "moe_intermediate_size":768,"num_experts":128,"num_experts_per_tok":8,"num_hidden_layers":48,
+            "num_attention_heads":32,"num_key_value_heads":4,"head_dim":128,"vocab_size":151936,"mlp_only_layers":[],
+            "decoder_sparse_step":1}"#;
+        let m = parse_config(&vl.replace(QWEN3_32B, moe_text).replace(r#""qwen3_vl","#, r#""qwen3_vl_moe","#), "vl-moe").unwrap();
+        assert_eq!(m.layers.len(), 1);
+        assert!(matches!(m.layers[0].mlp, Mlp::Moe { experts: 128, top_k: 8, expert_intermediate_size: 768, .. }), "{:?}", m.layers[0].mlp);
+        assert!(m.vision.is_some());
     }
 
     #[test]

@@ -118,21 +118,15 @@ pub fn modelopt_kv(id: &str) -> bool {
 }
 
 /// NVIDIA's NVFP4 checkpoints that keep attention in bf16 (their `hf_quant_config.json` or
-/// `quantization_config` excludes every `self_attn` module), by `model_type`, and whether they
-/// quantize the KV cache to FP8 (`kv_cache_quant_algo`): nvidia/GLM-5-NVFP4,
+/// `quantization_config` excludes every `self_attn` module), by `model_type`; they quantize the
+/// KV cache to FP8 (`kv_cache_quant_algo`) as every ModelOpt checkpoint does: nvidia/GLM-5-NVFP4,
 /// nvidia/MiniMax-M2.5-NVFP4, nvidia/DeepSeek-V3.1-NVFP4 and -V3.2-NVFP4 (MLA projections and
-/// the indexer excluded) and nvidia/Qwen3.5-122B-A10B-NVFP4 and -397B-A17B-NVFP4 (both kinds of
-/// attention and the shared experts excluded) do, nvidia/Kimi-K2.5-NVFP4 does not. Shared
+/// the indexer excluded), nvidia/Qwen3.5-122B-A10B-NVFP4 and -397B-A17B-NVFP4 (both kinds of
+/// attention and the shared experts excluded) and nvidia/Kimi-K2.5-NVFP4 (its config.json's
+/// `kv_cache_scheme`: 8-bit float) all do. Shared
 /// experts and dense MLPs are priced in bf16 with attention (DeepSeek's NVFP4 shared experts
 /// included: a small over-price beside the routed experts).
-const NVFP4_MLP_ONLY: [(&str, bool); 6] = [
-    ("glm_moe_dsa", true),
-    ("minimax_m2", true),
-    ("kimi_k25", false),
-    ("deepseek_v3", true),
-    ("deepseek_v32", true),
-    ("qwen3_5_moe", true),
-];
+const NVFP4_MLP_ONLY: [&str; 6] = ["glm_moe_dsa", "minimax_m2", "kimi_k25", "deepseek_v3", "deepseek_v32", "qwen3_5_moe"];
 
 /// A catalog network under another name: another organisation, the `Meta-` prefix, an
 /// `-Instruct` or precision suffix (the suffix sets the checkpoint's weight format).
@@ -146,9 +140,8 @@ fn catalog_alias(id: &str) -> Option<ModelArch> {
         m.weights = w;
         m.fp8_kv_cache = modelopt_kv(id);
         if w == WeightFormat::Nvfp4 && id.trim().to_lowercase().starts_with("nvidia/") {
-            if let Some(&(_, kv)) = NVFP4_MLP_ONLY.iter().find(|(t, _)| *t == m.model_type) {
+            if NVFP4_MLP_ONLY.contains(&m.model_type.as_str()) {
                 m.weights = WeightFormat::Nvfp4Mlp;
-                m.fp8_kv_cache = kv;
             }
         }
     }
@@ -206,18 +199,29 @@ mod tests {
 
     #[test]
     fn nvidia_nvfp4_checkpoints_of_glm5_kimi_k25_minimax_m25_deepseek_and_qwen35_keep_attention_in_bf16() {
-        // Their exclude lists name every `self_attn` projection; Kimi-K2.5's keeps the KV
-        // cache in bf16. (Mutation: drop NVFP4_MLP_ONLY and all six read as whole-NVFP4.)
-        for (id, kv) in [
-            ("nvidia/GLM-5-NVFP4", true),
-            ("nvidia/Kimi-K2.5-NVFP4", false),
-            ("nvidia/MiniMax-M2.5-NVFP4", true),
-            ("nvidia/DeepSeek-V3.1-NVFP4", true),
-            ("nvidia/DeepSeek-V3.2-NVFP4", true),
-            ("nvidia/Qwen3.5-397B-A17B-NVFP4", true),
+        // Their exclude lists name every `self_attn` projection; each quantizes the KV cache
+        // to FP8 (Kimi-K2.5's config.json: `kv_cache_scheme` of 8-bit floats). (Mutation: drop
+        // NVFP4_MLP_ONLY and all six read as whole-NVFP4.)
+        for id in [
+            "nvidia/GLM-5-NVFP4",
+            "nvidia/Kimi-K2.5-NVFP4",
+            "nvidia/MiniMax-M2.5-NVFP4",
+            "nvidia/DeepSeek-V3.1-NVFP4",
+            "nvidia/DeepSeek-V3.2-NVFP4",
+            "nvidia/Qwen3.5-397B-A17B-NVFP4",
         ] {
             let (m, _) = resolve_model(id).unwrap();
-            assert_eq!((m.weights, m.fp8_kv_cache), (WeightFormat::Nvfp4Mlp, kv), "{id}");
+            assert_eq!((m.weights, m.fp8_kv_cache), (WeightFormat::Nvfp4Mlp, true), "{id}");
+        }
+        // Kimi-K2.6 and K2.7-Code, republished by NVIDIA only: catalog entries of their own,
+        // K2.5's network with the shared experts and the dense first layer in bf16 too.
+        for id in ["nvidia/Kimi-K2.6-NVFP4", "nvidia/Kimi-K2.7-Code-NVFP4"] {
+            let (m, _) = resolve_model(id).unwrap();
+            assert_eq!(
+                (m.weights, m.fp8_kv_cache, m.layers.clone()),
+                (WeightFormat::Nvfp4Mlp, true, resolve_model("moonshotai/Kimi-K2.5").unwrap().0.layers),
+                "{id}"
+            );
         }
         // Qwen3's excludes only its routers: the whole network in NVFP4, FP8 KV.
         let (q, _) = resolve_model("nvidia/Qwen3-32B-NVFP4").unwrap();
