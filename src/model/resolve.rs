@@ -139,10 +139,8 @@ fn catalog_alias(id: &str) -> Option<ModelArch> {
     if let Some(w) = suffix_weights(id) {
         m.weights = w;
         m.fp8_kv_cache = modelopt_kv(id);
-        if w == WeightFormat::Nvfp4 && id.trim().to_lowercase().starts_with("nvidia/") {
-            if NVFP4_MLP_ONLY.contains(&m.model_type.as_str()) {
-                m.weights = WeightFormat::Nvfp4Mlp;
-            }
+        if w == WeightFormat::Nvfp4 && id.trim().to_lowercase().starts_with("nvidia/") && NVFP4_MLP_ONLY.contains(&m.model_type.as_str()) {
+            m.weights = WeightFormat::Nvfp4Mlp;
         }
     }
     m.id = id.trim().to_string();
