@@ -69,6 +69,8 @@ const FILES: &[(&str, &str)] = catalog_files!(
     "nvidia--Kimi-K2.7-Code-NVFP4.yaml",
     "Qwen--Qwen3-VL-30B-A3B-Instruct.yaml",
     "Qwen--Qwen3-VL-235B-A22B-Instruct.yaml",
+    "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.yaml",
+    "nvidia--Nemotron-H-56B-Base-8K.yaml",
 );
 
 /// Every catalog entry, in `--list-models` order.

@@ -35,6 +35,7 @@ pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
     "qwen3_5_moe",
     "qwen3_5_moe_text",
     "qwen3_next",
+    "nemotron_h",
 ];
 
 /// The largest value a config field may hold: counts that size memory (layers, experts,
@@ -152,9 +153,35 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// `text` with Python's non-JSON float literals (`Infinity`, `-Infinity`, `NaN`, which
+/// `json.dumps` writes: Nemotron-H's `time_step_limit: [0.0, Infinity]`) outside strings
+/// replaced by `null`; `None` when it has none. No field this tool reads takes them.
+fn python_literals_as_null(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped, mut changed) = (false, false, false);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if in_string {
+            (in_string, escaped) = (escaped || c != '"', !escaped && c == '\\');
+        } else if c == '"' {
+            in_string = true;
+        } else if let Some(lit) = ["-Infinity", "Infinity", "NaN"].iter().find(|l| rest.starts_with(**l)) {
+            out.push_str("null");
+            rest = &rest[lit.len()..];
+            changed = true;
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    changed.then_some(out)
+}
+
 /// Parse the text of a `config.json`. `id` is what the model is called in reports.
 pub fn parse_config(text: &str, id: &str) -> Result<ModelArch, String> {
-    let root: Value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    let root: Value = serde_json::from_str(text)
+        .or_else(|e| serde_json::from_str(&python_literals_as_null(text).ok_or(e)?))
+        .map_err(|e| format!("not valid JSON: {e}"))?;
     let top = root.as_object().ok_or("the top level must be a JSON object")?;
     let text_cfg = match top.get("text_config") {
         Some(Value::Object(m)) => Some(m),
@@ -177,6 +204,7 @@ pub fn parse_config(text: &str, id: &str) -> Result<ModelArch, String> {
         "gpt_oss" => gpt_oss(&f)?,
         "llama4" | "llama4_text" => llama4(&f)?,
         "qwen3_5" | "qwen3_5_text" | "qwen3_5_moe" | "qwen3_5_moe_text" | "qwen3_next" => qwen3_5(&f)?,
+        "nemotron_h" => nemotron_h(&f)?,
         other => {
             return Err(format!(
                 "field `model_type` is `{other}`, which this tool does not model; supported: {}",
@@ -277,6 +305,81 @@ fn compressed_tensors(q: &Map<String, Value>) -> Result<WeightFormat, String> {
 
 type Parsed = (Vec<LayerGroup>, Option<MtpBlock>);
 
+/// Nemotron-H (`nemotron_h`: Nemotron-H, Nemotron 3 Nano): a stack of single-purpose blocks,
+/// one character each in `hybrid_override_pattern`: `M` a Mamba-2 mixer, `*` attention, `-` a
+/// dense MLP, `E` a MoE, each after its own norm. Its MLPs and experts are ungated (up, squared
+/// ReLU, down). Consecutive blocks of one kind are one layer group, in the pattern's order.
+fn nemotron_h(f: &Fields) -> Result<Parsed, String> {
+    let pattern = f.get("hybrid_override_pattern").and_then(Value::as_str).ok_or("required field `hybrid_override_pattern` is missing")?;
+    let n = f.u32("num_hidden_layers")?;
+    if pattern.chars().count() != n as usize {
+        return Err(format!("field `hybrid_override_pattern` has {} blocks; `num_hidden_layers` is {n}", pattern.chars().count()));
+    }
+    if f.get("moe_latent_size").is_some_and(|v| !v.is_null()) {
+        return Err("field `moe_latent_size` is set: latent MoE (Nemotron 3 Super and Ultra) is not modelled".into());
+    }
+    let mamba = Attention::Mamba2 {
+        heads: f.u32("mamba_num_heads")?,
+        head_dim: f.u32("mamba_head_dim")?,
+        state_size: f.u32("ssm_state_size")?,
+        groups: f.u32("n_groups")?,
+        conv_kernel: f.u32("conv_kernel")?,
+    };
+    let bias = f.bool_or("mlp_bias", false)?;
+    let block = |c: char| -> Result<(Attention, Mlp), String> {
+        Ok(match c {
+            'M' => (mamba.clone(), Mlp::None),
+            '*' => {
+                let heads = f.u32("num_attention_heads")?;
+                let head_dim = match f.u32_opt("head_dim")? {
+                    Some(d) => d,
+                    None => f.u32("attention_head_dim")?,
+                };
+                let kv_heads = f.u32_opt("num_key_value_heads")?.unwrap_or(heads);
+                let bias = f.bool_or("attention_bias", false)?;
+                let gqa = Attention::Gqa {
+                    heads,
+                    kv_heads,
+                    head_dim,
+                    qk_norm: false,
+                    bias,
+                    sliding_window: None,
+                    output_gate: false,
+                    rotary_fraction: 1.0,
+                };
+                (gqa, Mlp::None)
+            }
+            '-' => (Attention::None, Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias, gated: false }),
+            'E' => (
+                Attention::None,
+                Mlp::Moe {
+                    experts: f.u32("n_routed_experts")?,
+                    top_k: f.u32("num_experts_per_tok")?,
+                    expert_intermediate_size: f.u64("moe_intermediate_size")?,
+                    shared_intermediate_size: f.u64_opt("moe_shared_expert_intermediate_size")?.unwrap_or(0)
+                        * f.u64_opt("n_shared_experts")?.unwrap_or(1),
+                    bias,
+                    gated: false,
+                },
+            ),
+            other => {
+                return Err(format!(
+                    "field `hybrid_override_pattern` holds `{other}`; expected M (Mamba-2), * (attention), - (MLP) or E (MoE)"
+                ))
+            }
+        })
+    };
+    let mut groups: Vec<LayerGroup> = Vec::new();
+    for c in pattern.chars() {
+        let (attention, mlp) = block(c)?;
+        match groups.last_mut() {
+            Some(g) if g.attention == attention && g.mlp == mlp => g.count += 1,
+            _ => groups.push(LayerGroup { count: 1, attention, mlp }),
+        }
+    }
+    Ok((groups, None))
+}
+
 fn gqa(f: &Fields, window: Option<u32>) -> Result<Attention, String> {
     let heads = f.u32("num_attention_heads")?;
     let hidden = f.u64("hidden_size")?;
@@ -324,7 +427,7 @@ fn uniform_window(f: &Fields) -> Result<Option<u32>, String> {
 fn dense_or_moe(f: &Fields, model_type: &str) -> Result<Parsed, String> {
     let n = f.u32("num_hidden_layers")?;
     let attention = gqa(f, uniform_window(f)?)?;
-    let dense = Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias: f.bool_or("mlp_bias", false)? };
+    let dense = Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias: f.bool_or("mlp_bias", false)?, gated: true };
     let moe = match model_type {
         "mixtral" => Some(Mlp::Moe {
             experts: f.u32("num_local_experts")?,
@@ -332,6 +435,7 @@ fn dense_or_moe(f: &Fields, model_type: &str) -> Result<Parsed, String> {
             expert_intermediate_size: f.u64("intermediate_size")?,
             shared_intermediate_size: 0,
             bias: false,
+            gated: true,
         }),
         "qwen2_moe" | "qwen3_moe" | "qwen3_vl_moe" | "qwen3_vl_moe_text" => Some(Mlp::Moe {
             experts: f.u32("num_experts")?,
@@ -339,6 +443,7 @@ fn dense_or_moe(f: &Fields, model_type: &str) -> Result<Parsed, String> {
             expert_intermediate_size: f.u64("moe_intermediate_size")?,
             shared_intermediate_size: f.u64_opt("shared_expert_intermediate_size")?.unwrap_or(0),
             bias: false,
+            gated: true,
         }),
         _ => None,
     };
@@ -376,7 +481,7 @@ fn deepseek(f: &Fields) -> Result<Parsed, String> {
         v_head_dim: f.u32("v_head_dim")?,
         indexer: sparse_indexer(f)?,
     };
-    let dense = Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias: false };
+    let dense = Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias: false, gated: true };
     let expert_i = f.u64("moe_intermediate_size")?;
     let moe = Mlp::Moe {
         experts: f.u32("n_routed_experts")?,
@@ -384,6 +489,7 @@ fn deepseek(f: &Fields) -> Result<Parsed, String> {
         expert_intermediate_size: expert_i,
         shared_intermediate_size: f.u64_opt("n_shared_experts")?.unwrap_or(0) * expert_i,
         bias: false,
+        gated: true,
     };
     let first_dense = f.u32_opt("first_k_dense_replace")?.unwrap_or(0).min(n);
     let freq = f.u32_opt("moe_layer_freq")?.unwrap_or(1).max(1);
@@ -432,6 +538,7 @@ fn minimax_m2(f: &Fields) -> Result<Parsed, String> {
         expert_intermediate_size: f.u64("intermediate_size")?,
         shared_intermediate_size: shared,
         bias: false,
+        gated: true,
     };
     Ok((vec![LayerGroup { count: n, attention, mlp }], None))
 }
@@ -471,8 +578,9 @@ fn llama4(f: &Fields) -> Result<Parsed, String> {
         expert_intermediate_size: expert_i,
         shared_intermediate_size: expert_i,
         bias: false,
+        gated: true,
     };
-    let dense = Mlp::Dense { intermediate_size: f.u64("intermediate_size_mlp")?, bias: false };
+    let dense = Mlp::Dense { intermediate_size: f.u64("intermediate_size_mlp")?, bias: false, gated: true };
     // (rotary, MoE) -> layer count, in a fixed order so the groups do not depend on the map.
     let mut counts = [[0u32; 2]; 2];
     for i in 0..n {
@@ -508,6 +616,7 @@ fn gpt_oss(f: &Fields) -> Result<Parsed, String> {
         expert_intermediate_size: f.u64("intermediate_size")?,
         shared_intermediate_size: 0,
         bias: true,
+        gated: true,
     };
     let mut full = gqa(f, None)?;
     if let Attention::Gqa { bias, .. } = &mut full {
@@ -558,8 +667,9 @@ fn qwen3_5(f: &Fields) -> Result<Parsed, String> {
             expert_intermediate_size: f.u64("moe_intermediate_size")?,
             shared_intermediate_size: f.u64_opt("shared_expert_intermediate_size")?.unwrap_or(0),
             bias: false,
+            gated: true,
         },
-        _ => Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias: false },
+        _ => Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias: false, gated: true },
     };
     let mut groups = Vec::new();
     if linear_count > 0 {
@@ -615,109 +725,4 @@ fn vision(v: &Map<String, Value>) -> Result<VisionTower, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const QWEN3_32B: &str = r#"{"model_type":"qwen3","hidden_size":5120,"intermediate_size":25600,
-        "num_attention_heads":64,"num_key_value_heads":8,"head_dim":128,"num_hidden_layers":64,
-        "vocab_size":151936,"tie_word_embeddings":false}"#;
-
-    #[test]
-    fn counts_that_size_memory_are_bounded() {
-        // Fails if `limit` stops bounding layers: qwen3_5 would allocate a billion layer types.
-        let huge = QWEN3_32B.replace(r#""num_hidden_layers":64"#, r#""num_hidden_layers":1000000000"#).replace("\"qwen3\"", "\"qwen3_5\"");
-        let e = parse_config(&huge, "x").unwrap_err();
-        assert_eq!(e, "field `num_hidden_layers` is 1000000000; at most 1024 is modelled");
-        // Fails if dimensions are unbounded (2^54 overflows the parameter count to 0).
-        let wide = QWEN3_32B.replace(r#""hidden_size":5120"#, r#""hidden_size":18014398509481984"#);
-        assert!(parse_config(&wide, "x").unwrap_err().starts_with("field `hidden_size` is 18014398509481984; at most"));
-        // Fails if the vision depth is read with `as u32` (4294967297 would become 1).
-        let vl = format!(
-            r#"{{"model_type":"qwen3_vl","text_config":{},"vision_config":{{"depth":4294967297,"hidden_size":1152,"intermediate_size":4304,"num_heads":16,"patch_size":16}}}}"#,
-            QWEN3_32B.replace("\"qwen3\"", "\"qwen3_vl_text\"")
-        );
-        assert!(parse_config(&vl, "x").unwrap_err().contains("`vision_config.depth` is 4294967297"));
-    }
-
-    #[test]
-    fn llama4_layers_split_by_rotary_and_moe_interleave() {
-        // Maverick's layout: 48 layers, MoE every second (`interleave_moe_layer_step` 2), every
-        // fourth without rotary and with global attention, the others chunked to 8,192 tokens.
-        // (Mutations: take every layer as MoE and the dense group vanishes; drop the chunk and
-        // no group has a window.)
-        let maverick = r#"{"model_type":"llama4","text_config":{"model_type":"llama4_text","hidden_size":5120,
-            "intermediate_size":8192,"intermediate_size_mlp":16384,"num_attention_heads":40,"num_key_value_heads":8,
-            "head_dim":128,"num_hidden_layers":48,"vocab_size":202048,"num_local_experts":128,"num_experts_per_tok":1,
-            "interleave_moe_layer_step":2,"attention_chunk_size":8192}}"#;
-        let m = parse_config(maverick, "x").unwrap();
-        let shape: Vec<(u32, Option<u32>, bool)> = m
-            .layers
-            .iter()
-            .map(|g| {
-                let w = match g.attention {
-                    Attention::Gqa { sliding_window, .. } => sliding_window,
-                    _ => None,
-                };
-                (g.count, w, matches!(g.mlp, Mlp::Moe { .. }))
-            })
-            .collect();
-        assert_eq!(shape, vec![(24, Some(8192), false), (12, Some(8192), true), (12, None, true)]);
-        let scout = maverick.replace(r#""interleave_moe_layer_step":2"#, r#""interleave_moe_layer_step":1"#);
-        let s = parse_config(&scout, "x").unwrap();
-        assert!(s.layers.iter().all(|g| matches!(g.mlp, Mlp::Moe { shared_intermediate_size: 8192, .. })));
-    }
-
-    #[test]
-    fn qwen3_32b_parameter_count_matches_reference() {
-        let m = parse_config(QWEN3_32B, "Qwen/Qwen3-32B").unwrap();
-        // 487,587,840 linear parameters per layer (the original tool's published per-layer count).
-        let g = &m.layers[0];
-        assert_eq!(g.attention.params(5120) + g.mlp.params(5120).0, 487_587_840);
-        assert_eq!(m.num_layers(), 64);
-    }
-
-    #[test]
-    fn missing_head_dim_is_derived_and_missing_required_field_is_named() {
-        let no_hd = QWEN3_32B.replace(r#""head_dim":128,"#, "");
-        let m = parse_config(&no_hd, "x").unwrap();
-        assert!(matches!(m.layers[0].attention, Attention::Gqa { head_dim: 80, .. }));
-        let no_layers = QWEN3_32B.replace(r#""num_hidden_layers":64,"#, "");
-        assert_eq!(parse_config(&no_layers, "x").unwrap_err(), "required field `num_hidden_layers` is missing");
-        let bad = QWEN3_32B.replace(r#""hidden_size":5120"#, r#""hidden_size":"big""#);
-        assert!(parse_config(&bad, "x").unwrap_err().contains("field `hidden_size` is \"big\""));
-    }
-
-    #[test]
-    fn text_config_nesting_is_read() {
-        let vl = format!(
-            r#"{{"model_type":"qwen3_vl","text_config":{},"vision_config":{{"depth":27,"hidden_size":1152,
-            "intermediate_size":4304,"num_heads":16,"patch_size":16,"spatial_merge_size":2,"out_hidden_size":5120,
-            "deepstack_visual_indexes":[8,16,24]}}}}"#,
-            QWEN3_32B
-        );
-        let m = parse_config(&vl, "vl").unwrap();
-        assert_eq!(m.hidden_size, 5120);
-        let v = m.vision.unwrap();
-        assert_eq!(v.deepstack_mergers, 3);
-        assert_eq!(v.image_tokens(448, 448), (28 * 28, 196));
-        // Qwen3-VL's MoE releases nest a qwen3_moe text model (Qwen3-VL-30B-A3B's fields).
-        // Mutation: leave `qwen3_vl_moe` out of the MoE branch and the layers read as dense.
-        let moe_text = r#"{"model_type":"qwen3_vl_moe_text","hidden_size":2048,"intermediate_size":6144,
-            "moe_intermediate_size":768,"num_experts":128,"num_experts_per_tok":8,"num_hidden_layers":48,
-            "num_attention_heads":32,"num_key_value_heads":4,"head_dim":128,"vocab_size":151936,"mlp_only_layers":[],
-            "decoder_sparse_step":1}"#;
-        let m = parse_config(&vl.replace(QWEN3_32B, moe_text).replace(r#""qwen3_vl","#, r#""qwen3_vl_moe","#), "vl-moe").unwrap();
-        assert_eq!(m.layers.len(), 1);
-        assert!(matches!(m.layers[0].mlp, Mlp::Moe { experts: 128, top_k: 8, expert_intermediate_size: 768, .. }), "{:?}", m.layers[0].mlp);
-        assert!(m.vision.is_some());
-    }
-
-    #[test]
-    fn unsupported_and_inconsistent_configs_fail_clearly() {
-        let e = parse_config(r#"{"model_type":"rwkv"}"#, "x").unwrap_err();
-        assert!(e.contains("`model_type` is `rwkv`") && e.contains("supported: llama"), "{e}");
-        let e = parse_config(&QWEN3_32B.replace(r#""num_key_value_heads":8"#, r#""num_key_value_heads":7"#), "x").unwrap_err();
-        assert!(e.contains("multiple of `num_key_value_heads` (7)"), "{e}");
-        assert!(parse_config("{not json", "x").unwrap_err().starts_with("not valid JSON"));
-    }
-}
+mod tests;

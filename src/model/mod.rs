@@ -148,6 +148,12 @@ pub enum Attention {
     },
     /// Gated DeltaNet linear attention: a constant-size recurrent state per sequence.
     LinearAttention { key_heads: u32, value_heads: u32, key_head_dim: u32, value_head_dim: u32, conv_kernel: u32 },
+    /// Mamba-2 state-space mixer (Nemotron-H): `heads` heads of `head_dim` channels, each with a
+    /// `state_size` state per channel, B and C shared by `groups` groups; a constant-size state
+    /// per sequence (fp32) and a causal convolution of `conv_kernel` taps.
+    Mamba2 { heads: u32, head_dim: u32, state_size: u32, groups: u32, conv_kernel: u32 },
+    /// No token mixer: a block that is only an MLP (Nemotron-H's `-` and `E` blocks).
+    None,
 }
 
 /// The lightning indexer of DeepSeek Sparse Attention: `heads` small query heads of
@@ -180,11 +186,14 @@ impl SparseIndexer {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Mlp {
-    /// Gated MLP (SwiGLU): gate and up projections to `intermediate_size`, down back.
+    /// Gated MLP (SwiGLU): gate and up projections to `intermediate_size`, down back; with
+    /// `gated: false` one up projection and a squared ReLU (Nemotron-H).
     Dense {
         intermediate_size: u64,
         #[serde(default, skip_serializing_if = "is_false")]
         bias: bool,
+        #[serde(default = "yes", skip_serializing_if = "is_true")]
+        gated: bool,
     },
     /// Routed experts (each a gated MLP) with top-k routing, plus optional shared experts.
     Moe {
@@ -196,7 +205,13 @@ pub enum Mlp {
         shared_intermediate_size: u64,
         #[serde(default, skip_serializing_if = "is_false")]
         bias: bool,
+        /// Whether the experts (and the shared expert) are gated; `false`: up, squared ReLU,
+        /// down (Nemotron-H).
+        #[serde(default = "yes", skip_serializing_if = "is_true")]
+        gated: bool,
     },
+    /// No channel mixer: a block that is only a token mixer (Nemotron-H's `M` and `*` blocks).
+    None,
 }
 
 /// The MTP module: `layers` decoder layers (each with an input projection of [embedding;
@@ -230,6 +245,12 @@ pub struct VisionTower {
 fn is_false(b: &bool) -> bool {
     !*b
 }
+fn is_true(b: &bool) -> bool {
+    *b
+}
+fn yes() -> bool {
+    true
+}
 fn is_zero(v: &u64) -> bool {
     *v == 0
 }
@@ -249,6 +270,8 @@ impl Attention {
         match self {
             Attention::Gqa { heads, .. } | Attention::Mla { heads, .. } => *heads,
             Attention::LinearAttention { value_heads, .. } => *value_heads,
+            Attention::Mamba2 { heads, .. } => *heads,
+            Attention::None => 0,
         }
     }
     /// Parameters of the attention block (projections only).
@@ -278,6 +301,13 @@ impl Attention {
                 let conv = conv_kernel as u64 * (2 * kh * dk + vh * dv);
                 qkvz + ba + conv + vh * dv * hidden
             }
+            Attention::Mamba2 { heads, head_dim, state_size, groups, conv_kernel } => {
+                let (inner, bc) = (heads as u64 * head_dim as u64, 2 * groups as u64 * state_size as u64);
+                // in_proj to [z, x, B, C, dt], the convolution over [x, B, C], per-head A, D and
+                // dt bias, the gated norm's weight, out_proj.
+                hidden * (2 * inner + bc + heads as u64) + conv_kernel as u64 * (inner + bc) + 3 * heads as u64 + inner + inner * hidden
+            }
+            Attention::None => 0,
         }
     }
 }
@@ -286,17 +316,27 @@ impl Mlp {
     /// (total parameters, parameters active per token)
     pub fn params(&self, hidden: u64) -> (u64, u64) {
         match *self {
-            Mlp::Dense { intermediate_size, .. } => {
-                let p = 3 * hidden * intermediate_size;
+            Mlp::Dense { intermediate_size, gated, .. } => {
+                let p = matrices(gated) * hidden * intermediate_size;
                 (p, p)
             }
-            Mlp::Moe { experts, top_k, expert_intermediate_size, shared_intermediate_size, .. } => {
-                let per = 3 * hidden * expert_intermediate_size;
-                let shared = 3 * hidden * shared_intermediate_size;
+            Mlp::Moe { experts, top_k, expert_intermediate_size, shared_intermediate_size, gated, .. } => {
+                let per = matrices(gated) * hidden * expert_intermediate_size;
+                let shared = matrices(gated) * hidden * shared_intermediate_size;
                 let router = hidden * experts as u64;
                 (experts as u64 * per + shared + router, top_k as u64 * per + shared + router)
             }
+            Mlp::None => (0, 0),
         }
+    }
+}
+
+/// Weight matrices of an MLP: gate, up and down, or up and down.
+fn matrices(gated: bool) -> u64 {
+    if gated {
+        3
+    } else {
+        2
     }
 }
 
@@ -345,6 +385,12 @@ impl ModelArch {
             "MLA+DSA+MoE"
         } else if self.uses_mla() {
             "MLA+MoE"
+        } else if self.layers.iter().any(|g| matches!(g.attention, Attention::Mamba2 { .. })) {
+            if self.is_moe() {
+                "hybrid Mamba-2 MoE"
+            } else {
+                "hybrid Mamba-2"
+            }
         } else if self.layers.iter().any(|g| matches!(g.attention, Attention::LinearAttention { .. })) {
             if self.is_moe() {
                 "hybrid linear-attn MoE"
@@ -428,6 +474,19 @@ impl ModelArch {
                         ));
                     }
                 }
+                Attention::Mamba2 { heads, head_dim, state_size, groups, conv_kernel } => {
+                    if heads == 0 || head_dim == 0 || state_size == 0 || groups == 0 || conv_kernel == 0 {
+                        return Err("Mamba-2 fields `mamba_num_heads`, `mamba_head_dim`, `ssm_state_size`, `n_groups`, `conv_kernel` must be positive".into());
+                    }
+                    if heads % groups != 0 {
+                        return Err(format!("`mamba_num_heads` ({heads}) must be a multiple of `n_groups` ({groups})"));
+                    }
+                }
+                Attention::None => {
+                    if matches!(mlp, Mlp::None) {
+                        return Err("a block has neither a token mixer nor an MLP".into());
+                    }
+                }
             }
             match *mlp {
                 Mlp::Dense { intermediate_size, .. } => {
@@ -447,6 +506,7 @@ impl ModelArch {
                         ));
                     }
                 }
+                Mlp::None => {}
             }
         }
         if let Some(v) = &self.vision {

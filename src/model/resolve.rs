@@ -42,7 +42,8 @@ fn from_file(path: &Path, id: &str) -> Result<ModelArch, ModelError> {
 }
 
 /// What identifies a network in a Hugging Face id: the name after the organisation, without
-/// the `Meta-` prefix, a precision suffix or a fine-tune's suffix (`-Instruct`, `-Thinking`, `-chat`,
+/// the `Meta-` prefix, a precision suffix (`-BF16` too: NVIDIA names its bf16 releases so) or a
+/// fine-tune's suffix (`-Instruct`, `-Thinking`, `-chat`,
 /// `-Python`, the `-hf` of Meta's converted checkpoints; `-Instruct` also before a release
 /// suffix such as `-v0.1`), lower-case: `nvidia/Llama-3.1-8B-Instruct-FP8` and
 /// `meta-llama/Meta-Llama-3.1-8B` are `llama-3.1-8b`, `meta-llama/Llama-2-70b-chat-hf` is
@@ -51,7 +52,7 @@ fn from_file(path: &Path, id: &str) -> Result<ModelArch, ModelError> {
 pub fn network_key(id: &str) -> String {
     let name = id.trim().rsplit('/').next().unwrap_or("").to_lowercase();
     let mut s = name.strip_prefix("meta-").unwrap_or(&name).to_string();
-    let suffixes = || PRECISION_SUFFIXES.iter().map(|(s, _)| *s).chain(["-hf", "-instruct", "-thinking", "-chat", "-python"]);
+    let suffixes = || PRECISION_SUFFIXES.iter().map(|(s, _)| *s).chain(["-hf", "-instruct", "-thinking", "-chat", "-python", "-bf16"]);
     // Each pass strips one suffix; a name carries a few at most (`-Instruct-hf`, `-chat-hf`).
     while let Some(t) = suffixes().find_map(|suffix| s.strip_suffix(suffix)).or_else(|| dated_release(&s)) {
         s = t.to_string();

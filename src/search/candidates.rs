@@ -79,6 +79,15 @@ pub fn model_limit(model: &ModelArch, p: &ParallelConfig, with_vision: bool) -> 
                     ));
                 }
             }
+            Attention::Mamba2 { heads, groups, .. } => {
+                if heads % tp != 0 {
+                    return Some(format!("TP={tp} does not divide the {heads} Mamba-2 heads"));
+                }
+                if !(groups % tp == 0 || tp.is_multiple_of(groups)) {
+                    return Some(format!("TP={tp} is neither a divisor nor a multiple of the {groups} Mamba-2 groups"));
+                }
+            }
+            Attention::None => {}
         }
         if let Mlp::Moe { experts, expert_intermediate_size, .. } = *mlp {
             if experts % p.ep != 0 {

@@ -58,10 +58,30 @@ pub fn price(plan: &Plan, par: ParallelConfig, step: &StepSpec) -> StepPrice {
         host_gap_ms: parts.gap_s * 1e3,
         overlap_scheduling: ctx.overlap_scheduling,
         step_ms: step_s * 1e3,
-        operators: ops
-            .into_iter()
-            .map(|o| PricedOperator { name: o.name.to_string(), kind: o.kind, count: o.count, ms: o.seconds * 1e3, source: o.source })
-            .collect(),
+        operators: merged(ops.into_iter().map(|o| PricedOperator {
+            name: o.name.to_string(),
+            kind: o.kind,
+            count: o.count,
+            ms: o.seconds * 1e3,
+            source: o.source,
+        })),
         warnings: ctx.cost.warnings.clone(),
     }
+}
+
+/// One row per operator name, kind and source, in the order of first appearance, its calls and
+/// time summed: layer groups of one kind that the model lists apart (DeepSeek's dense first
+/// layers, a hybrid model's interleaved blocks) read as one operator.
+fn merged(ops: impl Iterator<Item = PricedOperator>) -> Vec<PricedOperator> {
+    let mut rows: Vec<PricedOperator> = Vec::new();
+    for o in ops {
+        match rows.iter_mut().find(|r| r.name == o.name && r.kind == o.kind && r.source == o.source) {
+            Some(r) => {
+                r.count += o.count;
+                r.ms += o.ms;
+            }
+            None => rows.push(o),
+        }
+    }
+    rows
 }

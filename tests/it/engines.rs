@@ -97,6 +97,41 @@ fn a_concurrency_the_kv_pool_cannot_hold_runs_under_the_engines_and_is_out_of_me
 }
 
 #[test]
+fn a_model_with_per_sequence_state_runs_what_fits_and_queues_the_rest() {
+    // Qwen3.5-35B-A3B in bf16 on one H100 leaves about 2.5 GiB beside its weights: its
+    // linear-attention states and KV hold about 11 running requests of 1,056 tokens, not the
+    // clients' 512. vLLM queues the rest; the row runs with a running cap below 512. Mutation:
+    // size the pool for all 512 states (`state_held_seqs` returning `seqs`) and it is out of
+    // memory.
+    let r = row(&[
+        "Qwen/Qwen3.5-35B-A3B",
+        "--device",
+        "H100_SXM",
+        "--tp-sizes",
+        "1",
+        "--batch-range",
+        "512",
+        "512",
+        "--input-length",
+        "1024",
+        "--output-length",
+        "64",
+        "--quantize-linear-action",
+        "DISABLED",
+        "--serving-engine",
+        "vllm",
+        "--arrival",
+        "closed",
+        "--num-requests",
+        "600",
+        "-q",
+    ]);
+    assert!(r["stop_reason"].is_null(), "{r}");
+    let cap = r["max_num_seqs"].as_u64().unwrap();
+    assert!((2..64).contains(&cap), "running cap {cap}: {r}");
+}
+
+#[test]
 fn a_front_end_field_out_of_its_bounds_is_a_usage_error_naming_it() {
     // 50 ms a request, 1 ms a token: a profile beyond them is refused (exit 2), naming the field.
     let dir = tempfile::tempdir().unwrap();

@@ -263,3 +263,38 @@ fn tensorrt_llm_runs_gpt_oss_experts_on_hopper_with_the_triton_kernels_vllm_runs
     let (trt_b, vllm_b) = (experts("B200", "trtllm"), experts("B200", "vllm"));
     assert!(!close(trt_b, vllm_b), "B200: both {trt_b} ms");
 }
+
+#[test]
+fn a_mamba2_decode_reads_and_writes_each_sequences_state_once_a_step() {
+    // Nemotron 3 Nano on TEST_DEVICE (no kernel tables; HBM 1.6 TiB/s × 0.6): a sequence more
+    // adds, in each of the 23 Mamba-2 layers, its fp32 state read and written (2 × 64 heads ×
+    // 64 × 128 × 4 bytes) and its token's x, B, C, z and dt ((4096 + 2048 + 4096 + 64) × 2
+    // bytes). Mutation: drop the state term and the slope is 0.02 µs a layer.
+    let state_update_ms = |b: u32| -> f64 {
+        let out = cmd()
+            .args(["price", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "--device", "TEST_DEVICE"])
+            .args(["--decode", &format!("{b}x1024"), "--output", "json"])
+            .assert()
+            .success();
+        let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        op(&v, "mamba_state_update")["ms"].as_f64().unwrap()
+    };
+    let per_seq_layer_us = (state_update_ms(64) - state_update_ms(32)) / 32.0 / 23.0 * 1e3;
+    let hbm = 1.6 * (1u64 << 40) as f64 * 0.6;
+    let want = (2.0 * 64.0 * 64.0 * 128.0 * 4.0 + (4096.0 + 2048.0 + 4096.0 + 64.0) * 2.0) / hbm * 1e6;
+    assert!((per_seq_layer_us / want - 1.0).abs() < 1e-6, "{per_seq_layer_us} µs against {want}");
+}
+
+#[test]
+fn operators_of_one_name_kind_and_source_are_one_row() {
+    // DeepSeek-V3's 3 dense and 58 MoE layers each have an input norm: one row of 61 calls.
+    // Mutation: list the layer groups' operators apart and there are two rows of 3 and 58.
+    let out = cmd()
+        .args(["price", "deepseek-ai/DeepSeek-V3", "--device", "H200_SXM", "--tp", "8", "--decode", "8x1024", "--output", "json"])
+        .assert()
+        .success();
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let norms: Vec<&Value> = v["operators"].as_array().unwrap().iter().filter(|o| o["name"] == "input_norm").collect();
+    assert_eq!(norms.len(), 1, "{norms:?}");
+    assert_eq!(norms[0]["count"].as_f64(), Some(61.0));
+}

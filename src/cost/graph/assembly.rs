@@ -99,25 +99,30 @@ pub fn build(model: &ModelArch, dev: &DeviceProfile, par: &ParallelConfig, opts:
 }
 
 impl Builder<'_> {
-    /// One decoder layer kind, `count` times.
+    /// One decoder layer kind, `count` times: its token mixer and its MLP, each after its norm
+    /// (a Nemotron-H block has only one of the two).
     fn layer(&mut self, count: f64, att: &Attention, mlp: &Mlp, tok: usize) {
         let _ = tok;
         self.attention(count, att);
         let q = match mlp {
             Mlp::Dense { .. } => self.non_expert_q,
             Mlp::Moe { .. } => self.expert_q,
+            Mlp::None => return,
         };
         let h = self.h;
         let post_quant = if self.compile { q.act_quant() } else { ActQuant::None };
-        self.norm("post_attention_norm", count, TOK, h, true, post_quant);
+        let norm = if matches!(att, Attention::None) { "mlp_norm" } else { "post_attention_norm" };
+        self.norm(norm, count, TOK, h, true, post_quant);
         match *mlp {
-            Mlp::Dense { intermediate_size, bias } => {
+            Mlp::Dense { intermediate_size, bias, gated } => {
                 let q = self.non_expert_q;
-                self.dense_mlp(count, unit(TOK, 1.0), intermediate_size as f64 / self.tp, bias, q, true);
+                self.dense_mlp(count, unit(TOK, 1.0), intermediate_size as f64 / self.tp, bias, q, true, gated);
             }
-            Mlp::Moe { experts, top_k, expert_intermediate_size, shared_intermediate_size, bias } => {
-                self.moe(count, experts as f64, top_k as f64, expert_intermediate_size as f64, shared_intermediate_size as f64, bias);
+            Mlp::Moe { experts, top_k, expert_intermediate_size, shared_intermediate_size, bias, gated } => {
+                let (e, k, i, sh) = (experts as f64, top_k as f64, expert_intermediate_size as f64, shared_intermediate_size as f64);
+                self.moe(count, e, k, i, sh, bias, gated);
             }
+            Mlp::None => {}
         }
     }
 

@@ -1,7 +1,7 @@
 //! Attention layers: grouped-query attention (full or sliding window, with decode context
 //! parallelism), multi-head latent attention (prefill expands the latent, decode attends in the
-//! absorbed form), linear attention (gated delta rule with its convolution state) and the rotary
-//! embedding. Each adds its KV cache or per-sequence state to the memory model.
+//! absorbed form), linear attention (gated delta rule with its convolution state), the Mamba-2
+//! mixer and the rotary embedding. Each adds its KV cache or per-sequence state to the memory model.
 
 use super::measured::MlaDims;
 use super::{Builder, TOK};
@@ -25,6 +25,10 @@ impl Builder<'_> {
             Attention::LinearAttention { key_heads, value_heads, key_head_dim, value_head_dim, conv_kernel } => {
                 self.linear_attention(count, key_heads, value_heads, key_head_dim, value_head_dim, conv_kernel)
             }
+            Attention::Mamba2 { heads, head_dim, state_size, groups, conv_kernel } => {
+                self.mamba2(count, heads, head_dim, state_size, groups, conv_kernel)
+            }
+            Attention::None => {}
         }
     }
 
@@ -377,6 +381,60 @@ impl Builder<'_> {
         self.track_width(qkvz + ch);
     }
 
+    /// A Mamba-2 mixer (Nemotron-H): in_proj to [z, x, B, C, dt], the causal convolution over
+    /// [x, B, C], the state-space scan (chunked in prefill, one state update per token in
+    /// decode), the gated norm and the row-parallel out_proj. Heads split over TP; B and C's
+    /// groups too, replicated where TP exceeds them, as the KV heads are.
+    fn mamba2(&mut self, count: f64, heads: u32, head_dim: u32, state: u32, groups: u32, kernel: u32) {
+        let (h, tp) = (self.h, self.tp);
+        let (nh, p, n, kernel) = (heads as f64 / tp, head_dim as f64, state as f64, kernel as f64);
+        let g = (groups as f64 / tp).max(1.0);
+        let (inner, bc) = (nh * p, 2.0 * g * n);
+        let q = self.non_expert_q;
+        let tok = unit(TOK, 1.0);
+        let quant_in = if self.compile { q.act_quant() } else { ActQuant::None };
+        self.norm("input_norm", count, TOK, h, true, quant_in);
+        if !self.compile {
+            self.act_quant("in_proj_input_quant", count, tok, h, q);
+        }
+        self.gemm("in_proj", count, TOK, h, 2.0 * inner + bc + nh, Some(q), false);
+        let ch = inner + bc;
+        self.weights += count * self.copies * (kernel * ch + 3.0 * nh + inner) * 2.0;
+        let mut conv = self.vector_op("causal_conv1d", count, tok, ch, 2.0 * kernel, 4.0, false, 1.0);
+        if let OpKind::Roofline { mem, .. } = &mut conv.kind {
+            mem[f::SEQS] += (kernel - 1.0) * ch * 2.0 * 2.0 / self.hbm;
+        }
+        self.ops.push(conv);
+        // The SSM state is fp32 (`mamba_ssm_cache_dtype`), nh × p × n a sequence, read and
+        // written once per step. Prefill runs the chunked scan (SSD, chunks of 128 tokens):
+        // within a chunk C·Bᵀ (128 × n a token) and its product with x (128 × p), plus the
+        // chunk states in and out (2 · n · p). Decode updates the state per token:
+        // state · exp(dt·A) + dt·B·x, then y = C · state.
+        let st = nh * p * n * 4.0;
+        let io = (ch + inner + nh) * 2.0 / self.hbm;
+        let mma_r = self.mma_rate(Dtype::Bf16);
+        let mut mma = [0.0; f::N];
+        let mut mem = [0.0; f::N];
+        mma[f::P_TOKENS] = 2.0 * nh * (MAMBA_CHUNK * (n + p) + 2.0 * n * p) / mma_r;
+        mem[f::P_TOKENS] = io;
+        mem[f::P_SEQS] = 2.0 * st / self.hbm;
+        let kind = OpKind::Roofline { mma, gp: [0.0; f::N], mem };
+        self.ops.push(Op { name: "mamba_chunk_scan", count, gate: f::P_TOKENS, fixed_s: self.fixed_mma, window: None, kind });
+        let mut gp = [0.0; f::N];
+        let mut mem = [0.0; f::N];
+        gp[f::D_TOKENS] = 6.0 * nh * p * n / self.vec_fp32;
+        mem[f::D_TOKENS] = io;
+        mem[f::D_SEQS] = 2.0 * st / self.hbm;
+        let kind = OpKind::Roofline { mma: [0.0; f::N], gp, mem };
+        self.ops.push(Op { name: "mamba_state_update", count, gate: f::D_TOKENS, fixed_s: self.fixed_gp, window: None, kind });
+        self.state_per_seq += count * self.copies * (st + (kernel - 1.0) * ch * 2.0);
+        let op = self.vector_op("gated_rms_norm", count, tok, inner, 6.0, 6.0, false, 1.0);
+        self.ops.push(op);
+        self.act_quant("out_input_quant", count, tok, inner, q);
+        self.row_parallel("out_proj", "attn_all_reduce", count, tok, inner, h, Some(q), false);
+        self.track_width(2.0 * inner + bc + nh);
+    }
+
     fn rope(&mut self, count: f64, elems: f64, rot_dim: f64) {
         let per_tensor_kernels = if self.compile { 0.5 } else { 5.0 };
         let bytes = if self.compile { 4.0 } else { 28.0 };
@@ -397,3 +455,6 @@ fn scaled_kind(kind: OpKind, k: f64) -> OpKind {
         other => other,
     }
 }
+
+/// Tokens per chunk of Mamba-2's chunked scan (`chunk_size` in Nemotron-H's configs).
+const MAMBA_CHUNK: f64 = 128.0;

@@ -209,8 +209,8 @@ impl Builder<'_> {
     /// The roofline of this rank's routed experts per unit of tokens per expert: each local
     /// expert multiplies that many rows through gate-up and down (6·h·i FLOPs a row) and reads
     /// its weights once.
-    fn experts_roof(&self, s: &super::moe::MoeShape, peak: f64, bytes: (f64, f64)) -> Roof1 {
-        experts_roof_at(s.moe_tp, s.ep, self.h, s.i_l * s.moe_tp, s.experts, peak, bytes, self.datasheet_hbm())
+    fn experts_roof(&self, s: &super::moe::MoeShape, peak: f64, bytes: (f64, f64), matrices: f64) -> Roof1 {
+        experts_roof_at(s.moe_tp, s.ep, self.h, s.i_l * s.moe_tp, s.experts, peak, bytes, self.datasheet_hbm(), matrices)
     }
 
     /// Whether the routed experts of a block with `experts` experts are priced as one measured
@@ -234,15 +234,23 @@ impl Builder<'_> {
                 _ => Dtype::Fp8,
             })
         };
-        let roof = self.experts_roof(s, peak(dt), bytes);
+        // The tables time gated experts (gate, up and down), except at an ungated model's own
+        // shape (below).
+        let roof = self.experts_roof(s, peak(dt), bytes, 3.0);
         let fixed = [s.moe_tp, s.ep, self.h, s.i_l * s.moe_tp, s.top_k, s.experts];
         // Coordinates (moe_tp, moe_ep, hidden, intermediate, top-k, experts, tokens per expert):
         // a clamped layout or shape scales by the roofline of the query's.
         let hbm = self.datasheet_hbm();
         let curve =
-            Dense::<1>::slice(grid, &fixed, &|x: &[f64]| experts_roof_at(x[0], x[1], x[2], x[3], x[5], peak(dt), bytes, hbm).at(x[6]));
-        let target = self.experts_roof(s, self.peak(self.expert_q.gemm_dtype()), (s.wb, s.ab));
-        let transfer = (!exact).then_some(Transfer { target, measured: roof });
+            Dense::<1>::slice(grid, &fixed, &|x: &[f64]| experts_roof_at(x[0], x[1], x[2], x[3], x[5], peak(dt), bytes, hbm, 3.0).at(x[6]));
+        let target = self.experts_roof(s, self.peak(self.expert_q.gemm_dtype()), (s.wb, s.ab), s.matrices());
+        // Another dtype, or ungated experts (up and down only) at a shape the table measured
+        // gated: carried by the rooflines' ratio. The collectors time a model's own experts at
+        // its own shape (vLLM's and SGLang's tables hold Nemotron-H's ungated ones: at 32 tokens
+        // on an H100, 98 of its 128 experts read in 0.85 ms, a rate no gated expert could reach).
+        let own_shape = (0..fixed.len()).all(|i| grid.sub_keys(&fixed[..i], i).contains(&fixed[i]));
+        let ungated_carried = !s.gated && !own_shape;
+        let transfer = (!exact || ungated_carried).then_some(Transfer { target, measured: roof });
         let lookup = Lookup::Count { coef, curve, roof, transfer, floor: None };
         let kind = OpKind::Measured(Box::new(Measured { roofline, lookup }));
         Some(Op { name: "moe_experts", count, gate: f::TOKENS, fixed_s: 0.0, window: None, kind })
@@ -290,15 +298,16 @@ impl Builder<'_> {
 
 /// The roofline of one rank's routed experts per unit of tokens per expert, for MoE tensor
 /// parallelism `tp`, expert parallelism `ep`, hidden width `h`, intermediate width `inter`
-/// (unsharded) and `experts` experts: each of the rank's E / ep experts multiplies that many
-/// rows through gate-up and down (6·h·inter/tp FLOPs a row) and reads its weights once.
+/// (unsharded) and `experts` experts of `matrices` weight matrices (3 gated, 2 ungated): each of
+/// the rank's E / ep experts multiplies that many rows through them (2·matrices·h·inter/tp FLOPs
+/// a row) and reads its weights once.
 #[allow(clippy::too_many_arguments)]
-fn experts_roof_at(tp: f64, ep: f64, h: f64, inter: f64, experts: f64, peak: f64, (wb, ab): (f64, f64), hbm: f64) -> Roof1 {
+fn experts_roof_at(tp: f64, ep: f64, h: f64, inter: f64, experts: f64, peak: f64, (wb, ab): (f64, f64), hbm: f64, matrices: f64) -> Roof1 {
     let (local, i_l) = ((experts / ep).max(1.0), inter / tp);
     Roof1 {
-        compute: local * 6.0 * h * i_l / peak,
-        memory0: local * 3.0 * h * i_l * wb / hbm,
-        memory1: local * (h * ab + 2.0 * h + 6.0 * i_l) / hbm,
+        compute: local * 2.0 * matrices * h * i_l / peak,
+        memory0: local * matrices * h * i_l * wb / hbm,
+        memory1: local * (h * ab + 2.0 * h + 2.0 * matrices * i_l) / hbm,
     }
 }
 

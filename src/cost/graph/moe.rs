@@ -15,9 +15,10 @@ impl Builder<'_> {
     /// `moe_all_reduce`, when the MoE ranks are the attention TP ranks, every rank routes every
     /// token instead and one all-reduce sums the experts' partial outputs (see
     /// [`CostOptions::moe_all_reduce`]).
-    pub(super) fn moe(&mut self, count: f64, experts: f64, top_k: f64, inter: f64, shared: f64, bias: bool) {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn moe(&mut self, count: f64, experts: f64, top_k: f64, inter: f64, shared: f64, bias: bool, gated: bool) {
         let h = self.h;
-        let s = self.moe_shape(experts, top_k, inter, bias);
+        let s = MoeShape { gated, ..self.moe_shape(experts, top_k, inter, bias) };
         self.gemm_c("router", count, s.sliced, h, experts, None, bias);
         // A measured fused-MoE kernel selects the top-k itself.
         if !self.experts_measured(experts) {
@@ -25,14 +26,14 @@ impl Builder<'_> {
             self.ops.push(op);
         }
         // Permuted rows and expert intermediates per sliced token.
-        self.track_width((top_k * (h + 2.0 * s.i_l) * s.moe_tp) / s.tp + 2.0 * h);
+        self.track_width((top_k * (h + s.up() * s.i_l) * s.moe_tp) / s.tp + 2.0 * h);
         if s.replicated {
             // No dispatch or combine to fuse with the experts (`dispatch_ffn_combine`). The
             // shared expert is split over TP like a dense MLP, and the all-reduce sums what both
             // the routed and the shared experts computed: it waits for both, after any second
             // stream.
             let routed = self.expert_ops(count, &s);
-            let shared_ops = self.shared_mlp_ops(count, unit(TOK, 1.0), shared / self.tp, false);
+            let shared_ops = self.shared_mlp_ops(count, unit(TOK, 1.0), shared / self.tp, false, gated);
             self.schedule_moe(count, routed, shared_ops, 1.0);
             let reduce = self.tp_reduce_op("moe_all_reduce", count, h);
             self.ops.extend(reduce);
@@ -40,7 +41,7 @@ impl Builder<'_> {
             let mut routed = self.moe_dispatch_ops(count, &s);
             routed.extend(self.expert_ops(count, &s));
             routed.extend(self.moe_combine_ops(count, &s));
-            let shared_ops = self.shared_expert_ops(count, shared, s.sliced);
+            let shared_ops = self.shared_expert_ops(count, shared, s.sliced, gated);
             self.schedule_moe(count, routed, shared_ops, s.ep);
             self.restore_tokens(count);
         }
@@ -56,6 +57,7 @@ impl Builder<'_> {
         // tokens are already on every rank.
         let replicated = self.opts.moe_all_reduce && tp > 1.0 && par.ep.max(1) * par.moe_tp.max(1) == par.tp;
         MoeShape {
+            gated: true,
             replicated,
             experts,
             top_k,
@@ -135,7 +137,8 @@ impl Builder<'_> {
             Op { name: down_name, count, gate: TOK, fixed_s: fixed_mma, window: None, kind: OpKind::Experts(down) },
         ];
         let i_l = s.i_l;
-        self.weights += count * self.copies * s.local * (3.0 * h * i_l * s.wb + if s.bias { (2.0 * i_l + h) * 2.0 } else { 0.0 });
+        self.weights +=
+            count * self.copies * s.local * (s.matrices() * h * i_l * s.wb + if s.bias { (s.up() * i_l + h) * 2.0 } else { 0.0 });
         self.weights += count * self.copies * h * s.experts * 2.0;
         if self.experts_measured(s.experts) {
             let route = if s.replicated { (1.0, 1.0) } else { (s.tp, s.ep * s.moe_tp) };
@@ -181,12 +184,14 @@ impl Builder<'_> {
         };
         let bias_gp = if s.bias { 1.0 } else { 0.0 };
         let hbm = self.hbm;
+        // Gate and up (or up alone, for ungated experts) in one GEMM.
+        let up = s.up() * i_l;
         let gate_up = mk(
-            2.0 * h * 2.0 * i_l / mma_r,
-            bias_gp * 2.0 * i_l / self.vec_bf16,
-            (h * ab + 2.0 * i_l * 2.0) / hbm,
-            h * 2.0 * i_l * wb / hbm,
-            deq * h * 2.0 * i_l / self.vec_fp32,
+            2.0 * h * up / mma_r,
+            bias_gp * up / self.vec_bf16,
+            (h * ab + up * 2.0) / hbm,
+            h * up * wb / hbm,
+            deq * h * up / self.vec_fp32,
         );
         let act_bytes = 4.0 + if q.is_quantized() { 1.0 } else { 2.0 };
         let act = ExpertCost {
@@ -236,23 +241,23 @@ impl Builder<'_> {
 
     /// The shared expert's dense MLP (TP-split or on the sliced tokens), laid out apart so it
     /// can be scheduled beside the routed experts.
-    fn shared_expert_ops(&mut self, count: f64, shared: f64, sliced: Coef) -> Vec<Op> {
+    fn shared_expert_ops(&mut self, count: f64, shared: f64, sliced: Coef, gated: bool) -> Vec<Op> {
         if self.opts.shared_expert_tp {
-            self.shared_mlp_ops(count, unit(TOK, 1.0), shared / self.tp, true)
+            self.shared_mlp_ops(count, unit(TOK, 1.0), shared / self.tp, true, gated)
         } else {
-            self.shared_mlp_ops(count, sliced, shared, false)
+            self.shared_mlp_ops(count, sliced, shared, false, gated)
         }
     }
 
     /// A shared expert of `width` on `tok` tokens, with its own TP reduction when `reduce`, as
     /// ops taken out of the graph (none without a shared expert).
-    fn shared_mlp_ops(&mut self, count: f64, tok: Coef, width: f64, reduce: bool) -> Vec<Op> {
+    fn shared_mlp_ops(&mut self, count: f64, tok: Coef, width: f64, reduce: bool, gated: bool) -> Vec<Op> {
         if width <= 0.0 {
             return Vec::new();
         }
         let qs = self.non_expert_q;
         let before = self.ops.len();
-        self.dense_mlp(count, tok, width, false, qs, reduce);
+        self.dense_mlp(count, tok, width, false, qs, reduce, gated);
         self.ops.split_off(before)
     }
 
@@ -298,6 +303,8 @@ impl Builder<'_> {
 
 /// One MoE block's sizes on this rank, shared by the steps that lay it out.
 pub(super) struct MoeShape {
+    /// Gated experts (gate and up); `false`: up alone and a squared ReLU.
+    pub(super) gated: bool,
     pub(super) experts: f64,
     pub(super) top_k: f64,
     pub(super) bias: bool,
@@ -319,4 +326,20 @@ pub(super) struct MoeShape {
     pub(super) i_l: f64,
     /// Experts held by this rank.
     pub(super) local: f64,
+}
+
+impl MoeShape {
+    /// The first GEMM's width in units of the intermediate width: gate and up, or up alone.
+    pub(super) fn up(&self) -> f64 {
+        if self.gated {
+            2.0
+        } else {
+            1.0
+        }
+    }
+
+    /// Weight matrices of an expert: gate, up and down, or up and down.
+    pub(super) fn matrices(&self) -> f64 {
+        self.up() + 1.0
+    }
 }

@@ -66,6 +66,9 @@ pub struct SimSetup {
     pub replicas: f64,
     /// Prefill tokens per request after the prefix cache (the row's effective input length).
     pub effective_input: u64,
+    /// Tokens of KV a running request holds on average (its prompt and half its output): what
+    /// a model with per-sequence state needs beside each state it holds.
+    held_tokens: u64,
     /// The memory picture of a probe that did not run: weights and the reserve only.
     pub idle_memory: MemoryUse,
 }
@@ -171,6 +174,7 @@ impl SimSetup {
             serving_engine,
             replicas: if open { 1.0 } else { ctx.cand.parallel.dp as f64 },
             effective_input: plan.workload.input.effective(plan.workload.prefix_cache_hit_rate),
+            held_tokens: plan.workload.input.mean_raw() + output_mean(&plan.workload.output) / 2,
         }
     }
 
@@ -182,11 +186,43 @@ impl SimSetup {
         let max_num_seqs = self.max_num_seqs.map_or(batch as u64, |m| m.div_ceil(self.lanes));
         let mut instance = self.instance(budget, max_num_seqs);
         let seqs = self.kv_sized_seqs(max_num_seqs, batch as u64);
-        if seqs != max_num_seqs {
-            instance.kv_blocks = self.kv_blocks(budget, seqs);
+        let held = self.state_held_seqs(budget, seqs);
+        if held < seqs {
+            instance.max_num_seqs = held;
+        }
+        if held != max_num_seqs {
+            instance.kv_blocks = self.kv_blocks(budget, held);
         }
         let run = RunParams { concurrency: batch as u64 * self.lanes, ..self.run.clone() };
         (SimConfig { instance, instances: self.instances, role: self.role, run }, self.factory.clone())
+    }
+
+    /// Sequences an engine runs at once when each holds a per-sequence state (Mamba-2, linear
+    /// attention) beside its KV: the engines allocate both from one memory pool as a request
+    /// runs (vLLM's hybrid KV cache manager) and queue what does not fit, so a closed loop of
+    /// `seqs` runs the most that fit with their average KV (`held_tokens`), at least one. Models
+    /// without state, the original tool's policy and P/D phases (whose batch is priced as
+    /// running) keep `seqs`.
+    fn state_held_seqs(&self, budget: u64, seqs: u64) -> u64 {
+        if self.open || self.demand.is_some() || self.mem.state_bytes_per_seq <= 0.0 || seqs <= 1 {
+            return seqs;
+        }
+        let block = self.instance.block_size.max(1);
+        let fits = |n: u64| self.kv_blocks(budget, n) >= n * self.held_tokens.div_ceil(block);
+        if fits(seqs) {
+            return seqs;
+        }
+        // `fits` holds at the low end and fails at `seqs`: bisect the boundary.
+        let (mut lo, mut hi) = (1, seqs);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if fits(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     /// The pipeline a probe's instances run through (`None` without pipeline stages).
@@ -403,5 +439,13 @@ pub fn input_bins(plan: &Plan) -> Vec<(u64, u64)> {
     match &plan.workload.input {
         Lengths::Distribution(d) => d.bins.iter().map(|b| (b.min_tokens, b.max_tokens)).collect(),
         _ => Vec::new(),
+    }
+}
+
+/// Mean output tokens of a workload's requests.
+fn output_mean(output: &Lengths) -> u64 {
+    match output {
+        Lengths::Fixed(o) => *o,
+        Lengths::Distribution(d) => d.effective_length(0.0),
     }
 }

@@ -1,0 +1,144 @@
+//! The config parser against published configs and hostile ones.
+use super::*;
+
+const QWEN3_32B: &str = r#"{"model_type":"qwen3","hidden_size":5120,"intermediate_size":25600,
+    "num_attention_heads":64,"num_key_value_heads":8,"head_dim":128,"num_hidden_layers":64,
+    "vocab_size":151936,"tie_word_embeddings":false}"#;
+
+#[test]
+fn counts_that_size_memory_are_bounded() {
+    // Fails if `limit` stops bounding layers: qwen3_5 would allocate a billion layer types.
+    let huge = QWEN3_32B.replace(r#""num_hidden_layers":64"#, r#""num_hidden_layers":1000000000"#).replace("\"qwen3\"", "\"qwen3_5\"");
+    let e = parse_config(&huge, "x").unwrap_err();
+    assert_eq!(e, "field `num_hidden_layers` is 1000000000; at most 1024 is modelled");
+    // Fails if dimensions are unbounded (2^54 overflows the parameter count to 0).
+    let wide = QWEN3_32B.replace(r#""hidden_size":5120"#, r#""hidden_size":18014398509481984"#);
+    assert!(parse_config(&wide, "x").unwrap_err().starts_with("field `hidden_size` is 18014398509481984; at most"));
+    // Fails if the vision depth is read with `as u32` (4294967297 would become 1).
+    let vl = format!(
+        r#"{{"model_type":"qwen3_vl","text_config":{},"vision_config":{{"depth":4294967297,"hidden_size":1152,"intermediate_size":4304,"num_heads":16,"patch_size":16}}}}"#,
+        QWEN3_32B.replace("\"qwen3\"", "\"qwen3_vl_text\"")
+    );
+    assert!(parse_config(&vl, "x").unwrap_err().contains("`vision_config.depth` is 4294967297"));
+}
+
+#[test]
+fn llama4_layers_split_by_rotary_and_moe_interleave() {
+    // Maverick's layout: 48 layers, MoE every second (`interleave_moe_layer_step` 2), every
+    // fourth without rotary and with global attention, the others chunked to 8,192 tokens.
+    // (Mutations: take every layer as MoE and the dense group vanishes; drop the chunk and
+    // no group has a window.)
+    let maverick = r#"{"model_type":"llama4","text_config":{"model_type":"llama4_text","hidden_size":5120,
+        "intermediate_size":8192,"intermediate_size_mlp":16384,"num_attention_heads":40,"num_key_value_heads":8,
+        "head_dim":128,"num_hidden_layers":48,"vocab_size":202048,"num_local_experts":128,"num_experts_per_tok":1,
+        "interleave_moe_layer_step":2,"attention_chunk_size":8192}}"#;
+    let m = parse_config(maverick, "x").unwrap();
+    let shape: Vec<(u32, Option<u32>, bool)> = m
+        .layers
+        .iter()
+        .map(|g| {
+            let w = match g.attention {
+                Attention::Gqa { sliding_window, .. } => sliding_window,
+                _ => None,
+            };
+            (g.count, w, matches!(g.mlp, Mlp::Moe { .. }))
+        })
+        .collect();
+    assert_eq!(shape, vec![(24, Some(8192), false), (12, Some(8192), true), (12, None, true)]);
+    let scout = maverick.replace(r#""interleave_moe_layer_step":2"#, r#""interleave_moe_layer_step":1"#);
+    let s = parse_config(&scout, "x").unwrap();
+    assert!(s.layers.iter().all(|g| matches!(g.mlp, Mlp::Moe { shared_intermediate_size: 8192, .. })));
+}
+
+#[test]
+fn qwen3_32b_parameter_count_matches_reference() {
+    let m = parse_config(QWEN3_32B, "Qwen/Qwen3-32B").unwrap();
+    // 487,587,840 linear parameters per layer (the original tool's published per-layer count).
+    let g = &m.layers[0];
+    assert_eq!(g.attention.params(5120) + g.mlp.params(5120).0, 487_587_840);
+    assert_eq!(m.num_layers(), 64);
+}
+
+#[test]
+fn missing_head_dim_is_derived_and_missing_required_field_is_named() {
+    let no_hd = QWEN3_32B.replace(r#""head_dim":128,"#, "");
+    let m = parse_config(&no_hd, "x").unwrap();
+    assert!(matches!(m.layers[0].attention, Attention::Gqa { head_dim: 80, .. }));
+    let no_layers = QWEN3_32B.replace(r#""num_hidden_layers":64,"#, "");
+    assert_eq!(parse_config(&no_layers, "x").unwrap_err(), "required field `num_hidden_layers` is missing");
+    let bad = QWEN3_32B.replace(r#""hidden_size":5120"#, r#""hidden_size":"big""#);
+    assert!(parse_config(&bad, "x").unwrap_err().contains("field `hidden_size` is \"big\""));
+}
+
+#[test]
+fn text_config_nesting_is_read() {
+    let vl = format!(
+        r#"{{"model_type":"qwen3_vl","text_config":{},"vision_config":{{"depth":27,"hidden_size":1152,
+        "intermediate_size":4304,"num_heads":16,"patch_size":16,"spatial_merge_size":2,"out_hidden_size":5120,
+        "deepstack_visual_indexes":[8,16,24]}}}}"#,
+        QWEN3_32B
+    );
+    let m = parse_config(&vl, "vl").unwrap();
+    assert_eq!(m.hidden_size, 5120);
+    let v = m.vision.unwrap();
+    assert_eq!(v.deepstack_mergers, 3);
+    assert_eq!(v.image_tokens(448, 448), (28 * 28, 196));
+    // Qwen3-VL's MoE releases nest a qwen3_moe text model (Qwen3-VL-30B-A3B's fields).
+    // Mutation: leave `qwen3_vl_moe` out of the MoE branch and the layers read as dense.
+    let moe_text = r#"{"model_type":"qwen3_vl_moe_text","hidden_size":2048,"intermediate_size":6144,
+        "moe_intermediate_size":768,"num_experts":128,"num_experts_per_tok":8,"num_hidden_layers":48,
+        "num_attention_heads":32,"num_key_value_heads":4,"head_dim":128,"vocab_size":151936,"mlp_only_layers":[],
+        "decoder_sparse_step":1}"#;
+    let m = parse_config(&vl.replace(QWEN3_32B, moe_text).replace(r#""qwen3_vl","#, r#""qwen3_vl_moe","#), "vl-moe").unwrap();
+    assert_eq!(m.layers.len(), 1);
+    assert!(matches!(m.layers[0].mlp, Mlp::Moe { experts: 128, top_k: 8, expert_intermediate_size: 768, .. }), "{:?}", m.layers[0].mlp);
+    assert!(m.vision.is_some());
+}
+
+#[test]
+fn nemotron_h_reads_its_block_pattern_with_ungated_mlps() {
+    // Nemotron 3 Nano's fields: 23 Mamba-2 blocks, 6 attention blocks, 23 MoE blocks, in
+    // the pattern's order; 31.6 B parameters (the model card's), 3.6 B active with the
+    // embeddings. Mutation: parse the experts as gated and the total reads 46 B.
+    let nano = r#"{"model_type":"nemotron_h","hidden_size":2688,"vocab_size":131072,"num_hidden_layers":52,
+        "hybrid_override_pattern":"MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+        "mamba_num_heads":64,"mamba_head_dim":64,"ssm_state_size":128,"n_groups":8,"conv_kernel":4,
+        "num_attention_heads":32,"num_key_value_heads":2,"head_dim":128,"intermediate_size":1856,
+        "n_routed_experts":128,"num_experts_per_tok":6,"moe_intermediate_size":1856,
+        "moe_shared_expert_intermediate_size":3712,"n_shared_experts":1,"tie_word_embeddings":false,
+        "time_step_limit":[0.0, Infinity]}"#;
+    let m = parse_config(nano, "nano").unwrap();
+    let count = |f: &dyn Fn(&LayerGroup) -> bool| m.layers.iter().filter(|g| f(g)).map(|g| g.count).sum::<u32>();
+    assert_eq!(count(&|g| matches!(g.attention, Attention::Mamba2 { .. })), 23);
+    assert_eq!(count(&|g| matches!(g.attention, Attention::Gqa { .. })), 6);
+    assert_eq!(count(&|g| matches!(g.mlp, Mlp::Moe { gated: false, .. })), 23);
+    assert!(matches!(m.layers[0].attention, Attention::Mamba2 { heads: 64, state_size: 128, .. }));
+    assert!(matches!(m.layers[1].mlp, Mlp::Moe { shared_intermediate_size: 3712, .. }));
+    let (total, active) = m.param_counts();
+    assert!((total as f64 / 31.6e9 - 1.0).abs() < 0.01, "{total}");
+    assert!((active as f64 / 3.6e9 - 1.0).abs() < 0.02, "{active}");
+    // A block the pattern does not define is named.
+    let e = parse_config(&nano.replace("MEMEM*", "MEMEMX"), "x").unwrap_err();
+    assert!(e.contains("holds `X`"), "{e}");
+}
+
+#[test]
+fn python_float_literals_outside_strings_read_as_null() {
+    // `json.dumps` writes Infinity and NaN; a string that spells them stays. (Mutation:
+    // replace inside strings too and the name below changes.)
+    let t = r#"{"a":[0.0, Infinity, -Infinity, NaN],"name":"Infinity \"NaN\""}"#;
+    let fixed = python_literals_as_null(t).unwrap();
+    let v: Value = serde_json::from_str(&fixed).unwrap();
+    assert_eq!(v["a"], serde_json::json!([0.0, null, null, null]));
+    assert_eq!(v["name"], "Infinity \"NaN\"");
+    assert_eq!(python_literals_as_null(r#"{"a":1}"#), None);
+}
+
+#[test]
+fn unsupported_and_inconsistent_configs_fail_clearly() {
+    let e = parse_config(r#"{"model_type":"rwkv"}"#, "x").unwrap_err();
+    assert!(e.contains("`model_type` is `rwkv`") && e.contains("supported: llama"), "{e}");
+    let e = parse_config(&QWEN3_32B.replace(r#""num_key_value_heads":8"#, r#""num_key_value_heads":7"#), "x").unwrap_err();
+    assert!(e.contains("multiple of `num_key_value_heads` (7)"), "{e}");
+    assert!(parse_config("{not json", "x").unwrap_err().starts_with("not valid JSON"));
+}
