@@ -71,6 +71,8 @@ const FILES: &[(&str, &str)] = catalog_files!(
     "Qwen--Qwen3-VL-235B-A22B-Instruct.yaml",
     "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.yaml",
     "nvidia--Nemotron-H-56B-Base-8K.yaml",
+    "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-BF16.yaml",
+    "nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.yaml",
 );
 
 /// Every catalog entry, in `--list-models` order.
@@ -169,6 +171,18 @@ mod tests {
         // the checkpoint, and not counted.
         let minimax = find("MiniMaxAI/MiniMax-M2.5").unwrap();
         assert_within_1pct("MiniMax-M2.5", minimax.param_counts().0, 229e9);
+        // Nemotron-H (`nemotron_h`): the cards' totals, Nemotron 3 Nano "31.6B", Super "120B",
+        // Ultra "550B" (latent MoE: the experts at the latent width, its two projections per
+        // layer), Nemotron-H 56B. (Mutation: price the experts at the hidden width and Super
+        // reads 450 B.)
+        for (id, published) in [
+            ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 31.6e9),
+            ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16", 120e9),
+            ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", 550e9),
+            ("nvidia/Nemotron-H-56B-Base-8K", 56e9),
+        ] {
+            assert_within_1pct(id, find(id).unwrap().param_counts().0, published);
+        }
         assert!(minimax.mtp.is_none());
     }
 }

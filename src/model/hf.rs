@@ -308,16 +308,17 @@ type Parsed = (Vec<LayerGroup>, Option<MtpBlock>);
 /// Nemotron-H (`nemotron_h`: Nemotron-H, Nemotron 3 Nano): a stack of single-purpose blocks,
 /// one character each in `hybrid_override_pattern`: `M` a Mamba-2 mixer, `*` attention, `-` a
 /// dense MLP, `E` a MoE, each after its own norm. Its MLPs and experts are ungated (up, squared
-/// ReLU, down). Consecutive blocks of one kind are one layer group, in the pattern's order.
+/// ReLU, down); Nemotron 3 Super's experts work at `moe_latent_size`. Consecutive blocks of one
+/// kind are one layer group, in the pattern's order.
 fn nemotron_h(f: &Fields) -> Result<Parsed, String> {
-    let pattern = f.get("hybrid_override_pattern").and_then(Value::as_str).ok_or("required field `hybrid_override_pattern` is missing")?;
-    let n = f.u32("num_hidden_layers")?;
-    if pattern.chars().count() != n as usize {
-        return Err(format!("field `hybrid_override_pattern` has {} blocks; `num_hidden_layers` is {n}", pattern.chars().count()));
+    let pattern = block_pattern(f, "hybrid_override_pattern", "layers_block_type")?;
+    let pattern = pattern.as_str();
+    if let Some(n) = f.u32_opt("num_hidden_layers")? {
+        if pattern.chars().count() != n as usize {
+            return Err(format!("the block pattern has {} blocks; `num_hidden_layers` is {n}", pattern.chars().count()));
+        }
     }
-    if f.get("moe_latent_size").is_some_and(|v| !v.is_null()) {
-        return Err("field `moe_latent_size` is set: latent MoE (Nemotron 3 Super and Ultra) is not modelled".into());
-    }
+    let latent_size = f.u64_opt("moe_latent_size")?;
     let mamba = Attention::Mamba2 {
         heads: f.u32("mamba_num_heads")?,
         head_dim: f.u32("mamba_head_dim")?,
@@ -360,6 +361,7 @@ fn nemotron_h(f: &Fields) -> Result<Parsed, String> {
                         * f.u64_opt("n_shared_experts")?.unwrap_or(1),
                     bias,
                     gated: false,
+                    latent_size,
                 },
             ),
             other => {
@@ -377,7 +379,34 @@ fn nemotron_h(f: &Fields) -> Result<Parsed, String> {
             _ => groups.push(LayerGroup { count: 1, attention, mlp }),
         }
     }
-    Ok((groups, None))
+    // MTP (Nemotron 3 Super): `num_nextn_predict_layers` modules of an attention block and a
+    // MoE block each (`mtp_hybrid_override_pattern: "*E"`), one decoder layer as this tool
+    // lays them out; another pattern is not modelled.
+    let mtp_pattern = block_pattern(f, "mtp_hybrid_override_pattern", "mtp_layers_block_type").ok();
+    let mtp = match (f.u32_opt("num_nextn_predict_layers")?, mtp_pattern.as_deref()) {
+        (Some(n), Some("*E")) if n > 0 => Some(MtpBlock { layers: n, attention: block('*')?.0, mlp: block('E')?.1 }),
+        _ => None,
+    };
+    Ok((groups, mtp))
+}
+
+/// A Nemotron-H block pattern, one character a block: the `pattern` string field (older
+/// configs), or the `list` of block types (`mamba`, `attention`, `mlp`, `moe`; newer ones).
+fn block_pattern(f: &Fields, pattern: &str, list: &str) -> Result<String, String> {
+    if let Some(p) = f.get(pattern).and_then(Value::as_str) {
+        return Ok(p.to_string());
+    }
+    let types = f.get(list).and_then(Value::as_array).ok_or(format!("required field `{pattern}` (or `{list}`) is missing"))?;
+    types
+        .iter()
+        .map(|t| match t.as_str() {
+            Some("mamba") => Ok('M'),
+            Some("attention") => Ok('*'),
+            Some("mlp") => Ok('-'),
+            Some("moe") => Ok('E'),
+            _ => Err(format!("field `{list}` holds {t}; expected mamba, attention, mlp or moe")),
+        })
+        .collect()
 }
 
 fn gqa(f: &Fields, window: Option<u32>) -> Result<Attention, String> {
@@ -436,6 +465,7 @@ fn dense_or_moe(f: &Fields, model_type: &str) -> Result<Parsed, String> {
             shared_intermediate_size: 0,
             bias: false,
             gated: true,
+            latent_size: None,
         }),
         "qwen2_moe" | "qwen3_moe" | "qwen3_vl_moe" | "qwen3_vl_moe_text" => Some(Mlp::Moe {
             experts: f.u32("num_experts")?,
@@ -444,6 +474,7 @@ fn dense_or_moe(f: &Fields, model_type: &str) -> Result<Parsed, String> {
             shared_intermediate_size: f.u64_opt("shared_expert_intermediate_size")?.unwrap_or(0),
             bias: false,
             gated: true,
+            latent_size: None,
         }),
         _ => None,
     };
@@ -490,6 +521,7 @@ fn deepseek(f: &Fields) -> Result<Parsed, String> {
         shared_intermediate_size: f.u64_opt("n_shared_experts")?.unwrap_or(0) * expert_i,
         bias: false,
         gated: true,
+        latent_size: None,
     };
     let first_dense = f.u32_opt("first_k_dense_replace")?.unwrap_or(0).min(n);
     let freq = f.u32_opt("moe_layer_freq")?.unwrap_or(1).max(1);
@@ -539,6 +571,7 @@ fn minimax_m2(f: &Fields) -> Result<Parsed, String> {
         shared_intermediate_size: shared,
         bias: false,
         gated: true,
+        latent_size: None,
     };
     Ok((vec![LayerGroup { count: n, attention, mlp }], None))
 }
@@ -579,6 +612,7 @@ fn llama4(f: &Fields) -> Result<Parsed, String> {
         shared_intermediate_size: expert_i,
         bias: false,
         gated: true,
+        latent_size: None,
     };
     let dense = Mlp::Dense { intermediate_size: f.u64("intermediate_size_mlp")?, bias: false, gated: true };
     // (rotary, MoE) -> layer count, in a fixed order so the groups do not depend on the map.
@@ -617,6 +651,7 @@ fn gpt_oss(f: &Fields) -> Result<Parsed, String> {
         shared_intermediate_size: 0,
         bias: true,
         gated: true,
+        latent_size: None,
     };
     let mut full = gqa(f, None)?;
     if let Attention::Gqa { bias, .. } = &mut full {
@@ -668,6 +703,7 @@ fn qwen3_5(f: &Fields) -> Result<Parsed, String> {
             shared_intermediate_size: f.u64_opt("shared_expert_intermediate_size")?.unwrap_or(0),
             bias: false,
             gated: true,
+            latent_size: None,
         },
         _ => Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias: false, gated: true },
     };

@@ -209,6 +209,11 @@ pub enum Mlp {
         /// down (Nemotron-H).
         #[serde(default = "yes", skip_serializing_if = "is_true")]
         gated: bool,
+        /// Latent MoE (Nemotron 3 Super): the routed experts work at this width, the tokens
+        /// projected down to it before them and back up after (the router and the shared
+        /// expert see the full hidden state).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        latent_size: Option<u64>,
     },
     /// No channel mixer: a block that is only a token mixer (Nemotron-H's `M` and `*` blocks).
     None,
@@ -320,11 +325,13 @@ impl Mlp {
                 let p = matrices(gated) * hidden * intermediate_size;
                 (p, p)
             }
-            Mlp::Moe { experts, top_k, expert_intermediate_size, shared_intermediate_size, gated, .. } => {
-                let per = matrices(gated) * hidden * expert_intermediate_size;
+            Mlp::Moe { experts, top_k, expert_intermediate_size, shared_intermediate_size, gated, latent_size, .. } => {
+                let width = latent_size.unwrap_or(hidden);
+                let per = matrices(gated) * width * expert_intermediate_size;
                 let shared = matrices(gated) * hidden * shared_intermediate_size;
                 let router = hidden * experts as u64;
-                (experts as u64 * per + shared + router, top_k as u64 * per + shared + router)
+                let latent = latent_size.map_or(0, |l| 2 * hidden * l);
+                (experts as u64 * per + shared + router + latent, top_k as u64 * per + shared + router + latent)
             }
             Mlp::None => (0, 0),
         }
@@ -494,7 +501,10 @@ impl ModelArch {
                         return Err("`intermediate_size` must be positive".into());
                     }
                 }
-                Mlp::Moe { experts, top_k, expert_intermediate_size, .. } => {
+                Mlp::Moe { experts, top_k, expert_intermediate_size, latent_size, .. } => {
+                    if latent_size == Some(0) {
+                        return Err("`moe_latent_size` must be positive or null".into());
+                    }
                     if experts == 0 || expert_intermediate_size == 0 {
                         return Err(format!(
                             "MoE fields: number of experts ({experts}) and `moe_intermediate_size` ({expert_intermediate_size}) must be positive"

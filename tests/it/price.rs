@@ -298,3 +298,20 @@ fn operators_of_one_name_kind_and_source_are_one_row() {
     assert_eq!(norms.len(), 1, "{norms:?}");
     assert_eq!(norms[0]["count"].as_f64(), Some(61.0));
 }
+
+#[test]
+fn a_latent_moe_projects_the_routed_tokens_down_and_back_up_in_each_moe_block() {
+    // Nemotron 3 Super: 40 MoE blocks, each with fc1 (4,096 → 1,024) before its experts and fc2
+    // after; the experts' weights at the latent width. Mutation: leave `latent_ops` out and
+    // neither row exists.
+    let out = cmd()
+        .args(["price", "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16", "--device", "TEST_DEVICE", "--tp", "8", "--decode", "8x1024"])
+        .args(["--output", "json"])
+        .assert()
+        .success();
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    for name in ["fc1_latent_proj", "fc2_latent_proj"] {
+        assert_eq!(op(&v, name)["count"].as_f64(), Some(40.0), "{name}");
+        assert_eq!(op(&v, name)["kind"], "gemm");
+    }
+}

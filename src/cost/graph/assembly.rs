@@ -118,9 +118,9 @@ impl Builder<'_> {
                 let q = self.non_expert_q;
                 self.dense_mlp(count, unit(TOK, 1.0), intermediate_size as f64 / self.tp, bias, q, true, gated);
             }
-            Mlp::Moe { experts, top_k, expert_intermediate_size, shared_intermediate_size, bias, gated } => {
+            Mlp::Moe { experts, top_k, expert_intermediate_size, shared_intermediate_size, bias, gated, latent_size } => {
                 let (e, k, i, sh) = (experts as f64, top_k as f64, expert_intermediate_size as f64, shared_intermediate_size as f64);
-                self.moe(count, e, k, i, sh, bias, gated);
+                self.moe(count, e, k, i, sh, bias, gated, latent_size.map(|l| l as f64));
             }
             Mlp::None => {}
         }

@@ -210,7 +210,7 @@ impl Builder<'_> {
     /// expert multiplies that many rows through gate-up and down (6·h·i FLOPs a row) and reads
     /// its weights once.
     fn experts_roof(&self, s: &super::moe::MoeShape, peak: f64, bytes: (f64, f64), matrices: f64) -> Roof1 {
-        experts_roof_at(s.moe_tp, s.ep, self.h, s.i_l * s.moe_tp, s.experts, peak, bytes, self.datasheet_hbm(), matrices)
+        experts_roof_at(s.moe_tp, s.ep, s.eh, s.i_l * s.moe_tp, s.experts, peak, bytes, self.datasheet_hbm(), matrices)
     }
 
     /// Whether the routed experts of a block with `experts` experts are priced as one measured
@@ -237,7 +237,7 @@ impl Builder<'_> {
         // The tables time gated experts (gate, up and down), except at an ungated model's own
         // shape (below).
         let roof = self.experts_roof(s, peak(dt), bytes, 3.0);
-        let fixed = [s.moe_tp, s.ep, self.h, s.i_l * s.moe_tp, s.top_k, s.experts];
+        let fixed = [s.moe_tp, s.ep, s.eh, s.i_l * s.moe_tp, s.top_k, s.experts];
         // Coordinates (moe_tp, moe_ep, hidden, intermediate, top-k, experts, tokens per expert):
         // a clamped layout or shape scales by the roofline of the query's.
         let hbm = self.datasheet_hbm();

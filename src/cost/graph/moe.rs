@@ -16,9 +16,19 @@ impl Builder<'_> {
     /// token instead and one all-reduce sums the experts' partial outputs (see
     /// [`CostOptions::moe_all_reduce`]).
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn moe(&mut self, count: f64, experts: f64, top_k: f64, inter: f64, shared: f64, bias: bool, gated: bool) {
+    pub(super) fn moe(
+        &mut self,
+        count: f64,
+        experts: f64,
+        top_k: f64,
+        inter: f64,
+        shared: f64,
+        bias: bool,
+        gated: bool,
+        latent: Option<f64>,
+    ) {
         let h = self.h;
-        let s = MoeShape { gated, ..self.moe_shape(experts, top_k, inter, bias) };
+        let s = MoeShape { gated, eh: latent.unwrap_or(h), ..self.moe_shape(experts, top_k, inter, bias) };
         self.gemm_c("router", count, s.sliced, h, experts, None, bias);
         // A measured fused-MoE kernel selects the top-k itself.
         if !self.experts_measured(experts) {
@@ -26,21 +36,25 @@ impl Builder<'_> {
             self.ops.push(op);
         }
         // Permuted rows and expert intermediates per sliced token.
-        self.track_width((top_k * (h + s.up() * s.i_l) * s.moe_tp) / s.tp + 2.0 * h);
+        self.track_width((top_k * (s.eh + s.up() * s.i_l) * s.moe_tp) / s.tp + 2.0 * h);
         if s.replicated {
             // No dispatch or combine to fuse with the experts (`dispatch_ffn_combine`). The
             // shared expert is split over TP like a dense MLP, and the all-reduce sums what both
             // the routed and the shared experts computed: it waits for both, after any second
             // stream.
-            let routed = self.expert_ops(count, &s);
+            let mut routed = self.latent_ops(count, &s, true);
+            routed.extend(self.expert_ops(count, &s));
+            routed.extend(self.latent_ops(count, &s, false));
             let shared_ops = self.shared_mlp_ops(count, unit(TOK, 1.0), shared / self.tp, false, gated);
             self.schedule_moe(count, routed, shared_ops, 1.0);
             let reduce = self.tp_reduce_op("moe_all_reduce", count, h);
             self.ops.extend(reduce);
         } else {
-            let mut routed = self.moe_dispatch_ops(count, &s);
+            let mut routed = self.latent_ops(count, &s, true);
+            routed.extend(self.moe_dispatch_ops(count, &s));
             routed.extend(self.expert_ops(count, &s));
             routed.extend(self.moe_combine_ops(count, &s));
+            routed.extend(self.latent_ops(count, &s, false));
             let shared_ops = self.shared_expert_ops(count, shared, s.sliced, gated);
             self.schedule_moe(count, routed, shared_ops, s.ep);
             self.restore_tokens(count);
@@ -58,6 +72,7 @@ impl Builder<'_> {
         let replicated = self.opts.moe_all_reduce && tp > 1.0 && par.ep.max(1) * par.moe_tp.max(1) == par.tp;
         MoeShape {
             gated: true,
+            eh: self.h,
             replicated,
             experts,
             top_k,
@@ -77,9 +92,22 @@ impl Builder<'_> {
         }
     }
 
+    /// A latent MoE's projection of the routed tokens down to the experts' width (`down`) or
+    /// back up after them, on this rank's token slice (none without a latent width).
+    fn latent_ops(&mut self, count: f64, s: &MoeShape, down: bool) -> Vec<Op> {
+        if s.eh == self.h {
+            return Vec::new();
+        }
+        let (name, k, n) = if down { ("fc1_latent_proj", self.h, s.eh) } else { ("fc2_latent_proj", s.eh, self.h) };
+        let before = self.ops.len();
+        let q = self.non_expert_q;
+        self.gemm_c(name, count, s.sliced, k, n, Some(q), false);
+        self.ops.split_off(before)
+    }
+
     /// Before the experts: permute and all-to-all the routed rows over EP, all-gather over MoE-TP.
     fn moe_dispatch_ops(&self, count: f64, s: &MoeShape) -> Vec<Op> {
-        let h = self.h;
+        let h = s.eh;
         let mut routed: Vec<Op> = Vec::new();
         if s.ep > 1.0 {
             routed.push(self.vector_op("permute_tokens", count, s.sliced, s.top_k * h, 0.0, 2.0 * s.ab, false, 1.0));
@@ -106,7 +134,7 @@ impl Builder<'_> {
     /// The grouped expert GEMMs and activation (gate_up, act, down), and the expert and router
     /// weights they hold.
     fn expert_ops(&mut self, count: f64, s: &MoeShape) -> Vec<Op> {
-        let h = self.h;
+        let h = s.eh;
         let eager = !self.compile;
         let [mut gate_up, act, down] = self.expert_costs(s);
         if eager {
@@ -139,7 +167,7 @@ impl Builder<'_> {
         let i_l = s.i_l;
         self.weights +=
             count * self.copies * s.local * (s.matrices() * h * i_l * s.wb + if s.bias { (s.up() * i_l + h) * 2.0 } else { 0.0 });
-        self.weights += count * self.copies * h * s.experts * 2.0;
+        self.weights += count * self.copies * self.h * s.experts * 2.0;
         if self.experts_measured(s.experts) {
             let route = if s.replicated { (1.0, 1.0) } else { (s.tp, s.ep * s.moe_tp) };
             let [gu, act, down] = self.expert_costs(s);
@@ -161,7 +189,7 @@ impl Builder<'_> {
 
     /// Per-pair and per-expert costs of the fused gate_up GEMM, the activation and the down GEMM.
     fn expert_costs(&mut self, s: &MoeShape) -> [ExpertCost; 3] {
-        let (h, q, i_l, ab, wb) = (self.h, s.q, s.i_l, s.ab, s.wb);
+        let (h, q, i_l, ab, wb) = (s.eh, s.q, s.i_l, s.ab, s.wb);
         let mma_r = self.mma_rate(if q.is_quantized() { q.gemm_dtype() } else { Dtype::Bf16 });
         let deq = q.dequant_flops_per_weight(self.fp4_cores());
         let eager = !self.compile;
@@ -214,7 +242,7 @@ impl Builder<'_> {
 
     /// After the experts: reduce-scatter over MoE-TP, all-to-all back over EP and unpermute.
     fn moe_combine_ops(&self, count: f64, s: &MoeShape) -> Vec<Op> {
-        let h = self.h;
+        let h = s.eh;
         let mut routed: Vec<Op> = Vec::new();
         if s.moe_tp > 1.0 {
             routed.extend(self.collective_op(
@@ -305,6 +333,8 @@ impl Builder<'_> {
 pub(super) struct MoeShape {
     /// Gated experts (gate and up); `false`: up alone and a squared ReLU.
     pub(super) gated: bool,
+    /// The experts' hidden width: the model's, or a latent MoE's latent width.
+    pub(super) eh: f64,
     pub(super) experts: f64,
     pub(super) top_k: f64,
     pub(super) bias: bool,
