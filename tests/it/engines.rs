@@ -103,29 +103,10 @@ fn a_model_with_per_sequence_state_runs_what_fits_and_queues_the_rest() {
     // clients' 512. vLLM queues the rest; the row runs with a running cap below 512. Mutation:
     // size the pool for all 512 states (`state_held_seqs` returning `seqs`) and it is out of
     // memory.
-    let r = row(&[
-        "Qwen/Qwen3.5-35B-A3B",
-        "--device",
-        "H100_SXM",
-        "--tp-sizes",
-        "1",
-        "--batch-range",
-        "512",
-        "512",
-        "--input-length",
-        "1024",
-        "--output-length",
-        "64",
-        "--quantize-linear-action",
-        "DISABLED",
-        "--serving-engine",
-        "vllm",
-        "--arrival",
-        "closed",
-        "--num-requests",
-        "600",
-        "-q",
-    ]);
+    let args = "Qwen/Qwen3.5-35B-A3B --device H100_SXM --tp-sizes 1 --batch-range 512 512 --input-length 1024 \
+                --output-length 64 --quantize-linear-action DISABLED --serving-engine vllm --arrival closed \
+                --num-requests 600 -q";
+    let r = row(&args.split_whitespace().collect::<Vec<_>>());
     assert!(r["stop_reason"].is_null(), "{r}");
     let cap = r["max_num_seqs"].as_u64().unwrap();
     assert!((2..64).contains(&cap), "running cap {cap}: {r}");
