@@ -2,6 +2,7 @@
 //! drafter passes, final norm, LM head, vision tower), whole or one pipeline stage's share of
 //! them, and the memory model from what the builders accumulated.
 
+use super::moe::MoeBlock;
 use super::{Builder, TOK};
 use crate::cost::memory::MemoryModel;
 use crate::cost::ops::{f, unit, Collective};
@@ -119,8 +120,16 @@ impl Builder<'_> {
                 self.dense_mlp(count, unit(TOK, 1.0), intermediate_size as f64 / self.tp, bias, q, true, gated);
             }
             Mlp::Moe { experts, top_k, expert_intermediate_size, shared_intermediate_size, bias, gated, latent_size } => {
-                let (e, k, i, sh) = (experts as f64, top_k as f64, expert_intermediate_size as f64, shared_intermediate_size as f64);
-                self.moe(count, e, k, i, sh, bias, gated, latent_size.map(|l| l as f64));
+                let block = MoeBlock {
+                    experts: experts as f64,
+                    top_k: top_k as f64,
+                    inter: expert_intermediate_size as f64,
+                    shared: shared_intermediate_size as f64,
+                    bias,
+                    gated,
+                    latent: latent_size.map(|l| l as f64),
+                };
+                self.moe(count, &block);
             }
             Mlp::None => {}
         }

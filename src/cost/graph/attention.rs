@@ -337,12 +337,7 @@ impl Builder<'_> {
         self.gemm("in_proj_qkvz", count, TOK, h, qkvz, Some(q), false);
         self.gemm("in_proj_ba", count, TOK, h, 2.0 * vh, None, false);
         let ch = 2.0 * kh * dk + vh * dv;
-        self.weights += count * self.copies * kernel * ch * 2.0;
-        let mut conv = self.vector_op("causal_conv1d", count, tok, ch, 2.0 * kernel, 4.0, false, 1.0);
-        if let OpKind::Roofline { mem, .. } = &mut conv.kind {
-            mem[f::SEQS] += (kernel - 1.0) * ch * 2.0 * 2.0 / self.hbm;
-        }
-        self.ops.push(conv);
+        self.causal_conv(count, ch, kernel);
         // Gated delta rule: chunked matmuls in prefill, a recurrent update in decode; the
         // fp32 state (vh × dk × dv per sequence) is read and written once per step.
         let state = vh * dk * dv * 4.0;
@@ -399,12 +394,9 @@ impl Builder<'_> {
         }
         self.gemm("in_proj", count, TOK, h, 2.0 * inner + bc + nh, Some(q), false);
         let ch = inner + bc;
-        self.weights += count * self.copies * (kernel * ch + 3.0 * nh + inner) * 2.0;
-        let mut conv = self.vector_op("causal_conv1d", count, tok, ch, 2.0 * kernel, 4.0, false, 1.0);
-        if let OpKind::Roofline { mem, .. } = &mut conv.kind {
-            mem[f::SEQS] += (kernel - 1.0) * ch * 2.0 * 2.0 / self.hbm;
-        }
-        self.ops.push(conv);
+        // A, D and dt's bias per head, the gated norm's weight.
+        self.weights += count * self.copies * (3.0 * nh + inner) * 2.0;
+        self.causal_conv(count, ch, kernel);
         // The SSM state is fp32 (`mamba_ssm_cache_dtype`), nh × p × n a sequence, read and
         // written once per step. Prefill runs the chunked scan (SSD, chunks of 128 tokens):
         // within a chunk C·Bᵀ (128 × n a token) and its product with x (128 × p), plus the
@@ -433,6 +425,17 @@ impl Builder<'_> {
         self.act_quant("out_input_quant", count, tok, inner, q);
         self.row_parallel("out_proj", "attn_all_reduce", count, tok, inner, h, Some(q), false);
         self.track_width(2.0 * inner + bc + nh);
+    }
+
+    /// The depthwise causal convolution of a linear mixer over `ch` channels and `kernel` taps:
+    /// its weights, and each sequence's last `kernel − 1` inputs (its state) read and written.
+    fn causal_conv(&mut self, count: f64, ch: f64, kernel: f64) {
+        self.weights += count * self.copies * kernel * ch * 2.0;
+        let mut conv = self.vector_op("causal_conv1d", count, unit(TOK, 1.0), ch, 2.0 * kernel, 4.0, false, 1.0);
+        if let OpKind::Roofline { mem, .. } = &mut conv.kind {
+            mem[f::SEQS] += (kernel - 1.0) * ch * 2.0 * 2.0 / self.hbm;
+        }
+        self.ops.push(conv);
     }
 
     fn rope(&mut self, count: f64, elems: f64, rot_dim: f64) {

@@ -109,7 +109,8 @@ impl Builder<'_> {
         // database's collectors time one GEMM in a loop, whose weights stay in L2 when they fit:
         // on an L40S (96 MB of L2) a quarter of the bf16 points beat the ceiling, some 3x over.
         // Activations may come from L2 (the previous kernel wrote them) and keep the datasheet.
-        let floor = Roof1 { memory0: roof.memory0 / self.dev.memory_efficiency.max(f64::MIN_POSITIVE), ..roof };
+        // (Profile validation keeps `memory_efficiency` in (0, 1].)
+        let floor = Roof1 { memory0: roof.memory0 / self.dev.memory_efficiency, ..roof };
         let lookup = Lookup::Count { coef: *tok, curve, roof, transfer, floor: Some(floor) };
         Op { fixed_s: 0.0, kind: OpKind::Measured(Box::new(Measured { roofline: op.kind, lookup })), ..op }
     }

@@ -15,20 +15,10 @@ impl Builder<'_> {
     /// `moe_all_reduce`, when the MoE ranks are the attention TP ranks, every rank routes every
     /// token instead and one all-reduce sums the experts' partial outputs (see
     /// [`CostOptions::moe_all_reduce`]).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn moe(
-        &mut self,
-        count: f64,
-        experts: f64,
-        top_k: f64,
-        inter: f64,
-        shared: f64,
-        bias: bool,
-        gated: bool,
-        latent: Option<f64>,
-    ) {
+    pub(super) fn moe(&mut self, count: f64, b: &MoeBlock) {
         let h = self.h;
-        let s = MoeShape { gated, eh: latent.unwrap_or(h), ..self.moe_shape(experts, top_k, inter, bias) };
+        let s = self.moe_shape(b);
+        let (experts, top_k, shared, bias, gated) = (b.experts, b.top_k, b.shared, b.bias, b.gated);
         self.gemm_c("router", count, s.sliced, h, experts, None, bias);
         // A measured fused-MoE kernel selects the top-k itself.
         if !self.experts_measured(experts) {
@@ -62,7 +52,8 @@ impl Builder<'_> {
     }
 
     /// The per-rank sizes of one MoE block under this candidate's TP, EP and MoE-TP.
-    fn moe_shape(&self, experts: f64, top_k: f64, inter: f64, bias: bool) -> MoeShape {
+    fn moe_shape(&self, b: &MoeBlock) -> MoeShape {
+        let &MoeBlock { experts, top_k, inter, bias, gated, latent, .. } = b;
         let par = self.par;
         let (tp, ep, moe_tp) = (self.tp, par.ep.max(1) as f64, par.moe_tp.max(1) as f64);
         let q = self.expert_q;
@@ -71,8 +62,8 @@ impl Builder<'_> {
         // tokens are already on every rank.
         let replicated = self.opts.moe_all_reduce && tp > 1.0 && par.ep.max(1) * par.moe_tp.max(1) == par.tp;
         MoeShape {
-            gated: true,
-            eh: self.h,
+            gated,
+            eh: latent.unwrap_or(self.h),
             replicated,
             experts,
             top_k,
@@ -327,6 +318,22 @@ impl Builder<'_> {
         let h = self.h;
         self.collective("moe_tp_restore_all_gather", count, tg, Collective::AllGather, unit(TOK, h / self.tp * 2.0));
     }
+}
+
+/// A MoE block as the model defines it (widths unsharded).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct MoeBlock {
+    pub(super) experts: f64,
+    pub(super) top_k: f64,
+    /// Each routed expert's intermediate width.
+    pub(super) inter: f64,
+    /// The shared experts' total intermediate width (0: none).
+    pub(super) shared: f64,
+    pub(super) bias: bool,
+    /// Gated experts (gate and up); `false`: up alone and a squared ReLU.
+    pub(super) gated: bool,
+    /// A latent MoE's expert width (`None`: the model's hidden width).
+    pub(super) latent: Option<f64>,
 }
 
 /// One MoE block's sizes on this rank, shared by the steps that lay it out.
