@@ -73,6 +73,8 @@ const FILES: &[(&str, &str)] = catalog_files!(
     "nvidia--Nemotron-H-56B-Base-8K.yaml",
     "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-BF16.yaml",
     "nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.yaml",
+    "nvidia--Llama-3_3-Nemotron-Super-49B-v1.yaml",
+    "XiaomiMiMo--MiMo-7B-Base.yaml",
 );
 
 /// Every catalog entry, in `--list-models` order.
@@ -184,5 +186,19 @@ mod tests {
             assert_within_1pct(id, find(id).unwrap().param_counts().0, published);
         }
         assert!(minimax.mtp.is_none());
+        // Llama 3.3 Nemotron Super 49B (`nemotron-nas`): 49.9B parameters in its safetensors
+        // (Hugging Face's count), 49 attention layers of 80. (Mutation: take every layer's MLP
+        // as Llama 3 70B's 28,672 and it reads 66 B.)
+        let nas = find("nvidia/Llama-3_3-Nemotron-Super-49B-v1").unwrap();
+        assert_within_1pct("Llama-3.3-Nemotron-Super-49B", nas.param_counts().0, 49.9e9);
+        let attention: u32 =
+            nas.layers.iter().filter(|g| matches!(g.attention, crate::model::Attention::Gqa { .. })).map(|g| g.count).sum();
+        assert_eq!(attention, 49);
+        // MiMo-7B (`mimo`): 7.83B in its safetensors (Hugging Face's count), its MTP layer
+        // included. (Mutation: parse it without the MTP layer and the sum reads 7.62 B.)
+        let mimo = find("XiaomiMiMo/MiMo-7B-Base").unwrap();
+        let mtp = mimo.mtp.as_ref().expect("MiMo ships an MTP layer");
+        let mtp_params = mtp.attention.params(mimo.hidden_size) + mtp.mlp.params(mimo.hidden_size).0;
+        assert_within_1pct("MiMo-7B with its MTP layer", mimo.param_counts().0 + mtp_params, 7.83e9);
     }
 }

@@ -36,6 +36,8 @@ pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
     "qwen3_5_moe_text",
     "qwen3_next",
     "nemotron_h",
+    "nemotron-nas",
+    "mimo",
 ];
 
 /// The largest value a config field may hold: counts that size memory (layers, experts,
@@ -204,7 +206,9 @@ pub fn parse_config(text: &str, id: &str) -> Result<ModelArch, String> {
         "gpt_oss" => gpt_oss(&f)?,
         "llama4" | "llama4_text" => llama4(&f)?,
         "qwen3_5" | "qwen3_5_text" | "qwen3_5_moe" | "qwen3_5_moe_text" | "qwen3_next" => qwen3_5(&f)?,
-        "nemotron_h" => nemotron_h(&f)?,
+        "mimo" => mimo(&f)?,
+        "nemotron_h" => nemotron::nemotron_h(&f)?,
+        "nemotron-nas" => nemotron::nemotron_nas(&f)?,
         other => {
             return Err(format!(
                 "field `model_type` is `{other}`, which this tool does not model; supported: {}",
@@ -305,110 +309,6 @@ fn compressed_tensors(q: &Map<String, Value>) -> Result<WeightFormat, String> {
 
 type Parsed = (Vec<LayerGroup>, Option<MtpBlock>);
 
-/// Nemotron-H (`nemotron_h`: Nemotron-H, Nemotron 3 Nano): a stack of single-purpose blocks,
-/// one character each in `hybrid_override_pattern`: `M` a Mamba-2 mixer, `*` attention, `-` a
-/// dense MLP, `E` a MoE, each after its own norm. Its MLPs and experts are ungated (up, squared
-/// ReLU, down); Nemotron 3 Super's experts work at `moe_latent_size`. Consecutive blocks of one
-/// kind are one layer group, in the pattern's order.
-fn nemotron_h(f: &Fields) -> Result<Parsed, String> {
-    let pattern = block_pattern(f, "hybrid_override_pattern", "layers_block_type")?;
-    let pattern = pattern.as_str();
-    if let Some(n) = f.u32_opt("num_hidden_layers")? {
-        if pattern.chars().count() != n as usize {
-            return Err(format!("the block pattern has {} blocks; `num_hidden_layers` is {n}", pattern.chars().count()));
-        }
-    }
-    let latent_size = f.u64_opt("moe_latent_size")?;
-    let mamba = Attention::Mamba2 {
-        heads: f.u32("mamba_num_heads")?,
-        head_dim: f.u32("mamba_head_dim")?,
-        state_size: f.u32("ssm_state_size")?,
-        groups: f.u32("n_groups")?,
-        conv_kernel: f.u32("conv_kernel")?,
-    };
-    let bias = f.bool_or("mlp_bias", false)?;
-    let block = |c: char| -> Result<(Attention, Mlp), String> {
-        Ok(match c {
-            'M' => (mamba.clone(), Mlp::None),
-            '*' => {
-                let heads = f.u32("num_attention_heads")?;
-                let head_dim = match f.u32_opt("head_dim")? {
-                    Some(d) => d,
-                    None => f.u32("attention_head_dim")?,
-                };
-                let kv_heads = f.u32_opt("num_key_value_heads")?.unwrap_or(heads);
-                let bias = f.bool_or("attention_bias", false)?;
-                let gqa = Attention::Gqa {
-                    heads,
-                    kv_heads,
-                    head_dim,
-                    qk_norm: false,
-                    bias,
-                    sliding_window: None,
-                    output_gate: false,
-                    rotary_fraction: 1.0,
-                };
-                (gqa, Mlp::None)
-            }
-            '-' => (Attention::None, Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias, gated: false }),
-            'E' => (
-                Attention::None,
-                Mlp::Moe {
-                    experts: f.u32("n_routed_experts")?,
-                    top_k: f.u32("num_experts_per_tok")?,
-                    expert_intermediate_size: f.u64("moe_intermediate_size")?,
-                    shared_intermediate_size: f.u64_opt("moe_shared_expert_intermediate_size")?.unwrap_or(0)
-                        * f.u64_opt("n_shared_experts")?.unwrap_or(1),
-                    bias,
-                    gated: false,
-                    latent_size,
-                },
-            ),
-            other => {
-                return Err(format!(
-                    "field `hybrid_override_pattern` holds `{other}`; expected M (Mamba-2), * (attention), - (MLP) or E (MoE)"
-                ))
-            }
-        })
-    };
-    let mut groups: Vec<LayerGroup> = Vec::new();
-    for c in pattern.chars() {
-        let (attention, mlp) = block(c)?;
-        match groups.last_mut() {
-            Some(g) if g.attention == attention && g.mlp == mlp => g.count += 1,
-            _ => groups.push(LayerGroup { count: 1, attention, mlp }),
-        }
-    }
-    // MTP (Nemotron 3 Super): `num_nextn_predict_layers` modules of an attention block and a
-    // MoE block each (`mtp_hybrid_override_pattern: "*E"`), one decoder layer as this tool
-    // lays them out; another pattern is not modelled.
-    let mtp_pattern = block_pattern(f, "mtp_hybrid_override_pattern", "mtp_layers_block_type").ok();
-    let mtp = match (f.u32_opt("num_nextn_predict_layers")?, mtp_pattern.as_deref()) {
-        (Some(n), Some("*E")) if n > 0 => Some(MtpBlock { layers: n, attention: block('*')?.0, mlp: block('E')?.1 }),
-        _ => None,
-    };
-    Ok((groups, mtp))
-}
-
-/// A Nemotron-H block pattern, one character a block: the `pattern` string field (older
-/// configs), or the `list` of block types (`mamba`, `attention`, `mlp`, `moe`; newer ones).
-fn block_pattern(f: &Fields, pattern: &str, list: &str) -> Result<String, String> {
-    if let Some(p) = f.get(pattern).and_then(Value::as_str) {
-        return Ok(p.to_string());
-    }
-    let types = f.get(list).and_then(Value::as_array).ok_or(format!("required field `{pattern}` (or `{list}`) is missing"))?;
-    types
-        .iter()
-        .map(|t| match t.as_str() {
-            Some("mamba") => Ok('M'),
-            Some("attention") => Ok('*'),
-            Some("mlp") => Ok('-'),
-            Some("moe") => Ok('E'),
-            _ => Err(format!("field `{list}` holds {t}; expected mamba, attention, mlp or moe")),
-        })
-        .collect()
-}
-
 fn gqa(f: &Fields, window: Option<u32>) -> Result<Attention, String> {
     let heads = f.u32("num_attention_heads")?;
     let hidden = f.u64("hidden_size")?;
@@ -499,6 +399,20 @@ fn dense_or_moe(f: &Fields, model_type: &str) -> Result<Parsed, String> {
         groups.push(LayerGroup { count: n - dense_count, attention, mlp: moe });
     }
     Ok((groups, None))
+}
+
+/// Xiaomi MiMo (`mimo`): a Qwen2 network (biased QKV) with `num_nextn_predict_layers` MTP
+/// modules, each one more decoder layer of the same shape.
+fn mimo(f: &Fields) -> Result<Parsed, String> {
+    let (layers, _) = dense_or_moe(f, "qwen2")?;
+    let mtp = match f.u32_opt("num_nextn_predict_layers")? {
+        Some(n) if n > 0 => {
+            let layer = &layers[0];
+            Some(MtpBlock { layers: n, attention: layer.attention.clone(), mlp: layer.mlp.clone() })
+        }
+        _ => None,
+    };
+    Ok((layers, mtp))
 }
 
 fn deepseek(f: &Fields) -> Result<Parsed, String> {
@@ -760,5 +674,6 @@ fn vision(v: &Map<String, Value>) -> Result<VisionTower, String> {
     })
 }
 
+mod nemotron;
 #[cfg(test)]
 mod tests;

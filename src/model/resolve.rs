@@ -52,7 +52,8 @@ fn from_file(path: &Path, id: &str) -> Result<ModelArch, ModelError> {
 pub fn network_key(id: &str) -> String {
     let name = id.trim().rsplit('/').next().unwrap_or("").to_lowercase();
     let mut s = name.strip_prefix("meta-").unwrap_or(&name).to_string();
-    let suffixes = || PRECISION_SUFFIXES.iter().map(|(s, _)| *s).chain(["-hf", "-instruct", "-thinking", "-chat", "-python", "-bf16"]);
+    let suffixes =
+        || PRECISION_SUFFIXES.iter().map(|(s, _)| *s).chain(["-hf", "-instruct", "-thinking", "-chat", "-python", "-bf16", "-base"]);
     // Each pass strips one suffix; a name carries a few at most (`-Instruct-hf`, `-chat-hf`).
     while let Some(t) = suffixes().find_map(|suffix| s.strip_suffix(suffix)).or_else(|| dated_release(&s)) {
         s = t.to_string();
@@ -249,6 +250,9 @@ mod tests {
             ("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "Qwen/Qwen3-235B-A22B", 94, 4),
             ("Qwen/Qwen3-30B-A3B-Thinking-2507", "Qwen/Qwen3-30B-A3B", 48, 4),
             ("meta-llama/Meta-Llama-3-8B-Instruct", "meta-llama/Meta-Llama-3-8B", 32, 8),
+            // A `-Base` release is the pretrained network itself (mutation: drop `-base` from
+            // the suffixes and it is not found).
+            ("Qwen/Qwen3-8B-Base", "Qwen/Qwen3-8B", 36, 8),
         ] {
             let (m, _) = resolve_model(id).unwrap_or_else(|e| panic!("{id}: {e}"));
             assert_eq!(network_key(id), network_key(catalog_id), "{id}");

@@ -142,3 +142,42 @@ fn unsupported_and_inconsistent_configs_fail_clearly() {
     assert!(e.contains("multiple of `num_key_value_heads` (7)"), "{e}");
     assert!(parse_config("{not json", "x").unwrap_err().starts_with("not valid JSON"));
 }
+
+#[test]
+fn nemotron_nas_layers_follow_their_block_configs() {
+    // Three searched blocks: full attention with 8 query heads per KV head and a 5.25 × MLP;
+    // no attention and a 1.0 × MLP (2/3 × 4096 = 2730.67, truncated to 2730 and rounded up to
+    // 2816 as DeciLM rounds to multiples of 256); no attention and no MLP (an identity, left
+    // out). The first repeats. (Mutations: drop the rounding and the second MLP reads 2730;
+    // read `no_op` as absent and the third layer gets attention.)
+    let nas = |third: &str| {
+        format!(
+            r#"{{"model_type":"nemotron-nas","hidden_size":4096,"num_attention_heads":32,"num_key_value_heads":null,
+            "intermediate_size":null,"num_hidden_layers":4,"vocab_size":1000,"block_configs":[
+            {{"attention":{{"n_heads_in_group":8,"no_op":false}},"ffn":{{"ffn_mult":5.25}}}},
+            {{"attention":{{"n_heads_in_group":null,"no_op":true}},"ffn":{{"ffn_mult":1.0,"no_op":false}}}},
+            {third},
+            {{"attention":{{"n_heads_in_group":8,"no_op":false}},"ffn":{{"ffn_mult":5.25}}}}]}}"#
+        )
+    };
+    let m = parse_config(&nas(r#"{"attention":{"no_op":true},"ffn":{"no_op":true,"ffn_mult":null}}"#), "x").unwrap();
+    let gqa = Attention::Gqa {
+        heads: 32,
+        kv_heads: 4,
+        head_dim: 128,
+        qk_norm: false,
+        bias: false,
+        sliding_window: None,
+        output_gate: false,
+        rotary_fraction: 1.0,
+    };
+    let dense = |i| Mlp::Dense { intermediate_size: i, bias: false, gated: true };
+    let shape: Vec<(u32, &Attention, &Mlp)> = m.layers.iter().map(|g| (g.count, &g.attention, &g.mlp)).collect();
+    assert_eq!(shape, vec![(2, &gqa, &dense(14336)), (1, &Attention::None, &dense(2816))]);
+    // A block replaced by one linear layer is not priced as something else.
+    let linear = nas(r#"{"attention":{"replace_with_linear":true},"ffn":{"ffn_mult":1.0}}"#);
+    let e = parse_config(&linear, "x").unwrap_err();
+    assert_eq!(e, "field `block_configs[2].attention.replace_with_linear` is true; this tool models only absent, null or false");
+    let e = parse_config(&nas(r#"{"attention":{"n_heads_in_group":5},"ffn":{"ffn_mult":1.0}}"#), "x").unwrap_err();
+    assert!(e.contains("`block_configs[2].attention.n_heads_in_group` is 5; expected a divisor"), "{e}");
+}
