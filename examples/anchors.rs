@@ -197,7 +197,7 @@ fn main() {
             pp: 1,
         };
         let opts = CostOptions {
-            quant: QuantConfig { linear: a.linear, non_expert: None, kv: a.kv, mxfp4_group_size: 32 },
+            quant: QuantConfig { linear: a.linear, non_expert: None, attention: None, kv: a.kv, mxfp4_group_size: 32 },
             compile: CompileOptions { enabled: true, matmul_allreduce: a.matmul_allreduce, ..Default::default() },
             mtp_tokens: a.mtp,
             draft_layers: 0,

@@ -561,6 +561,10 @@ impl<R: BufRead, W: Write> Interview<'_, R, W> {
             } else {
                 format!("experts {}, other linears {}", q.for_experts(), q.for_non_experts())
             };
+            let weights = match q.attention {
+                Some(a) => format!("{weights}, attention projections {a}"),
+                None => weights,
+            };
             let what = format!("linear {weights}, attention/KV {}", q.kv);
             if self.p.yes_no_step(&format!("Use the checkpoint's own precision ({what})?"), true)? {
                 // Nothing to pass: without the flags a GPU plan serves the checkpoint as published.

@@ -517,6 +517,9 @@ pub struct Inputs {
     pub effective_input_length: u64,
     pub quantize_linear_action: String,
     pub quantize_non_expert_linear_action: Option<String>,
+    /// The token mixers' projections, where the checkpoint stores them apart (no flag sets it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention_projections: Option<String>,
     pub quantize_attention_action: String,
     pub compile: bool,
     pub ttft_limit_ms: Option<f64>,

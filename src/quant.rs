@@ -286,6 +286,11 @@ pub struct QuantConfig {
     pub linear: LinearQuant,
     /// Overrides `linear` for attention, dense-MLP and shared-expert projections.
     pub non_expert: Option<LinearQuant>,
+    /// Overrides both for the token mixer's projections (attention's, a linear-attention or
+    /// Mamba-2 mixer's): a checkpoint that stores them apart from its MLPs (NVIDIA's mixed
+    /// NVFP4 releases keep them in FP8). Only a checkpoint sets it; no flag does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention: Option<LinearQuant>,
     pub kv: KvQuant,
     pub mxfp4_group_size: u32,
 }
@@ -308,9 +313,11 @@ impl QuantConfig {
             // checkpoint) are priced with them, in bf16: `non_expert` covers all three.
             WeightFormat::Nvfp4Mlp if model.is_moe() => (LinearQuant::Nvfp4, Some(LinearQuant::Disabled)),
             WeightFormat::Nvfp4Mlp => (LinearQuant::Nvfp4, None),
+            WeightFormat::Nvfp4MlpFp8Attention => (LinearQuant::Nvfp4, None),
         };
+        let attention = (model.weights == WeightFormat::Nvfp4MlpFp8Attention).then_some(LinearQuant::Fp8);
         let kv = if model.fp8_kv_cache { KvQuant::Fp8 } else { KvQuant::Disabled };
-        QuantConfig { linear, non_expert, kv, mxfp4_group_size: 32 }
+        QuantConfig { linear, non_expert, attention, kv, mxfp4_group_size: 32 }
     }
 
     pub fn for_experts(&self) -> LinearQuant {
@@ -318,6 +325,19 @@ impl QuantConfig {
     }
     pub fn for_non_experts(&self) -> LinearQuant {
         self.non_expert.unwrap_or(self.linear)
+    }
+    pub fn for_attention(&self) -> LinearQuant {
+        self.attention.unwrap_or(self.for_non_experts())
+    }
+    /// How a report names the linears' precision: one format, or experts and the rest apart,
+    /// and the mixers' projections where a checkpoint stores them apart.
+    pub fn describe_linears(&self) -> String {
+        let (e, o) = (self.for_experts(), self.for_non_experts());
+        let mut s = if e == o { e.name().to_string() } else { format!("{} (experts), {} (other linears)", e.name(), o.name()) };
+        if let Some(a) = self.attention.filter(|a| *a != o) {
+            s = format!("{s}, {} (attention projections)", a.name());
+        }
+        s
     }
 }
 

@@ -102,7 +102,7 @@ pub fn quant_for(precision: Precision, model: &ModelArch, id: &str) -> QuantConf
         Precision::Fp4 if model.is_moe() => (LinearQuant::Mxfp4, Some(LinearQuant::Disabled)),
         Precision::Fp4 => (LinearQuant::Mxfp4, None),
     };
-    QuantConfig { linear, non_expert, kv: KvQuant::Disabled, mxfp4_group_size: 32 }
+    QuantConfig { linear, non_expert, attention: None, kv: KvQuant::Disabled, mxfp4_group_size: 32 }
 }
 
 /// The KV cache a run kept, in FP8 where

@@ -119,7 +119,7 @@ impl CostOptions {
     /// attention convention — the options of most examples and benchmarks.
     pub fn basic(linear: crate::quant::LinearQuant, compile: bool) -> Self {
         CostOptions {
-            quant: QuantConfig { linear, non_expert: None, kv: crate::quant::KvQuant::Disabled, mxfp4_group_size: 32 },
+            quant: QuantConfig { linear, non_expert: None, attention: None, kv: crate::quant::KvQuant::Disabled, mxfp4_group_size: 32 },
             compile: CompileOptions { enabled: compile, ..Default::default() },
             mtp_tokens: 0,
             draft_layers: 0,

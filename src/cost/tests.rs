@@ -316,3 +316,30 @@ fn sparse_attention_reads_the_indexers_top_k_and_caches_its_keys() {
     let (_, mem) = build_both(&model, dev, &ParallelConfig::dense(8, 8), &opts(LinearQuant::Fp8Block, true));
     assert_eq!(mem.kv_bytes_per_token, 78.0 * (576.0 * 2.0 + 132.0));
 }
+
+#[test]
+fn a_mixed_checkpoint_prices_its_mixers_apart_from_its_mlps() {
+    // NVIDIA's Qwen3.6-27B NVFP4: NVFP4 MLPs, FP8 attention and linear-attention projections.
+    // In a weight-bound decode step the mixers' projections read 1 byte a weight instead of
+    // NVFP4's 0.5625, the MLPs the same either way. (Mutation: price the mixers with
+    // `non_expert_q` again and the projections come out equal.)
+    let reg = DeviceRegistry::builtin();
+    let dev = reg.get("TEST_DEVICE").unwrap();
+    let model = catalog::find("nvidia/Qwen3.6-27B-NVFP4").unwrap();
+    let mut mixed = opts(LinearQuant::Nvfp4, true);
+    mixed.quant = crate::quant::QuantConfig::checkpoint(&model);
+    assert_eq!((mixed.quant.for_experts(), mixed.quant.for_attention()), (LinearQuant::Nvfp4, LinearQuant::Fp8));
+    let uniform = opts(LinearQuant::Nvfp4, true);
+    let decode = BatchShape { decode: PhaseLoad::uniform(1, 1, 128), sampled: 1, ..Default::default() };
+    let par = ParallelConfig::dense(1, 1);
+    let times = |o: &CostOptions| RooflineCost::new(&model, dev, &par, o).op_times(&decode);
+    let (a, b) = (times(&mixed), times(&uniform));
+    let ms = |t: &[(&str, f64, OpTime)], name: &str| t.iter().filter(|(n, _, _)| *n == name).map(|(_, c, t)| c * t.total()).sum::<f64>();
+    for name in ["in_proj_qkvz", "out_proj", "qkv_proj", "o_proj"] {
+        let ratio = ms(&a, name) / ms(&b, name);
+        assert!((1.5..=1.8).contains(&ratio), "{name}: FP8 / NVFP4 = {ratio}");
+    }
+    for name in ["gate_up_proj", "down_proj"] {
+        assert_eq!(ms(&a, name), ms(&b, name), "{name}");
+    }
+}

@@ -75,6 +75,9 @@ const FILES: &[(&str, &str)] = catalog_files!(
     "nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.yaml",
     "nvidia--Llama-3_3-Nemotron-Super-49B-v1.yaml",
     "XiaomiMiMo--MiMo-7B-Base.yaml",
+    "nvidia--Qwen3.6-27B-NVFP4.yaml",
+    "nvidia--Qwen3.6-35B-A3B-NVFP4.yaml",
+    "nvidia--NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4.yaml",
 );
 
 /// Every catalog entry, in `--list-models` order.
@@ -129,9 +132,14 @@ mod tests {
         for e in entries.flatten() {
             let path = e.path();
             let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+            if stem.ends_with(".hf_quant_config") {
+                continue; // read with its config, below
+            }
             let id = stem.replacen("--", "/", 1);
             let text = std::fs::read_to_string(&path).unwrap();
-            let parsed = crate::model::hf::parse_config(&text, &id).unwrap();
+            // A ModelOpt checkpoint's `hf_quant_config.json`, kept as `Org--Name.hf_quant_config.json`.
+            let hf_quant = std::fs::read_to_string(dir.join(format!("{stem}.hf_quant_config.json"))).ok();
+            let parsed = crate::model::hf::parse_config_with(&text, hf_quant.as_deref(), &id).unwrap();
             let stored = find(&id).unwrap_or_else(|| panic!("{id} missing from the catalog"));
             assert_eq!(parsed, stored, "catalog entry {id} differs from its config.json");
             checked += 1;

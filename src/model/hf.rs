@@ -181,6 +181,35 @@ fn python_literals_as_null(text: &str) -> Option<String> {
 
 /// Parse the text of a `config.json`. `id` is what the model is called in reports.
 pub fn parse_config(text: &str, id: &str) -> Result<ModelArch, String> {
+    parse_config_with(text, None, id)
+}
+
+/// [`parse_config`] with the `hf_quant_config.json` that ModelOpt writes beside a checkpoint's
+/// `config.json`: its `quantization` object stands for a missing `quantization_config` (NVIDIA's
+/// Nemotron 3.5 Lightning NVFP4 has none), and its `kv_cache_quant_algo` also counts where the
+/// config's own quantization leaves the KV cache unsaid (NVIDIA's Qwen3.6-35B-A3B NVFP4).
+pub fn parse_config_with(text: &str, hf_quant: Option<&str>, id: &str) -> Result<ModelArch, String> {
+    let modelopt = match hf_quant {
+        None => None,
+        Some(t) => {
+            let v: Value = serde_json::from_str(t).map_err(|e| format!("hf_quant_config.json: not valid JSON: {e}"))?;
+            let mut q = v
+                .get("quantization")
+                .and_then(Value::as_object)
+                .cloned()
+                .ok_or("hf_quant_config.json: required field `quantization` (an object) is missing")?;
+            q.insert("quant_method".into(), Value::String("modelopt".into()));
+            Some(q)
+        }
+    };
+    let mut model = parse_text(text, modelopt.as_ref(), id)?;
+    if let Some(q) = &modelopt {
+        model.fp8_kv_cache |= fp8_kv_cache(q);
+    }
+    Ok(model)
+}
+
+fn parse_text(text: &str, modelopt: Option<&Map<String, Value>>, id: &str) -> Result<ModelArch, String> {
     let root: Value = serde_json::from_str(text)
         .or_else(|e| serde_json::from_str(&python_literals_as_null(text).ok_or(e)?))
         .map_err(|e| format!("not valid JSON: {e}"))?;
@@ -232,7 +261,7 @@ pub fn parse_config(text: &str, id: &str) -> Result<ModelArch, String> {
         layers,
         mtp,
         vision,
-        weights: weight_format(quantization_config(&f)?)?,
+        weights: weight_format(quantization_config(&f)?.or(modelopt))?,
         fp8_kv_cache: quantization_config(&f)?.is_some_and(fp8_kv_cache),
     };
     model.validate()?;
@@ -268,7 +297,8 @@ fn weight_format(q: Option<&Map<String, Value>>) -> Result<WeightFormat, String>
         "modelopt" => match text("quant_algo").as_deref() {
             Some("fp8") => WeightFormat::Fp8Tensor,
             Some("nvfp4") => WeightFormat::Nvfp4,
-            other => return Err(format!("field `quantization_config.quant_algo` is {other:?}; supported: FP8, NVFP4")),
+            Some("mixed_precision") => modelopt_mixed(q)?,
+            other => return Err(format!("field `quantization_config.quant_algo` is {other:?}; supported: FP8, NVFP4, MIXED_PRECISION")),
         },
         "compressed-tensors" => compressed_tensors(q)?,
         other => {
@@ -277,6 +307,40 @@ fn weight_format(q: Option<&Map<String, Value>>) -> Result<WeightFormat, String>
             ))
         }
     })
+}
+
+/// ModelOpt's `MIXED_PRECISION`: a format per module in `quantized_layers`. What this tool
+/// prices apart is the MLPs (routed and shared experts, dense MLPs) and the token mixers'
+/// projections (attention's, a linear-attention or Mamba-2 mixer's); each side must hold one
+/// format. NVFP4 MLPs (`NVFP4`, or `W4A16_NVFP4`, which the same checkpoints' config_groups
+/// give 4-bit activations, so NVFP4 either way) with FP8 mixers are NVIDIA's Qwen3.6 and
+/// Nemotron 3.5 Lightning releases; with no mixer listed they stay bf16. `lm_head` is never
+/// quantized here.
+fn modelopt_mixed(q: &Map<String, Value>) -> Result<WeightFormat, String> {
+    let layers = q
+        .get("quantized_layers")
+        .and_then(Value::as_object)
+        .ok_or("field `quantization_config.quantized_layers` (an object) is missing for MIXED_PRECISION")?;
+    let (mut mlp, mut mixer) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
+    for (name, spec) in layers {
+        let algo = spec.get("quant_algo").and_then(Value::as_str).unwrap_or("").to_uppercase();
+        let algo = if algo == "W4A16_NVFP4" { "NVFP4".to_string() } else { algo };
+        if name.contains("experts") || name.contains(".mlp.") || name.ends_with(".mlp") {
+            mlp.insert(algo);
+        } else if name.contains("attn") || name.contains(".mixer.") {
+            mixer.insert(algo);
+        } else if !name.ends_with("lm_head") {
+            return Err(format!("field `quantization_config.quantized_layers` names `{name}`, neither an MLP nor a token mixer"));
+        }
+    }
+    let one = |set: &std::collections::BTreeSet<String>| set.iter().map(String::as_str).collect::<Vec<_>>().join(", ");
+    match (one(&mlp).as_str(), one(&mixer).as_str()) {
+        ("NVFP4", "FP8") => Ok(WeightFormat::Nvfp4MlpFp8Attention),
+        ("NVFP4", "") => Ok(WeightFormat::Nvfp4Mlp),
+        (m, a) => Err(format!(
+            "field `quantization_config.quantized_layers` holds MLPs in [{m}] and token mixers in [{a}]; supported: NVFP4 MLPs with FP8 or bf16 mixers"
+        )),
+    }
 }
 
 /// A compressed-tensors (llm-compressor) scheme: the weights of its first config group. INT4

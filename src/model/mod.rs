@@ -81,6 +81,9 @@ pub enum WeightFormat {
     /// ModelOpt NVFP4 checkpoints of GLM-5, Kimi-K2.5 and MiniMax-M2.5 (their
     /// `exclude_modules` list every `self_attn` projection).
     Nvfp4Mlp,
+    /// NVFP4 MLPs (routed, shared and dense) and FP8 token-mixer projections: NVIDIA's
+    /// ModelOpt `MIXED_PRECISION` releases of Qwen3.6 and Nemotron 3.5 Lightning.
+    Nvfp4MlpFp8Attention,
 }
 
 impl WeightFormat {
@@ -96,6 +99,7 @@ impl WeightFormat {
             WeightFormat::Nvfp4 => "nvfp4",
             WeightFormat::Int4Experts => "int4 experts (W4A16, groups of 32)",
             WeightFormat::Nvfp4Mlp => "nvfp4 MLPs, bf16 attention",
+            WeightFormat::Nvfp4MlpFp8Attention => "nvfp4 MLPs, fp8 attention",
         }
     }
 }

@@ -38,7 +38,19 @@ fn from_file(path: &Path, id: &str) -> Result<ModelArch, ModelError> {
         crate::util::ReadError::Io(e) => bad(format!("cannot read: {e}")),
         other => bad(other.to_string()),
     })?;
-    hf::parse_config(&text, id).map_err(bad)
+    // ModelOpt checkpoints keep their quantization in `hf_quant_config.json` beside the config.
+    let sibling = path.with_file_name("hf_quant_config.json");
+    let hf_quant = match sibling.is_file() {
+        false => None,
+        true => Some(crate::util::read_bounded(&sibling, crate::util::MAX_CONFIG_BYTES).map_err(|e| ModelError::BadConfig {
+            path: sibling.display().to_string(),
+            message: match e {
+                crate::util::ReadError::Io(e) => format!("cannot read: {e}"),
+                other => other.to_string(),
+            },
+        })?),
+    };
+    hf::parse_config_with(&text, hf_quant.as_deref(), id).map_err(bad)
 }
 
 /// What identifies a network in a Hugging Face id: the name after the organisation, without
@@ -144,6 +156,11 @@ fn catalog_alias(id: &str) -> Option<ModelArch> {
         if w == WeightFormat::Nvfp4 && id.trim().to_lowercase().starts_with("nvidia/") && NVFP4_MLP_ONLY.contains(&m.model_type.as_str()) {
             m.weights = WeightFormat::Nvfp4Mlp;
         }
+    } else if suffix_weights(&m.id).is_some() {
+        // The network is in the catalog only as a quantized republish (nvidia/Qwen3.6-27B-NVFP4);
+        // an id without a precision suffix names the publisher's own bf16 release.
+        m.weights = WeightFormat::Bf16;
+        m.fp8_kv_cache = false;
     }
     m.id = id.trim().to_string();
     Some(m)
@@ -283,5 +300,18 @@ mod tests {
         // AIConfigurator's static per-tensor FP8 Qwen3-32B. (Mutation: drop its suffix and the
         // id is not found.)
         assert_eq!(resolve_model("Qwen/Qwen3-32B-FP8-Static-PerTensor").unwrap().0.weights, WeightFormat::Fp8Tensor);
+    }
+
+    #[test]
+    fn a_network_catalogued_only_as_a_quantized_republish_reads_bf16_under_its_own_name() {
+        // nvidia/Qwen3.6-27B-NVFP4 is the catalog's only Qwen3.6-27B: Qwen's own release is
+        // bf16 with a bf16 KV cache, NVIDIA's FP8 one FP8. (Mutation: drop the bf16 reset and
+        // Qwen's id prices NVFP4 MLPs and FP8 attention.)
+        let (own, _) = resolve_model("Qwen/Qwen3.6-27B").unwrap();
+        assert_eq!((own.weights, own.fp8_kv_cache), (WeightFormat::Bf16, false));
+        let (fp8, _) = resolve_model("nvidia/Qwen3.6-27B-FP8").unwrap();
+        assert_eq!((fp8.weights, fp8.fp8_kv_cache), (WeightFormat::Fp8Tensor, true));
+        let (nvfp4, _) = resolve_model("nvidia/Qwen3.6-27B-NVFP4").unwrap();
+        assert_eq!((nvfp4.weights, nvfp4.fp8_kv_cache), (WeightFormat::Nvfp4MlpFp8Attention, true));
     }
 }

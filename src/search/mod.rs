@@ -663,6 +663,7 @@ fn inputs(plan: &Plan) -> Inputs {
         effective_input_length: plan.workload.input.effective(plan.workload.prefix_cache_hit_rate) + image_tokens(plan),
         quantize_linear_action: plan.quant.linear.to_string(),
         quantize_non_expert_linear_action: plan.quant.non_expert.map(|q| q.to_string()),
+        attention_projections: plan.quant.attention.map(|q| q.to_string()),
         quantize_attention_action: plan.quant.kv.to_string(),
         compile: plan.compile.enabled,
         ttft_limit_ms: plan.slo.ttft_ms,

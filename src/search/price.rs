@@ -37,10 +37,7 @@ pub fn price(plan: &Plan, par: ParallelConfig, step: &StepSpec) -> StepPrice {
     let parts = crate::cost::StepParts { device_s, ..crate::cost::StepCostModel::step_parts(&ctx.cost, &shape) };
     let step_s = if ctx.overlap_scheduling { parts.overlapped() } else { parts.serial() };
     let q = &plan.quant;
-    let quantization = match q.non_expert {
-        Some(ne) if ne != q.linear => format!("linear {} (experts), {} (other linears); KV {}", q.linear.name(), ne.name(), q.kv.name()),
-        _ => format!("linear {}; KV {}", q.linear.name(), q.kv.name()),
-    };
+    let quantization = format!("linear {}; KV {}", q.describe_linears(), q.kv.name());
     StepPrice {
         model: plan.model.id.clone(),
         device: device.name.clone(),

@@ -315,3 +315,21 @@ fn a_latent_moe_projects_the_routed_tokens_down_and_back_up_in_each_moe_block() 
         assert_eq!(op(&v, name)["kind"], "gemm");
     }
 }
+
+#[test]
+fn a_modelopt_checkpoint_directory_is_priced_as_its_hf_quant_config_says() {
+    // A Hugging Face snapshot of nvidia/Qwen3.6-35B-A3B-NVFP4: its config.json leaves the KV
+    // cache unsaid, its hf_quant_config.json says FP8. (Mutation: stop reading the sibling file
+    // and the KV reads DISABLED.)
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hf-configs");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(src.join("nvidia--Qwen3.6-35B-A3B-NVFP4.json"), dir.path().join("config.json")).unwrap();
+    let out = cmd().args(["price", &dir.path().display().to_string(), "--device", "B200", "--decode", "8x1024"]).assert().success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("Quantization: linear NVFP4, FP8 (attention projections); KV DISABLED"), "{text}");
+    let hf_quant = src.join("nvidia--Qwen3.6-35B-A3B-NVFP4.hf_quant_config.json");
+    std::fs::copy(hf_quant, dir.path().join("hf_quant_config.json")).unwrap();
+    let out = cmd().args(["price", &dir.path().display().to_string(), "--device", "B200", "--decode", "8x1024"]).assert().success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("Quantization: linear NVFP4, FP8 (attention projections); KV FP8"), "{text}");
+}

@@ -26,6 +26,8 @@ pub(crate) fn validate_quant(
     let checkpoint = QuantConfig::checkpoint(model);
     let linear = parse_q("--quantize-linear-action", &raw.quantize_linear_action)?;
     let non_expert = parse_q("--quantize-non-expert-linear-action", &raw.quantize_non_expert_linear_action)?;
+    // The checkpoint's own mixer precision holds only while no linear flag overrides it.
+    let attention = if linear.is_none() && non_expert.is_none() && nvidia { checkpoint.attention } else { None };
     let (linear, non_expert) = match (linear, nvidia) {
         (Some(l), _) => (l, non_expert),
         (None, true) => (checkpoint.linear, non_expert.or(checkpoint.non_expert)),
@@ -41,7 +43,7 @@ pub(crate) fn validate_quant(
     if raw.mxfp4_group_size.is_some() && !linear.is_mxfp4() && !non_expert.is_some_and(|q| q.is_mxfp4()) {
         warnings.push(format!("--mxfp4-group-size {mxfp4_group_size} has no effect without MXFP4 quantization"));
     }
-    Ok(QuantConfig { linear, non_expert, kv, mxfp4_group_size })
+    Ok(QuantConfig { linear, non_expert, attention, kv, mxfp4_group_size })
 }
 
 /// `--compile`, `--compilation-config` and `--compile-allow-graph-break`.

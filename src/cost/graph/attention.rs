@@ -50,7 +50,7 @@ impl Builder<'_> {
         // KV heads are replicated when TP exceeds them.
         let hkv = (kv_heads as f64 / tp).max(1.0);
         let hd = hd as f64;
-        let q = self.non_expert_q;
+        let q = self.attention_q;
         let kvb = self.opts.quant.kv.bytes();
         let q_width = hq * hd * if gate_out { 2.0 } else { 1.0 };
         let kv_width = 2.0 * hkv * hd;
@@ -165,7 +165,7 @@ impl Builder<'_> {
         let hq = heads as f64 / tp;
         let MlaDims { r, rope, nope, v } = dims;
         let top_k = indexer.map(|i| i.top_k as f64);
-        let q = self.non_expert_q;
+        let q = self.attention_q;
         let qq = Some(q);
         let kvb = self.opts.quant.kv.bytes();
         let tok = unit(TOK, 1.0);
@@ -291,7 +291,7 @@ impl Builder<'_> {
     fn dsa_indexer(&mut self, count: f64, ix: SparseIndexer, q_in: f64) {
         let h = self.h;
         let (ih, id) = (ix.heads as f64, ix.head_dim as f64);
-        let q = Some(self.non_expert_q);
+        let q = Some(self.attention_q);
         let tok = unit(TOK, 1.0);
         self.gemm("indexer_q_proj", count, TOK, q_in, ih * id, q, false);
         self.gemm("indexer_k_proj", count, TOK, h, id, q, false);
@@ -326,7 +326,7 @@ impl Builder<'_> {
     fn linear_attention(&mut self, count: f64, kh: u32, vh: u32, dk: u32, dv: u32, kernel: u32) {
         let (h, tp) = (self.h, self.tp);
         let (kh, vh, dk, dv, kernel) = (kh as f64 / tp, vh as f64 / tp, dk as f64, dv as f64, kernel as f64);
-        let q = self.non_expert_q;
+        let q = self.attention_q;
         let tok = unit(TOK, 1.0);
         let quant_in = if self.compile { q.act_quant() } else { ActQuant::None };
         self.norm("input_norm", count, TOK, h, true, quant_in);
@@ -385,7 +385,7 @@ impl Builder<'_> {
         let (nh, p, n, kernel) = (heads as f64 / tp, head_dim as f64, state as f64, kernel as f64);
         let g = (groups as f64 / tp).max(1.0);
         let (inner, bc) = (nh * p, 2.0 * g * n);
-        let q = self.non_expert_q;
+        let q = self.attention_q;
         let tok = unit(TOK, 1.0);
         let quant_in = if self.compile { q.act_quant() } else { ActQuant::None };
         self.norm("input_norm", count, TOK, h, true, quant_in);

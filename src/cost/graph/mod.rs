@@ -75,6 +75,7 @@ struct Builder<'a> {
     moe_tp_group: CommGroup,
     dcp_group: CommGroup,
     non_expert_q: LinearQuant,
+    attention_q: LinearQuant,
     expert_q: LinearQuant,
     compile: bool,
     // Accumulated for the memory model. `copies` = distinct weight copies per op count.
@@ -114,6 +115,7 @@ impl<'a> Builder<'a> {
             moe_tp_group: dev.strided_group(moe_tp, 1),
             dcp_group: dev.strided_group(par.dcp.max(1) as u64, 1),
             non_expert_q: opts.quant.for_non_experts(),
+            attention_q: opts.quant.for_attention(),
             expert_q: opts.quant.for_experts(),
             compile: opts.compile.enabled,
             copies: 1.0,

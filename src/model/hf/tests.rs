@@ -181,3 +181,41 @@ fn nemotron_nas_layers_follow_their_block_configs() {
     let e = parse_config(&nas(r#"{"attention":{"n_heads_in_group":5},"ffn":{"ffn_mult":1.0}}"#), "x").unwrap_err();
     assert!(e.contains("`block_configs[2].attention.n_heads_in_group` is 5; expected a divisor"), "{e}");
 }
+
+#[test]
+fn modelopt_mixed_precision_reads_mlps_and_mixers_apart() {
+    // ModelOpt MIXED_PRECISION lists a format per module: NVFP4 (or W4A16_NVFP4) MLPs with FP8
+    // mixers, or with none listed (bf16). (Mutations: classify `self_attn` as an MLP and the
+    // first reads as an error; drop the W4A16 alias and the second does.)
+    let with = |layers: &str, kv: &str| {
+        QWEN3_32B.replace(
+            r#""tie_word_embeddings":false"#,
+            &format!(
+                r#""tie_word_embeddings":false,"quantization_config":{{"quant_method":"modelopt","quant_algo":"MIXED_PRECISION"{kv},"quantized_layers":{{{layers}}}}}"#
+            ),
+        )
+    };
+    let fp8_attn = r#""model.layers.0.self_attn.q_proj":{"quant_algo":"FP8"},"model.layers.0.mlp.up_proj":{"quant_algo":"NVFP4"}"#;
+    let m = parse_config(&with(fp8_attn, r#","kv_cache_quant_algo":"FP8""#), "x").unwrap();
+    assert_eq!((m.weights, m.fp8_kv_cache), (WeightFormat::Nvfp4MlpFp8Attention, true));
+    let mlp_only = r#""model.layers.0.mlp.experts":{"quant_algo":"W4A16_NVFP4","group_size":16},"lm_head":{"quant_algo":"W4A16_NVFP4"}"#;
+    assert_eq!(parse_config(&with(mlp_only, ""), "x").unwrap().weights, WeightFormat::Nvfp4Mlp);
+    // MiniMax-M3's MXFP8 attention is not a format this tool prices: refused, named.
+    let mxfp8 = r#""model.layers.0.self_attn.q_proj":{"quant_algo":"MXFP8"},"model.layers.0.mlp.up_proj":{"quant_algo":"NVFP4"}"#;
+    let e = parse_config(&with(mxfp8, ""), "x").unwrap_err();
+    assert!(e.contains("MLPs in [NVFP4] and token mixers in [MXFP8]"), "{e}");
+}
+
+#[test]
+fn a_modelopt_hf_quant_config_stands_for_a_missing_quantization_config() {
+    // Nemotron 3.5 Lightning's config.json has no quantization_config; its hf_quant_config.json
+    // says NVFP4 experts, FP8 mixers and an FP8 KV cache. (Mutation: ignore the file's KV
+    // algorithm and the cache reads bf16.)
+    let hf_quant = r#"{"producer":{"name":"modelopt"},"quantization":{"quant_algo":"MIXED_PRECISION","kv_cache_quant_algo":"FP8",
+        "quantized_layers":{"backbone.layers.0.mixer.in_proj":{"quant_algo":"FP8"},
+        "backbone.layers.1.mixer.experts.0.up_proj":{"quant_algo":"W4A16_NVFP4","group_size":16}}}}"#;
+    let m = parse_config_with(QWEN3_32B, Some(hf_quant), "x").unwrap();
+    assert_eq!((m.weights, m.fp8_kv_cache), (WeightFormat::Nvfp4MlpFp8Attention, true));
+    let e = parse_config_with(QWEN3_32B, Some(r#"{"producer":{}}"#), "x").unwrap_err();
+    assert_eq!(e, "hf_quant_config.json: required field `quantization` (an object) is missing");
+}

@@ -101,14 +101,23 @@ impl Deployment {
     }
 }
 
-/// The (experts, other linears) quantization a model's checkpoint holds.
-fn checkpoint_weights(model: &crate::model::ModelArch) -> (LinearQuant, LinearQuant) {
-    let q = crate::quant::QuantConfig::checkpoint(model);
-    (q.for_experts(), q.for_non_experts())
+/// The (experts, other linears, token-mixer projections) quantization of a checkpoint or plan.
+type LinearPrecision = (LinearQuant, LinearQuant, LinearQuant);
+
+fn linear_precision(q: &crate::quant::QuantConfig) -> LinearPrecision {
+    (q.for_experts(), q.for_non_experts(), q.for_attention())
 }
 
-fn flags_for(w: (LinearQuant, LinearQuant)) -> String {
-    if w.0 == w.1 {
+/// The quantization a model's checkpoint holds.
+fn checkpoint_weights(model: &crate::model::ModelArch) -> LinearPrecision {
+    linear_precision(&crate::quant::QuantConfig::checkpoint(model))
+}
+
+fn flags_for(w: LinearPrecision) -> String {
+    if w.2 != w.1 {
+        // No flag sets the mixers apart: only the checkpoint's own precision does.
+        "no --quantize-linear-action or --quantize-non-expert-linear-action flag".to_string()
+    } else if w.0 == w.1 {
         format!("--quantize-linear-action {}", w.0)
     } else {
         format!("--quantize-linear-action {} --quantize-non-expert-linear-action {}", w.0, w.1)
@@ -116,9 +125,15 @@ fn flags_for(w: (LinearQuant, LinearQuant)) -> String {
 }
 
 fn weights(plan: &Plan, model: &str) -> Result<Weights, String> {
-    let planned = (plan.quant.for_experts(), plan.quant.for_non_experts());
-    let describe =
-        |w: (LinearQuant, LinearQuant)| if w.0 == w.1 { w.0.to_string() } else { format!("{} experts, {} other linears", w.0, w.1) };
+    let planned = linear_precision(&plan.quant);
+    let describe = |w: LinearPrecision| {
+        let s = if w.0 == w.1 { w.0.to_string() } else { format!("{} experts, {} other linears", w.0, w.1) };
+        if w.2 == w.1 {
+            s
+        } else {
+            format!("{s}, {} attention projections", w.2)
+        }
+    };
     // A checkpoint stored quantized (its config's `quantization_config`: DeepSeek-V3's FP8
     // blocks, gpt-oss's MXFP4 experts, Kimi-K2.5's INT4 experts): the commands serve what it
     // holds, so the plan must have priced the same.
@@ -136,8 +151,8 @@ fn weights(plan: &Plan, model: &str) -> Result<Weights, String> {
         return Ok(Weights::Checkpoint(describe(native)));
     }
     match planned {
-        (LinearQuant::Disabled, LinearQuant::Disabled) => Ok(Weights::Bf16),
-        (LinearQuant::Fp8, LinearQuant::Fp8) => Ok(Weights::Fp8Online),
+        (LinearQuant::Disabled, LinearQuant::Disabled, LinearQuant::Disabled) => Ok(Weights::Bf16),
+        (LinearQuant::Fp8, LinearQuant::Fp8, LinearQuant::Fp8) => Ok(Weights::Fp8Online),
         w if matches!(plan.model_source, crate::model::ModelSource::File(_)) => Ok(Weights::Checkpoint(describe(w))),
         w => Err(format!(
             "{model} is a BF16 checkpoint, and serving {} weights needs a checkpoint quantized that way (give its directory as the model); \

@@ -40,6 +40,9 @@ fn input_configuration(plan: &Plan, report: &Report, dev: &DeviceResult) -> Stri
     if let Some(q) = &i.quantize_non_expert_linear_action {
         let _ = writeln!(s, "Quantize Non-expert Linear action: {q}");
     }
+    if let Some(q) = &i.attention_projections {
+        let _ = writeln!(s, "Attention projections: {q} (as the checkpoint stores them)");
+    }
     let _ = writeln!(s, "Quantize Attention action: {}", i.quantize_attention_action);
     match &plan.mode {
         Mode::PdRatio { prefill_devices, decode_devices, total_devices } => {
