@@ -114,8 +114,8 @@ fn kv_bound(ctx: &CandidateCtx, budget: u64, batch_min: u32, batch_max: Option<u
         return batch_max;
     }
     let seqs = plan.engine_limits(ctx.device).max_num_seqs.unwrap_or(batch_max.unwrap_or(batch_min) as u64);
-    let Some(tokens) = ctx.sim_setup().closed_loop_kv_tokens(budget, seqs) else { return batch_max };
     let per_request = plan.workload.input.mean_raw().max(1);
+    let Some(tokens) = ctx.sim_setup().closed_loop_kv_tokens(budget, seqs, per_request) else { return batch_max };
     let held = u32::try_from(tokens.div_ceil(per_request)).unwrap_or(u32::MAX).max(batch_min);
     Some(batch_max.map_or(held, |m| m.min(held)))
 }

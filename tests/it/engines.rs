@@ -113,6 +113,21 @@ fn a_model_with_per_sequence_state_runs_what_fits_and_queues_the_rest() {
 }
 
 #[test]
+fn the_batch_search_of_a_model_with_state_is_bounded_by_the_states_it_runs() {
+    // Without --batch-range the search stops at the prompts the KV pool holds at once. Sized
+    // for vLLM's default 1,024 running sequences, Qwen3.5-27B's pool (151 MB of linear-attention
+    // state a sequence) holds no prompt on a B200; sized for what it runs, it holds over a
+    // hundred 2,048-token prompts. Mutation: bound by the pool at 1,024 sequences and the search
+    // ends at batch 1.
+    let args = "Qwen/Qwen3.5-27B --device B200 --tp-sizes 1 --input-length 2048 --output-length 256 \
+                --ttft-limits 2000 --tpot-limits 50 --serving-engine vllm -q";
+    let v = run_json(&args.split_whitespace().collect::<Vec<_>>());
+    let best = &phase(&v, 0, "aggregated")["best"][0];
+    let batch = best["batch_size"].as_u64().unwrap();
+    assert!(batch >= 64, "best batch {batch}: {best}");
+}
+
+#[test]
 fn a_front_end_field_out_of_its_bounds_is_a_usage_error_naming_it() {
     // 50 ms a request, 1 ms a token: a profile beyond them is refused (exit 2), naming the field.
     let dir = tempfile::tempdir().unwrap();

@@ -256,9 +256,33 @@ impl SimSetup {
     /// Tokens the KV pool of one instance (with pipeline stages: one lane) holds under a
     /// `budget`-token step with `max_num_seqs` running in the replica, where the engine's own scheduler runs a closed loop (`None` for open loops, the
     /// decode-first policy and P/D phase searches, whose KV demand is checked instead).
-    pub fn closed_loop_kv_tokens(&self, budget: u64, max_num_seqs: u64) -> Option<u64> {
+    ///
+    /// A model with per-sequence state (Mamba-2, linear attention) sizes its pool for the
+    /// sequences it runs: a pool sized for all `max_num_seqs` states may hold no prompt at all
+    /// (Qwen3.5-27B's 48 linear-attention layers keep 151 MB a sequence: 1,024 of them fill a
+    /// B200). Its tokens are then those of the largest running count whose pool still holds that
+    /// many prompts of `prompt_tokens`.
+    pub fn closed_loop_kv_tokens(&self, budget: u64, max_num_seqs: u64, prompt_tokens: u64) -> Option<u64> {
         let engine_loop = !self.open && self.demand.is_none() && self.instance.scheduler != SchedulerKind::DecodeFirst;
-        engine_loop.then(|| self.kv_blocks(budget, max_num_seqs.div_ceil(self.lanes)) * self.instance.block_size)
+        if !engine_loop {
+            return None;
+        }
+        let seqs = max_num_seqs.div_ceil(self.lanes);
+        let tokens = |n: u64| self.kv_blocks(budget, n) * self.instance.block_size;
+        if self.mem.state_bytes_per_seq <= 0.0 || tokens(seqs) >= seqs * prompt_tokens {
+            return Some(tokens(seqs));
+        }
+        // The pool holds its prompts at one sequence (or at none) and not at `seqs`: bisect.
+        let (mut lo, mut hi) = (1, seqs);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if tokens(mid) >= mid * prompt_tokens {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Some(tokens(lo))
     }
 
     /// KV blocks one instance holds once weights, the reserve and the largest step's
