@@ -315,7 +315,13 @@ impl QuantConfig {
             WeightFormat::Nvfp4Mlp => (LinearQuant::Nvfp4, None),
             WeightFormat::Nvfp4MlpFp8Attention => (LinearQuant::Nvfp4, None),
         };
-        let attention = (model.weights == WeightFormat::Nvfp4MlpFp8Attention).then_some(LinearQuant::Fp8);
+        let attention = match model.weights {
+            WeightFormat::Nvfp4MlpFp8Attention => Some(LinearQuant::Fp8),
+            // A dense network's MLPs in NVFP4 and its attention in bf16 (a MoE's `non_expert`
+            // already keeps attention in bf16).
+            WeightFormat::Nvfp4Mlp if !model.is_moe() => Some(LinearQuant::Disabled),
+            _ => None,
+        };
         let kv = if model.fp8_kv_cache { KvQuant::Fp8 } else { KvQuant::Disabled };
         QuantConfig { linear, non_expert, attention, kv, mxfp4_group_size: 32 }
     }
@@ -402,5 +408,10 @@ mod tests {
         (glm.weights, glm.fp8_kv_cache) = (crate::model::WeightFormat::Nvfp4Mlp, true);
         let q = QuantConfig::checkpoint(&glm);
         assert_eq!((q.linear, q.non_expert, q.kv), (LinearQuant::Nvfp4, Some(LinearQuant::Disabled), KvQuant::Fp8));
+        // NVIDIA's NVFP4 Gemma 4 31B, a dense network: NVFP4 MLPs, bf16 attention. (Mutation:
+        // drop the dense case and its attention reads NVFP4.)
+        let gemma = crate::model::catalog::find("nvidia/Gemma-4-31B-IT-NVFP4").unwrap();
+        let q = QuantConfig::checkpoint(&gemma);
+        assert_eq!((q.for_non_experts(), q.for_attention()), (LinearQuant::Nvfp4, LinearQuant::Disabled));
     }
 }

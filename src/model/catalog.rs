@@ -78,6 +78,8 @@ const FILES: &[(&str, &str)] = catalog_files!(
     "nvidia--Qwen3.6-27B-NVFP4.yaml",
     "nvidia--Qwen3.6-35B-A3B-NVFP4.yaml",
     "nvidia--NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4.yaml",
+    "google--gemma-4-26B-A4B.yaml",
+    "nvidia--Gemma-4-31B-IT-NVFP4.yaml",
 );
 
 /// Every catalog entry, in `--list-models` order.

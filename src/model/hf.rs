@@ -38,6 +38,8 @@ pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
     "nemotron_h",
     "nemotron-nas",
     "mimo",
+    "gemma4",
+    "gemma4_text",
 ];
 
 /// The largest value a config field may hold: counts that size memory (layers, experts,
@@ -53,12 +55,18 @@ fn limit(key: &str) -> u64 {
         | "first_k_dense_replace"
         | "decoder_sparse_step"
         | "moe_layer_freq"
-        | "full_attention_interval" => MAX_LAYERS,
-        "num_experts" | "n_routed_experts" | "num_local_experts" | "n_shared_experts" | "num_experts_per_tok" | "experts_per_token" => {
-            MAX_EXPERTS
-        }
+        | "full_attention_interval"
+        | "num_kv_shared_layers" => MAX_LAYERS,
+        "num_experts"
+        | "n_routed_experts"
+        | "num_local_experts"
+        | "n_shared_experts"
+        | "num_experts_per_tok"
+        | "experts_per_token"
+        | "top_k_experts" => MAX_EXPERTS,
         "num_attention_heads"
         | "num_key_value_heads"
+        | "num_global_key_value_heads"
         | "linear_num_key_heads"
         | "linear_num_value_heads"
         | "num_heads"
@@ -236,6 +244,7 @@ fn parse_text(text: &str, modelopt: Option<&Map<String, Value>>, id: &str) -> Re
         "llama4" | "llama4_text" => llama4(&f)?,
         "qwen3_5" | "qwen3_5_text" | "qwen3_5_moe" | "qwen3_5_moe_text" | "qwen3_next" => qwen3_5(&f)?,
         "mimo" => mimo(&f)?,
+        "gemma4" | "gemma4_text" => gemma::gemma4(&f)?,
         "nemotron_h" => nemotron::nemotron_h(&f)?,
         "nemotron-nas" => nemotron::nemotron_nas(&f)?,
         other => {
@@ -296,6 +305,7 @@ fn weight_format(q: Option<&Map<String, Value>>) -> Result<WeightFormat, String>
         "mxfp4" => WeightFormat::Mxfp4Experts,
         "modelopt" => match text("quant_algo").as_deref() {
             Some("fp8") => WeightFormat::Fp8Tensor,
+            Some("nvfp4") if excludes_attention(q) => WeightFormat::Nvfp4Mlp,
             Some("nvfp4") => WeightFormat::Nvfp4,
             Some("mixed_precision") => modelopt_mixed(q)?,
             other => return Err(format!("field `quantization_config.quant_algo` is {other:?}; supported: FP8, NVFP4, MIXED_PRECISION")),
@@ -307,6 +317,17 @@ fn weight_format(q: Option<&Map<String, Value>>) -> Result<WeightFormat, String>
             ))
         }
     })
+}
+
+/// Whether a ModelOpt checkpoint leaves attention unquantized: its `ignore` (config.json) or
+/// `exclude_modules` (hf_quant_config.json) names `self_attn` modules, as NVIDIA's NVFP4
+/// releases of Gemma 4, GLM-5 and MiniMax-M2.5 do layer by layer.
+fn excludes_attention(q: &Map<String, Value>) -> bool {
+    ["ignore", "exclude_modules"]
+        .iter()
+        .filter_map(|k| q.get(*k).and_then(Value::as_array))
+        .flatten()
+        .any(|m| m.as_str().is_some_and(|m| m.contains("self_attn")))
 }
 
 /// ModelOpt's `MIXED_PRECISION`: a format per module in `quantized_layers`. What this tool
@@ -402,6 +423,7 @@ fn gqa(f: &Fields, window: Option<u32>) -> Result<Attention, String> {
         sliding_window: window,
         output_gate: f.bool_or("attn_output_gate", false)?,
         rotary_fraction: rotary,
+        value_is_key: false,
     })
 }
 
@@ -738,6 +760,7 @@ fn vision(v: &Map<String, Value>) -> Result<VisionTower, String> {
     })
 }
 
+mod gemma;
 mod nemotron;
 #[cfg(test)]
 mod tests;

@@ -135,6 +135,11 @@ pub enum Attention {
         /// Fraction of the head dim that gets rotary embedding.
         #[serde(default = "one", skip_serializing_if = "is_one")]
         rotary_fraction: f64,
+        /// The values are the keys (Gemma 4's global layers, `attention_k_eq_v`): no value
+        /// projection. The paged cache still holds a key and a value plane per token, as the
+        /// engines' attention layers write both.
+        #[serde(default, skip_serializing_if = "is_false")]
+        value_is_key: bool,
     },
     /// DeepSeek multi-head latent attention: a compressed latent KV cache shared by all heads.
     Mla {
@@ -286,9 +291,9 @@ impl Attention {
     /// Parameters of the attention block (projections only).
     pub fn params(&self, hidden: u64) -> u64 {
         match *self {
-            Attention::Gqa { heads, kv_heads, head_dim, output_gate, .. } => {
+            Attention::Gqa { heads, kv_heads, head_dim, output_gate, value_is_key, .. } => {
                 let q = heads as u64 * head_dim as u64 * if output_gate { 2 } else { 1 };
-                let kv = 2 * kv_heads as u64 * head_dim as u64;
+                let kv = if value_is_key { 1 } else { 2 } * kv_heads as u64 * head_dim as u64;
                 hidden * (q + kv) + heads as u64 * head_dim as u64 * hidden
             }
             Attention::Mla { heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, indexer } => {

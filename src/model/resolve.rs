@@ -65,7 +65,7 @@ pub fn network_key(id: &str) -> String {
     let name = id.trim().rsplit('/').next().unwrap_or("").to_lowercase();
     let mut s = name.strip_prefix("meta-").unwrap_or(&name).to_string();
     let suffixes =
-        || PRECISION_SUFFIXES.iter().map(|(s, _)| *s).chain(["-hf", "-instruct", "-thinking", "-chat", "-python", "-bf16", "-base"]);
+        || PRECISION_SUFFIXES.iter().map(|(s, _)| *s).chain(["-hf", "-instruct", "-thinking", "-chat", "-python", "-bf16", "-base", "-it"]);
     // Each pass strips one suffix; a name carries a few at most (`-Instruct-hf`, `-chat-hf`).
     while let Some(t) = suffixes().find_map(|suffix| s.strip_suffix(suffix)).or_else(|| dated_release(&s)) {
         s = t.to_string();
@@ -137,10 +137,12 @@ pub fn modelopt_kv(id: &str) -> bool {
 /// nvidia/MiniMax-M2.5-NVFP4, nvidia/DeepSeek-V3.1-NVFP4 and -V3.2-NVFP4 (MLA projections and
 /// the indexer excluded), nvidia/Qwen3.5-122B-A10B-NVFP4 and -397B-A17B-NVFP4 (both kinds of
 /// attention and the shared experts excluded) and nvidia/Kimi-K2.5-NVFP4 (its config.json's
-/// `kv_cache_scheme`: 8-bit float) all do. Shared
+/// `kv_cache_scheme`: 8-bit float) all do, and nvidia/Gemma-4-26B-A4B-NVFP4 and -31B-IT-NVFP4
+/// (attention, and in the MoE release the dense MLP and router, excluded). In a MoE, shared
 /// experts and dense MLPs are priced in bf16 with attention (DeepSeek's NVFP4 shared experts
-/// included: a small over-price beside the routed experts).
-const NVFP4_MLP_ONLY: [&str; 6] = ["glm_moe_dsa", "minimax_m2", "kimi_k25", "deepseek_v3", "deepseek_v32", "qwen3_5_moe"];
+/// included: a small over-price beside the routed experts); a dense network keeps its MLPs in
+/// NVFP4.
+const NVFP4_MLP_ONLY: [&str; 7] = ["glm_moe_dsa", "minimax_m2", "kimi_k25", "deepseek_v3", "deepseek_v32", "qwen3_5_moe", "gemma4"];
 
 /// A catalog network under another name: another organisation, the `Meta-` prefix, an
 /// `-Instruct` or precision suffix (the suffix sets the checkpoint's weight format).
@@ -226,6 +228,7 @@ mod tests {
             "nvidia/DeepSeek-V3.1-NVFP4",
             "nvidia/DeepSeek-V3.2-NVFP4",
             "nvidia/Qwen3.5-397B-A17B-NVFP4",
+            "nvidia/Gemma-4-26B-A4B-NVFP4",
         ] {
             let (m, _) = resolve_model(id).unwrap();
             assert_eq!((m.weights, m.fp8_kv_cache), (WeightFormat::Nvfp4Mlp, true), "{id}");
@@ -270,6 +273,8 @@ mod tests {
             // A `-Base` release is the pretrained network itself (mutation: drop `-base` from
             // the suffixes and it is not found).
             ("Qwen/Qwen3-8B-Base", "Qwen/Qwen3-8B", 36, 8),
+            // Gemma's instruction tunes end in `-it` (mutation: drop it and the id is not found).
+            ("google/gemma-4-31B-it", "google/gemma-4-31B", 60, 16),
         ] {
             let (m, _) = resolve_model(id).unwrap_or_else(|e| panic!("{id}: {e}"));
             assert_eq!(network_key(id), network_key(catalog_id), "{id}");

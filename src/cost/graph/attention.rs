@@ -11,11 +11,24 @@ use crate::hardware::Dtype;
 use crate::model::{Attention, SparseIndexer};
 use crate::quant::{ActQuant, LinearQuant};
 
+/// The shape of a GQA layer as its builder reads it (the model's `Attention::Gqa`).
+#[derive(Clone, Copy)]
+struct GqaShape {
+    heads: u32,
+    kv_heads: u32,
+    hd: u32,
+    qk_norm: bool,
+    bias: bool,
+    window: Option<u32>,
+    gate_out: bool,
+}
+
 impl Builder<'_> {
     pub(super) fn attention(&mut self, count: f64, att: &Attention) {
         match *att {
-            Attention::Gqa { heads, kv_heads, head_dim, qk_norm, bias, sliding_window, output_gate, rotary_fraction } => {
-                self.gqa(count, heads, kv_heads, head_dim, qk_norm, bias, sliding_window, output_gate, rotary_fraction)
+            Attention::Gqa { heads, kv_heads, head_dim, qk_norm, bias, sliding_window, output_gate, rotary_fraction, value_is_key } => {
+                let shape = GqaShape { heads, kv_heads, hd: head_dim, qk_norm, bias, window: sliding_window, gate_out: output_gate };
+                self.gqa(count, shape, rotary_fraction, value_is_key)
             }
             Attention::Mla { heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, indexer } => {
                 let dims =
@@ -32,19 +45,8 @@ impl Builder<'_> {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn gqa(
-        &mut self,
-        count: f64,
-        heads: u32,
-        kv_heads: u32,
-        hd: u32,
-        qk_norm: bool,
-        bias: bool,
-        window: Option<u32>,
-        gate_out: bool,
-        rot: f64,
-    ) {
+    fn gqa(&mut self, count: f64, shape: GqaShape, rot: f64, value_is_key: bool) {
+        let GqaShape { heads, kv_heads, hd, qk_norm, bias, window, gate_out } = shape;
         let (h, tp) = (self.h, self.tp);
         let hq = heads as f64 / tp;
         // KV heads are replicated when TP exceeds them.
@@ -57,7 +59,9 @@ impl Builder<'_> {
         let quant_in = if self.compile { q.act_quant() } else { ActQuant::None };
         self.norm("input_norm", count, TOK, h, true, quant_in);
         let tok = unit(TOK, 1.0);
-        self.qkv_proj(count, q, q_width, kv_width, bias);
+        // Values that are the keys need no projection of their own (the cache still holds both).
+        let v_width = if value_is_key { 0.0 } else { hkv * hd };
+        self.qkv_proj(count, q, q_width, hkv * hd, v_width, bias);
         if qk_norm {
             self.qk_norm(count, (hq + hkv) * hd, hd);
         }
@@ -96,17 +100,17 @@ impl Builder<'_> {
 
     /// The Q, K and V projections: one fused GEMM with `--compile`, else three, each after
     /// its own input quantization.
-    fn qkv_proj(&mut self, count: f64, q: LinearQuant, q_width: f64, kv_width: f64, bias: bool) {
+    fn qkv_proj(&mut self, count: f64, q: LinearQuant, q_width: f64, k_width: f64, v_width: f64, bias: bool) {
         let h = self.h;
         let tok = unit(TOK, 1.0);
         if self.compile {
-            self.gemm("qkv_proj", count, TOK, h, q_width + kv_width, Some(q), bias);
+            self.gemm("qkv_proj", count, TOK, h, q_width + k_width + v_width, Some(q), bias);
         } else {
-            for (name, qname, n) in [
-                ("q_proj", "q_input_quant", q_width),
-                ("k_proj", "k_input_quant", kv_width / 2.0),
-                ("v_proj", "v_input_quant", kv_width / 2.0),
-            ] {
+            for (name, qname, n) in
+                [("q_proj", "q_input_quant", q_width), ("k_proj", "k_input_quant", k_width), ("v_proj", "v_input_quant", v_width)]
+                    .into_iter()
+                    .filter(|(_, _, n)| *n > 0.0)
+            {
                 self.act_quant(qname, count, tok, h, q);
                 self.gemm(name, count, TOK, h, n, Some(q), bias);
             }

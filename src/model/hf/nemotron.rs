@@ -46,6 +46,7 @@ pub(super) fn nemotron_h(f: &Fields) -> Result<Parsed, String> {
                     sliding_window: None,
                     output_gate: false,
                     rotary_fraction: 1.0,
+                    value_is_key: false,
                 };
                 (gqa, Mlp::None)
             }
@@ -193,6 +194,7 @@ fn nas_attention(part: &serde_json::Map<String, Value>, i: usize, heads: u32, he
         sliding_window: window,
         output_gate: false,
         rotary_fraction: 1.0,
+        value_is_key: false,
     })
 }
 

@@ -170,6 +170,7 @@ fn nemotron_nas_layers_follow_their_block_configs() {
         sliding_window: None,
         output_gate: false,
         rotary_fraction: 1.0,
+        value_is_key: false,
     };
     let dense = |i| Mlp::Dense { intermediate_size: i, bias: false, gated: true };
     let shape: Vec<(u32, &Attention, &Mlp)> = m.layers.iter().map(|g| (g.count, &g.attention, &g.mlp)).collect();
@@ -218,4 +219,40 @@ fn a_modelopt_hf_quant_config_stands_for_a_missing_quantization_config() {
     assert_eq!((m.weights, m.fp8_kv_cache), (WeightFormat::Nvfp4MlpFp8Attention, true));
     let e = parse_config_with(QWEN3_32B, Some(r#"{"producer":{}}"#), "x").unwrap_err();
     assert_eq!(e, "hf_quant_config.json: required field `quantization` (an object) is missing");
+}
+
+#[test]
+fn gemma4_prices_its_sliding_and_global_layers_apart() {
+    // Gemma 4 31B's text model: 50 sliding layers (16 KV heads of 256, a 1,024-token window)
+    // and 10 global ones (4 KV heads of 512, rotary on a quarter, values that are the keys).
+    // A global layer's projections by hand: 5376 × (32 × 512 + 4 × 512) for Q and K, and the
+    // output's 32 × 512 × 5376: 187,170,816. (Mutation: give it a value projection and it
+    // reads 198,180,864.)
+    let layer_types =
+        (0..60).map(|i| if i % 6 == 5 { r#""full_attention""# } else { r#""sliding_attention""# }).collect::<Vec<_>>().join(",");
+    let text = format!(
+        r#"{{"model_type":"gemma4","text_config":{{"model_type":"gemma4_text","hidden_size":5376,"intermediate_size":21504,
+        "num_hidden_layers":60,"num_attention_heads":32,"num_key_value_heads":16,"head_dim":256,"global_head_dim":512,
+        "num_global_key_value_heads":4,"attention_k_eq_v":true,"sliding_window":1024,"vocab_size":262144,
+        "tie_word_embeddings":true,"enable_moe_block":false,"hidden_size_per_layer_input":0,"num_kv_shared_layers":0,
+        "rope_parameters":{{"full_attention":{{"partial_rotary_factor":0.25}},"sliding_attention":{{}}}},
+        "layer_types":[{layer_types}]}}}}"#
+    );
+    let m = parse_config(&text, "x").unwrap();
+    let shape: Vec<(u32, Option<u32>, u32, u32, bool)> = m
+        .layers
+        .iter()
+        .map(|g| match g.attention {
+            Attention::Gqa { kv_heads, head_dim, sliding_window, value_is_key, .. } => {
+                (g.count, sliding_window, kv_heads, head_dim, value_is_key)
+            }
+            _ => panic!("Gemma 4 layers are GQA"),
+        })
+        .collect();
+    assert_eq!(shape, vec![(50, Some(1024), 16, 256, false), (10, None, 4, 512, true)]);
+    assert_eq!(m.layers[1].attention.params(5376), 187_170_816);
+    assert!(matches!(m.layers[1].attention, Attention::Gqa { rotary_fraction, .. } if rotary_fraction == 0.25));
+    // Gemma 3n-style per-layer inputs are not priced as something else.
+    let e = parse_config(&text.replace(r#""hidden_size_per_layer_input":0"#, r#""hidden_size_per_layer_input":256"#), "x").unwrap_err();
+    assert_eq!(e, "field `text_config.hidden_size_per_layer_input` is 256: per-layer input embeddings are not modelled");
 }
