@@ -80,6 +80,8 @@ const FILES: &[(&str, &str)] = catalog_files!(
     "nvidia--NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4.yaml",
     "google--gemma-4-26B-A4B.yaml",
     "nvidia--Gemma-4-31B-IT-NVFP4.yaml",
+    "stepfun-ai--Step-3.7-Flash.yaml",
+    "stepfun-ai--Step-3.7-Flash-FP8.yaml",
 );
 
 /// Every catalog entry, in `--list-models` order.

@@ -40,6 +40,7 @@ pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
     "mimo",
     "gemma4",
     "gemma4_text",
+    "step3p7",
 ];
 
 /// The largest value a config field may hold: counts that size memory (layers, experts,
@@ -245,6 +246,7 @@ fn parse_text(text: &str, modelopt: Option<&Map<String, Value>>, id: &str) -> Re
         "qwen3_5" | "qwen3_5_text" | "qwen3_5_moe" | "qwen3_5_moe_text" | "qwen3_next" => qwen3_5(&f)?,
         "mimo" => mimo(&f)?,
         "gemma4" | "gemma4_text" => gemma::gemma4(&f)?,
+        "step3p7" => step::step3p7(&f)?,
         "nemotron_h" => nemotron::nemotron_h(&f)?,
         "nemotron-nas" => nemotron::nemotron_nas(&f)?,
         other => {
@@ -762,5 +764,6 @@ fn vision(v: &Map<String, Value>) -> Result<VisionTower, String> {
 
 mod gemma;
 mod nemotron;
+mod step;
 #[cfg(test)]
 mod tests;

@@ -256,3 +256,25 @@ fn gemma4_prices_its_sliding_and_global_layers_apart() {
     let e = parse_config(&text.replace(r#""hidden_size_per_layer_input":0"#, r#""hidden_size_per_layer_input":256"#), "x").unwrap_err();
     assert_eq!(e, "field `text_config.hidden_size_per_layer_input` is 256: per-layer input embeddings are not modelled");
 }
+
+#[test]
+fn step3p7_splits_full_and_sliding_layers_and_dense_and_moe_ones() {
+    // Step-3.7-Flash: 45 layers, 12 with full attention and 33 with a 512-token window; the
+    // first 3 dense, the rest 288 experts (8 routed) and one shared expert of 1,280; 3 MTP
+    // layers. (Mutations: ignore `first_k_dense_replace` and no dense layer is left; drop the
+    // window and every layer is full.)
+    let types = (0..45).map(|i| if i % 4 == 0 { r#""full_attention""# } else { r#""sliding_attention""# }).collect::<Vec<_>>().join(",");
+    let text = format!(
+        r#"{{"model_type":"step3p7","num_hidden_layers":45,"hidden_size":4096,"num_attention_heads":64,"num_key_value_heads":8,
+        "head_dim":128,"vocab_size":128896,"intermediate_size":11264,"sliding_window":512,"layer_types":[{types}],
+        "first_k_dense_replace":3,"num_experts":288,"num_experts_per_tok":8,"moe_intermediate_size":1280,
+        "share_expert_dim":1280,"n_shared_experts":1,"num_nextn_predict_layers":3}}"#
+    );
+    let m = parse_config(&text, "x").unwrap();
+    let count = |f: &dyn Fn(&LayerGroup) -> bool| m.layers.iter().filter(|g| f(g)).map(|g| g.count).sum::<u32>();
+    assert_eq!(count(&|g| matches!(g.attention, Attention::Gqa { sliding_window: None, .. })), 12);
+    assert_eq!(count(&|g| matches!(g.attention, Attention::Gqa { sliding_window: Some(512), .. })), 33);
+    assert_eq!(count(&|g| matches!(g.mlp, Mlp::Dense { intermediate_size: 11264, .. })), 3);
+    assert_eq!(count(&|g| matches!(g.mlp, Mlp::Moe { experts: 288, shared_intermediate_size: 1280, .. })), 42);
+    assert_eq!(m.mtp.as_ref().map(|t| t.layers), Some(3));
+}
