@@ -140,6 +140,9 @@ pub(super) fn nemotron_nas(f: &Fields) -> Result<Parsed, String> {
             None => groups.push(LayerGroup { count: 1, attention, mlp }),
         }
     }
+    if groups.is_empty() {
+        return Err("every entry of `block_configs` skips both its attention and its MLP: no layer to price".into());
+    }
     Ok((groups, None))
 }
 

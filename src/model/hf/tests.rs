@@ -179,6 +179,9 @@ fn nemotron_nas_layers_follow_their_block_configs() {
     let linear = nas(r#"{"attention":{"replace_with_linear":true},"ffn":{"ffn_mult":1.0}}"#);
     let e = parse_config(&linear, "x").unwrap_err();
     assert_eq!(e, "field `block_configs[2].attention.replace_with_linear` is true; this tool models only absent, null or false");
+    let empty = r#"{"model_type":"nemotron-nas","hidden_size":64,"num_attention_heads":4,"num_hidden_layers":1,"vocab_size":10,
+        "block_configs":[{"attention":{"no_op":true},"ffn":{"no_op":true}}]}"#;
+    assert!(parse_config(empty, "x").unwrap_err().starts_with("every entry of `block_configs` skips"));
     let e = parse_config(&nas(r#"{"attention":{"n_heads_in_group":5},"ffn":{"ffn_mult":1.0}}"#), "x").unwrap_err();
     assert!(e.contains("`block_configs[2].attention.n_heads_in_group` is 5; expected a divisor"), "{e}");
 }
