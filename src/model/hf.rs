@@ -272,7 +272,12 @@ fn parse_text(text: &str, modelopt: Option<&Map<String, Value>>, id: &str) -> Re
         layers,
         mtp,
         vision,
-        weights: weight_format(quantization_config(&f)?.or(modelopt))?,
+        weights: match quantization_config(&f)? {
+            Some(q) => weight_format(Some(q))?,
+            // Errors name the file and its own object (`quantization`), not config.json's.
+            None => weight_format(modelopt)
+                .map_err(|e| format!("hf_quant_config.json: {}", e.replace("`quantization_config.", "`quantization.")))?,
+        },
         fp8_kv_cache: quantization_config(&f)?.is_some_and(fp8_kv_cache),
     };
     model.validate()?;

@@ -211,7 +211,7 @@ impl Builder<'_> {
     /// expert multiplies that many rows through gate-up and down (6·h·i FLOPs a row) and reads
     /// its weights once.
     fn experts_roof(&self, s: &super::moe::MoeShape, peak: f64, bytes: (f64, f64), matrices: f64) -> Roof1 {
-        experts_roof_at(s.moe_tp, s.ep, s.eh, s.i_l * s.moe_tp, s.experts, peak, bytes, self.datasheet_hbm(), matrices)
+        experts_roof_at(s.moe_tp, s.ep, s.eh, s.i_l * s.moe_tp, s.block.experts, peak, bytes, self.datasheet_hbm(), matrices)
     }
 
     /// Whether the routed experts of a block with `experts` experts are priced as one measured
@@ -224,10 +224,10 @@ impl Builder<'_> {
     /// activation, down and combine) as one measured operator, or `None` without a table.
     /// `route` is how tokens reach the experts: (TP slicing, ranks of one MoE group).
     pub(super) fn measured_experts(&self, count: f64, s: &super::moe::MoeShape, roofline: OpKind, route: (f64, f64)) -> Option<Op> {
-        let (grid, dt, bytes, exact) = self.moe_table(s.experts)?;
+        let (grid, dt, bytes, exact) = self.moe_table(s.block.experts)?;
         let (route_tp, group_ranks) = route;
         // Tokens per expert: the tokens entering the MoE group times top-k over the experts.
-        let coef = unit(f::TOKENS, group_ranks / route_tp * s.top_k / s.experts);
+        let coef = unit(f::TOKENS, group_ranks / route_tp * s.block.top_k / s.block.experts);
         let peak = |d: MoeDtype| {
             self.peak(match d {
                 MoeDtype::Bf16 | MoeDtype::W4a16Mxfp4 | MoeDtype::Int4WeightOnly => Dtype::Bf16,
@@ -238,7 +238,7 @@ impl Builder<'_> {
         // The tables time gated experts (gate, up and down), except at an ungated model's own
         // shape (below).
         let roof = self.experts_roof(s, peak(dt), bytes, 3.0);
-        let fixed = [s.moe_tp, s.ep, s.eh, s.i_l * s.moe_tp, s.top_k, s.experts];
+        let fixed = [s.moe_tp, s.ep, s.eh, s.i_l * s.moe_tp, s.block.top_k, s.block.experts];
         // Coordinates (moe_tp, moe_ep, hidden, intermediate, top-k, experts, tokens per expert):
         // a clamped layout or shape scales by the roofline of the query's.
         let hbm = self.datasheet_hbm();
@@ -250,7 +250,7 @@ impl Builder<'_> {
         // its own shape (vLLM's and SGLang's tables hold Nemotron-H's ungated ones: at 32 tokens
         // on an H100, 98 of its 128 experts read in 0.85 ms, a rate no gated expert could reach).
         let own_shape = (0..fixed.len()).all(|i| grid.sub_keys(&fixed[..i], i).contains(&fixed[i]));
-        let ungated_carried = !s.gated && !own_shape;
+        let ungated_carried = !s.block.gated && !own_shape;
         let transfer = (!exact || ungated_carried).then_some(Transfer { target, measured: roof });
         let lookup = Lookup::Count { coef, curve, roof, transfer, floor: None };
         let kind = OpKind::Measured(Box::new(Measured { roofline, lookup }));

@@ -53,7 +53,7 @@ impl Builder<'_> {
 
     /// The per-rank sizes of one MoE block under this candidate's TP, EP and MoE-TP.
     fn moe_shape(&self, b: &MoeBlock) -> MoeShape {
-        let &MoeBlock { experts, top_k, inter, bias, gated, latent, .. } = b;
+        let &MoeBlock { experts, top_k, inter, latent, .. } = b;
         let par = self.par;
         let (tp, ep, moe_tp) = (self.tp, par.ep.max(1) as f64, par.moe_tp.max(1) as f64);
         let q = self.expert_q;
@@ -62,12 +62,9 @@ impl Builder<'_> {
         // tokens are already on every rank.
         let replicated = self.opts.moe_all_reduce && tp > 1.0 && par.ep.max(1) * par.moe_tp.max(1) == par.tp;
         MoeShape {
-            gated,
+            block: *b,
             eh: latent.unwrap_or(self.h),
             replicated,
-            experts,
-            top_k,
-            bias,
             tp,
             ep,
             moe_tp,
@@ -101,13 +98,13 @@ impl Builder<'_> {
         let h = s.eh;
         let mut routed: Vec<Op> = Vec::new();
         if s.ep > 1.0 {
-            routed.push(self.vector_op("permute_tokens", count, s.sliced, s.top_k * h, 0.0, 2.0 * s.ab, false, 1.0));
+            routed.push(self.vector_op("permute_tokens", count, s.sliced, s.block.top_k * h, 0.0, 2.0 * s.ab, false, 1.0));
             routed.extend(self.collective_op(
                 "moe_dispatch_all_to_all",
                 count,
                 self.ep_group,
                 Collective::AllToAll,
-                scaled(&s.sliced, s.top_k * h * s.ab * (s.ep - 1.0) / s.ep),
+                scaled(&s.sliced, s.block.top_k * h * s.ab * (s.ep - 1.0) / s.ep),
             ));
         }
         if s.moe_tp > 1.0 {
@@ -157,9 +154,9 @@ impl Builder<'_> {
         ];
         let i_l = s.i_l;
         self.weights +=
-            count * self.copies * s.local * (s.matrices() * h * i_l * s.wb + if s.bias { (s.up() * i_l + h) * 2.0 } else { 0.0 });
-        self.weights += count * self.copies * self.h * s.experts * 2.0;
-        if self.experts_measured(s.experts) {
+            count * self.copies * s.local * (s.matrices() * h * i_l * s.wb + if s.block.bias { (s.up() * i_l + h) * 2.0 } else { 0.0 });
+        self.weights += count * self.copies * self.h * s.block.experts * 2.0;
+        if self.experts_measured(s.block.experts) {
             let route = if s.replicated { (1.0, 1.0) } else { (s.tp, s.ep * s.moe_tp) };
             let [gu, act, down] = self.expert_costs(s);
             let sum = ExpertCost {
@@ -191,8 +188,8 @@ impl Builder<'_> {
         let mk = |mma: f64, gp: f64, mem_pair: f64, w_bytes: f64, deq_w: f64| ExpertCost {
             tp: route_tp,
             group_ranks,
-            top_k: s.top_k,
-            experts: s.experts,
+            top_k: s.block.top_k,
+            experts: s.block.experts,
             local_experts: s.local,
             mma_per_pair: mma / g,
             gp_per_pair: gp / g,
@@ -201,7 +198,7 @@ impl Builder<'_> {
             gp_per_expert: deq_w / g,
             fixed_per_expert: eager,
         };
-        let bias_gp = if s.bias { 1.0 } else { 0.0 };
+        let bias_gp = if s.block.bias { 1.0 } else { 0.0 };
         let hbm = self.hbm;
         // Gate and up (or up alone, for ungated experts) in one GEMM.
         let up = s.up() * i_l;
@@ -245,7 +242,7 @@ impl Builder<'_> {
             ));
         }
         if s.ep > 1.0 {
-            let top_k = s.top_k;
+            let top_k = s.block.top_k;
             routed.extend(self.collective_op(
                 "moe_combine_all_to_all",
                 count,
@@ -338,13 +335,10 @@ pub(super) struct MoeBlock {
 
 /// One MoE block's sizes on this rank, shared by the steps that lay it out.
 pub(super) struct MoeShape {
-    /// Gated experts (gate and up); `false`: up alone and a squared ReLU.
-    pub(super) gated: bool,
+    /// The block as the model defines it.
+    pub(super) block: MoeBlock,
     /// The experts' hidden width: the model's, or a latent MoE's latent width.
     pub(super) eh: f64,
-    pub(super) experts: f64,
-    pub(super) top_k: f64,
-    pub(super) bias: bool,
     /// Every TP rank holds every token and one all-reduce combines the experts (no slicing,
     /// dispatch or restore).
     pub(super) replicated: bool,
@@ -368,7 +362,7 @@ pub(super) struct MoeShape {
 impl MoeShape {
     /// The first GEMM's width in units of the intermediate width: gate and up, or up alone.
     pub(super) fn up(&self) -> f64 {
-        if self.gated {
+        if self.block.gated {
             2.0
         } else {
             1.0

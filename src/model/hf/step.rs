@@ -1,7 +1,7 @@
 //! StepFun Step-3.7-Flash (`step3p7`): GQA layers, full or sliding-window as `layer_types`
 //! says, a few dense MLP layers and then a MoE with a shared expert, and MTP layers.
 
-use super::{Attention, Fields, LayerGroup, Mlp, MtpBlock, Parsed};
+use super::{Fields, LayerGroup, Mlp, MtpBlock, Parsed};
 
 /// Step-3.7-Flash: every layer GQA of `num_attention_heads` and `num_key_value_heads` heads of
 /// `head_dim`, a `sliding_window` in the layers `layer_types` marks `sliding_attention`; the
@@ -16,21 +16,8 @@ pub(super) fn step3p7(f: &Fields) -> Result<Parsed, String> {
         return Err(format!("field `layer_types` has {} entries but `num_hidden_layers` is {n}", types.len()));
     }
     let dense_count = f.u32_opt("first_k_dense_replace")?.unwrap_or(0).min(n);
-    let full = Attention::Gqa {
-        heads: f.u32("num_attention_heads")?,
-        kv_heads: f.u32("num_key_value_heads")?,
-        head_dim: f.u32("head_dim")?,
-        qk_norm: f.bool_or("use_qk_norm", false)?,
-        bias: false,
-        sliding_window: None,
-        output_gate: false,
-        rotary_fraction: 1.0,
-        value_is_key: false,
-    };
-    let mut sliding = full.clone();
-    if let Attention::Gqa { sliding_window, .. } = &mut sliding {
-        *sliding_window = Some(f.u32("sliding_window")?);
-    }
+    let full = super::gqa(f, None)?;
+    let sliding = super::gqa(f, Some(f.u32("sliding_window")?))?;
     let dense = Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias: false, gated: true };
     let moe = Mlp::Moe {
         experts: f.u32("num_experts")?,

@@ -220,6 +220,12 @@ fn a_modelopt_hf_quant_config_stands_for_a_missing_quantization_config() {
         "backbone.layers.1.mixer.experts.0.up_proj":{"quant_algo":"W4A16_NVFP4","group_size":16}}}}"#;
     let m = parse_config_with(QWEN3_32B, Some(hf_quant), "x").unwrap();
     assert_eq!((m.weights, m.fp8_kv_cache), (WeightFormat::Nvfp4MlpFp8Attention, true));
+    let int4 = hf_quant.replace(r#"{"quant_algo":"FP8"}"#, r#"{"quant_algo":"INT4"}"#);
+    let e = parse_config_with(QWEN3_32B, Some(&int4), "x").unwrap_err();
+    assert!(
+        e.starts_with("hf_quant_config.json: field `quantization.quantized_layers` holds MLPs in [NVFP4] and token mixers in [INT4]"),
+        "{e}"
+    );
     let e = parse_config_with(QWEN3_32B, Some(r#"{"producer":{}}"#), "x").unwrap_err();
     assert_eq!(e, "hf_quant_config.json: required field `quantization` (an object) is missing");
 }

@@ -207,12 +207,18 @@ impl SimSetup {
         if self.open || self.demand.is_some() || self.mem.state_bytes_per_seq <= 0.0 || seqs <= 1 {
             return seqs;
         }
+        self.seqs_that_fit(budget, seqs, self.held_tokens)
+    }
+
+    /// The most sequences, from one to `seqs`, whose pool (sized for that many, states
+    /// included) holds `tokens` tokens of each: fewer sequences leave more of the memory to KV,
+    /// so the count is bisected.
+    fn seqs_that_fit(&self, budget: u64, seqs: u64, tokens: u64) -> u64 {
         let block = self.instance.block_size.max(1);
-        let fits = |n: u64| self.kv_blocks(budget, n) >= n * self.held_tokens.div_ceil(block);
+        let fits = |n: u64| self.kv_blocks(budget, n) >= n * tokens.div_ceil(block);
         if fits(seqs) {
             return seqs;
         }
-        // `fits` holds at the low end and fails at `seqs`: bisect the boundary.
         let (mut lo, mut hi) = (1, seqs);
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
@@ -268,21 +274,8 @@ impl SimSetup {
             return None;
         }
         let seqs = max_num_seqs.div_ceil(self.lanes);
-        let tokens = |n: u64| self.kv_blocks(budget, n) * self.instance.block_size;
-        if self.mem.state_bytes_per_seq <= 0.0 || tokens(seqs) >= seqs * prompt_tokens {
-            return Some(tokens(seqs));
-        }
-        // The pool holds its prompts at one sequence (or at none) and not at `seqs`: bisect.
-        let (mut lo, mut hi) = (1, seqs);
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if tokens(mid) >= mid * prompt_tokens {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        Some(tokens(lo))
+        let running = if self.mem.state_bytes_per_seq > 0.0 { self.seqs_that_fit(budget, seqs, prompt_tokens) } else { seqs };
+        Some(self.kv_blocks(budget, running) * self.instance.block_size)
     }
 
     /// KV blocks one instance holds once weights, the reserve and the largest step's
