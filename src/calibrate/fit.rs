@@ -3,7 +3,11 @@
 //!
 //! Four parameters per serving engine on one device ([`Params`]): the per-step gap the device
 //! waits on the host, the host's own per-step work (which overlapped scheduling hides), its
-//! per-running-sequence host time per step and its per-request front-end time. What the
+//! per-running-sequence host time per step and its per-request front-end time; and a fifth,
+//! the front end's time per streamed output token, chosen from a few values
+//! ([`FRONTEND_TOKEN_CHOICES_US`]) by simulating each, because it acts through the front end's
+//! queue (a saturated front end delays every token and every new request), which no
+//! first-order sensitivity follows. What the
 //! device's kernels do (bandwidth, matrix efficiency, grouped GEMMs, collectives) is not
 //! fitted: it comes from the device profile and the measured kernel tables, and every engine on
 //! a device shares it. A full re-simulation per trial would cost seconds per trial, so the fit
@@ -52,7 +56,22 @@ pub struct Params {
     pub step_host_us: f64,
     pub seq_overhead_us: f64,
     pub frontend_request_us: f64,
+    /// The front end's time per streamed output token; `None`: the engine profile's own
+    /// (`defaults.frontend_output_token_us`). Chosen, not fitted by the simplex (see the
+    /// module's doc): the first-order model holds it fixed.
+    pub frontend_output_token_us: Option<f64>,
 }
+
+/// The values of the front end's time per output token a fit tries for each engine × device,
+/// µs: the engine profile's own (`None`: 25 µs under vLLM and TensorRT-LLM, 15 under SGLang)
+/// and slower front ends. TensorRT-LLM's `trtllm-serve` detokenizes each response and builds
+/// its OpenAI protocol object in Python on every iteration, which its developers name as the
+/// host bottleneck of streaming at high concurrency (their `stream_interval` and
+/// `num_postprocess_workers` settings exist to relieve it); its Llama-3.1-8B runs at 128
+/// requests on 4 and 8 H100s stream about 9,000 tokens a second whatever the GPUs, some 110 µs
+/// a token all told. 100 µs is the largest value tried: well inside the 1,000 µs a profile may
+/// hold, and no slower than what those runs show.
+pub const FRONTEND_TOKEN_CHOICES_US: [Option<f64>; 4] = [None, Some(50.0), Some(75.0), Some(100.0)];
 
 /// Names of the parameters, in [`Params::to_vec`] order.
 pub const PARAM_NAMES: [&str; P] = ["step_overhead_us", "step_host_us", "seq_overhead_us", "frontend_request_us"];
@@ -61,8 +80,16 @@ impl Params {
     pub fn to_vec(self) -> [f64; P] {
         [self.step_overhead_us, self.step_host_us, self.seq_overhead_us, self.frontend_request_us]
     }
+    /// The four simplex-fitted values `v` (in [`Params::to_vec`] order) with the engine
+    /// profile's own front-end time per output token.
     pub fn from_vec(v: [f64; P]) -> Self {
-        Params { step_overhead_us: v[0], step_host_us: v[1], seq_overhead_us: v[2], frontend_request_us: v[3] }
+        Params {
+            step_overhead_us: v[0],
+            step_host_us: v[1],
+            seq_overhead_us: v[2],
+            frontend_request_us: v[3],
+            frontend_output_token_us: None,
+        }
     }
 
     /// These parameters with the per-step host work cut so that the step's two fixed parts
@@ -79,7 +106,7 @@ impl Params {
         for (&i, &x) in idx.iter().zip(values) {
             v[i] = x;
         }
-        Params::from_vec(v)
+        Params { frontend_output_token_us: self.frontend_output_token_us, ..Params::from_vec(v) }
     }
 
     /// First-order (TTFT, TPOT) of a run simulated at `self` (`s`), at `next`.
@@ -291,7 +318,13 @@ mod tests {
     }
 
     fn params(step_us: f64, seq_us: f64) -> Params {
-        Params { step_overhead_us: step_us, step_host_us: 0.0, seq_overhead_us: seq_us, frontend_request_us: 0.0 }
+        Params {
+            step_overhead_us: step_us,
+            step_host_us: 0.0,
+            seq_overhead_us: seq_us,
+            frontend_request_us: 0.0,
+            frontend_output_token_us: None,
+        }
     }
 
     #[test]
@@ -347,7 +380,13 @@ mod block_tests {
         // Runs with no sequence sensitivity (no slope for the per-sequence cost): only the
         // prior decides it. Fails if the block fit maps its coordinates onto the wrong
         // parameters, or the prior's pull is lost.
-        let at = Params { step_overhead_us: 500.0, step_host_us: 250.0, seq_overhead_us: 10.0, frontend_request_us: 10_000.0 };
+        let at = Params {
+            step_overhead_us: 500.0,
+            step_host_us: 250.0,
+            seq_overhead_us: 10.0,
+            frontend_request_us: 10_000.0,
+            frontend_output_token_us: None,
+        };
         let sens = Sensitivity { ttft_ms: 100.0, tpot_ms: 10.0, ttft: [50.0, 0.0, 0.0], tpot: [900.0, 0.0, 0.0] };
         let members = vec![Member { sample: Sample { ttft_ms: 120.0, tpot_ms: 12.0, sens }, at, cur: at }];
         let prior = Prior::new(at);

@@ -158,7 +158,13 @@ fn the_sensitivity_pass_simulates_what_a_prediction_simulates_and_its_slopes_pre
     let s = at.sensitivity(&run).unwrap();
     let p = at.predict(&run).unwrap();
     assert_eq!((s.ttft_ms, s.tpot_ms), (p.ttft_ms, p.tpot_ms));
-    let params = |step, seq| Params { step_overhead_us: step, step_host_us: 0.0, seq_overhead_us: seq, frontend_request_us: 5000.0 };
+    let params = |step, seq| Params {
+        step_overhead_us: step,
+        step_host_us: 0.0,
+        seq_overhead_us: seq,
+        frontend_request_us: 5000.0,
+        frontend_output_token_us: None,
+    };
     let with_host = |host| Params { step_host_us: host, ..params(500.0, 19.2) };
     let moved = base.with_engines(calibration(2500.0, 19.2)).predict(&run).unwrap();
     let (ttft, tpot) = params(500.0, 19.2).predict(&s, &params(2500.0, 19.2));
