@@ -4,9 +4,9 @@
 //! Four parameters per serving engine on one device ([`Params`]): the per-step gap the device
 //! waits on the host, the host's own per-step work (which overlapped scheduling hides), its
 //! per-running-sequence host time per step and its per-request front-end time; and a fifth,
-//! the front end's time per streamed output token, chosen from a few values
-//! ([`FRONTEND_TOKEN_CHOICES_US`]) by simulating each, because it acts through the front end's
-//! queue (a saturated front end delays every token and every new request), which no
+//! the front end's time per streamed output token: the engine's own, or one of a few slower
+//! values ([`SLOWER_FRONTEND_TOKEN_US`]) tried by simulation, because it acts through the front
+//! end's queue (a saturated front end delays every token and every new request), which no
 //! first-order sensitivity follows. What the
 //! device's kernels do (bandwidth, matrix efficiency, grouped GEMMs, collectives) is not
 //! fitted: it comes from the device profile and the measured kernel tables, and every engine on
@@ -62,16 +62,16 @@ pub struct Params {
     pub frontend_output_token_us: Option<f64>,
 }
 
-/// The values of the front end's time per output token a fit tries for each engine × device,
-/// µs: the engine profile's own (`None`: 25 µs under vLLM and TensorRT-LLM, 15 under SGLang)
-/// and slower front ends. TensorRT-LLM's `trtllm-serve` detokenizes each response and builds
-/// its OpenAI protocol object in Python on every iteration, which its developers name as the
-/// host bottleneck of streaming at high concurrency (their `stream_interval` and
-/// `num_postprocess_workers` settings exist to relieve it); its Llama-3.1-8B runs at 128
-/// requests on 4 and 8 H100s stream about 9,000 tokens a second whatever the GPUs, some 110 µs
-/// a token all told. 100 µs is the largest value tried: well inside the 1,000 µs a profile may
-/// hold, and no slower than what those runs show.
-pub const FRONTEND_TOKEN_CHOICES_US: [Option<f64>; 4] = [None, Some(50.0), Some(75.0), Some(100.0)];
+/// The front ends slower than the engine profile's own (25 µs a token under vLLM and
+/// TensorRT-LLM, 15 under SGLang) a fit tries for each engine × device, µs per output token.
+/// TensorRT-LLM's `trtllm-serve` detokenizes each response and builds its OpenAI protocol
+/// object in Python on every iteration, which its developers name as the host bottleneck of
+/// streaming at high concurrency (their `stream_interval` and `num_postprocess_workers`
+/// settings exist to relieve it); its Llama-3.1-8B runs at 128 requests on 4 and 8 H100s
+/// stream about 9,000 tokens a second whatever the GPUs, some 110 µs a token all told. 100 µs
+/// is the largest value tried: well inside the 1,000 µs a profile may hold, and no slower
+/// than what those runs show.
+pub const SLOWER_FRONTEND_TOKEN_US: [f64; 3] = [50.0, 75.0, 100.0];
 
 /// Names of the parameters, in [`Params::to_vec`] order.
 pub const PARAM_NAMES: [&str; P] = ["step_overhead_us", "step_host_us", "seq_overhead_us", "frontend_request_us"];
