@@ -451,24 +451,13 @@ fn dense_or_moe(f: &Fields, model_type: &str) -> Result<Parsed, String> {
     let attention = gqa(f, uniform_window(f)?)?;
     let dense = Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias: f.bool_or("mlp_bias", false)?, gated: true };
     let moe = match model_type {
-        "mixtral" => Some(Mlp::Moe {
-            experts: f.u32("num_local_experts")?,
-            top_k: f.u32("num_experts_per_tok")?,
-            expert_intermediate_size: f.u64("intermediate_size")?,
-            shared_intermediate_size: 0,
-            bias: false,
-            gated: true,
-            latent_size: None,
-        }),
-        "qwen2_moe" | "qwen3_moe" | "qwen3_vl_moe" | "qwen3_vl_moe_text" => Some(Mlp::Moe {
-            experts: f.u32("num_experts")?,
-            top_k: f.u32("num_experts_per_tok")?,
-            expert_intermediate_size: f.u64("moe_intermediate_size")?,
-            shared_intermediate_size: f.u64_opt("shared_expert_intermediate_size")?.unwrap_or(0),
-            bias: false,
-            gated: true,
-            latent_size: None,
-        }),
+        "mixtral" => Some(Mlp::swiglu_moe(f.u32("num_local_experts")?, f.u32("num_experts_per_tok")?, f.u64("intermediate_size")?, 0)),
+        "qwen2_moe" | "qwen3_moe" | "qwen3_vl_moe" | "qwen3_vl_moe_text" => Some(Mlp::swiglu_moe(
+            f.u32("num_experts")?,
+            f.u32("num_experts_per_tok")?,
+            f.u64("moe_intermediate_size")?,
+            f.u64_opt("shared_expert_intermediate_size")?.unwrap_or(0),
+        )),
         _ => None,
     };
     let Some(moe) = moe else {
@@ -521,15 +510,12 @@ fn deepseek(f: &Fields) -> Result<Parsed, String> {
     };
     let dense = Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias: false, gated: true };
     let expert_i = f.u64("moe_intermediate_size")?;
-    let moe = Mlp::Moe {
-        experts: f.u32("n_routed_experts")?,
-        top_k: f.u32("num_experts_per_tok")?,
-        expert_intermediate_size: expert_i,
-        shared_intermediate_size: f.u64_opt("n_shared_experts")?.unwrap_or(0) * expert_i,
-        bias: false,
-        gated: true,
-        latent_size: None,
-    };
+    let moe = Mlp::swiglu_moe(
+        f.u32("n_routed_experts")?,
+        f.u32("num_experts_per_tok")?,
+        expert_i,
+        f.u64_opt("n_shared_experts")?.unwrap_or(0) * expert_i,
+    );
     let first_dense = f.u32_opt("first_k_dense_replace")?.unwrap_or(0).min(n);
     let freq = f.u32_opt("moe_layer_freq")?.unwrap_or(1).max(1);
     let mut dense_count = 0;
@@ -571,15 +557,7 @@ fn minimax_m2(f: &Fields) -> Result<Parsed, String> {
         }
     }
     let shared = f.u64_opt("shared_intermediate_size")?.unwrap_or(0);
-    let mlp = Mlp::Moe {
-        experts: f.u32("num_local_experts")?,
-        top_k: f.u32("num_experts_per_tok")?,
-        expert_intermediate_size: f.u64("intermediate_size")?,
-        shared_intermediate_size: shared,
-        bias: false,
-        gated: true,
-        latent_size: None,
-    };
+    let mlp = Mlp::swiglu_moe(f.u32("num_local_experts")?, f.u32("num_experts_per_tok")?, f.u64("intermediate_size")?, shared);
     Ok((vec![LayerGroup { count: n, attention, mlp }], None))
 }
 
@@ -612,15 +590,7 @@ fn llama4(f: &Fields) -> Result<Parsed, String> {
         *qk_norm = f.bool_or("use_qk_norm", false)?;
     }
     let expert_i = f.u64("intermediate_size")?;
-    let moe = Mlp::Moe {
-        experts: f.u32("num_local_experts")?,
-        top_k: f.u32("num_experts_per_tok")?,
-        expert_intermediate_size: expert_i,
-        shared_intermediate_size: expert_i,
-        bias: false,
-        gated: true,
-        latent_size: None,
-    };
+    let moe = Mlp::swiglu_moe(f.u32("num_local_experts")?, f.u32("num_experts_per_tok")?, expert_i, expert_i);
     let dense = Mlp::Dense { intermediate_size: f.u64("intermediate_size_mlp")?, bias: false, gated: true };
     // (rotary, MoE) -> layer count, in a fixed order so the groups do not depend on the map.
     let mut counts = [[0u32; 2]; 2];
@@ -703,15 +673,12 @@ fn qwen3_5(f: &Fields) -> Result<Parsed, String> {
         conv_kernel: f.u32_opt("linear_conv_kernel_dim")?.unwrap_or(4),
     };
     let mlp = match f.u32_opt("num_experts")? {
-        Some(e) if e > 0 => Mlp::Moe {
-            experts: e,
-            top_k: f.u32("num_experts_per_tok")?,
-            expert_intermediate_size: f.u64("moe_intermediate_size")?,
-            shared_intermediate_size: f.u64_opt("shared_expert_intermediate_size")?.unwrap_or(0),
-            bias: false,
-            gated: true,
-            latent_size: None,
-        },
+        Some(e) if e > 0 => Mlp::swiglu_moe(
+            e,
+            f.u32("num_experts_per_tok")?,
+            f.u64("moe_intermediate_size")?,
+            f.u64_opt("shared_expert_intermediate_size")?.unwrap_or(0),
+        ),
         _ => Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias: false, gated: true },
     };
     let mut groups = Vec::new();

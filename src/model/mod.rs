@@ -327,6 +327,12 @@ impl Attention {
 }
 
 impl Mlp {
+    /// Routed gated (SwiGLU) experts without biases or a latent width, as most MoE configs
+    /// describe them, with `shared_intermediate_size` of shared expert (0: none).
+    pub fn swiglu_moe(experts: u32, top_k: u32, expert_intermediate_size: u64, shared_intermediate_size: u64) -> Mlp {
+        Mlp::Moe { experts, top_k, expert_intermediate_size, shared_intermediate_size, bias: false, gated: true, latent_size: None }
+    }
+
     /// (total parameters, parameters active per token)
     pub fn params(&self, hidden: u64) -> (u64, u64) {
         match *self {

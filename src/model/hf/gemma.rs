@@ -56,15 +56,7 @@ pub(super) fn gemma4(f: &Fields) -> Result<Parsed, String> {
     };
     let intermediate = f.u64("intermediate_size")?;
     let mlp = if f.bool_or("enable_moe_block", false)? {
-        Mlp::Moe {
-            experts: f.u32("num_experts")?,
-            top_k: f.u32("top_k_experts")?,
-            expert_intermediate_size: f.u64("moe_intermediate_size")?,
-            shared_intermediate_size: intermediate,
-            bias: false,
-            gated: true,
-            latent_size: None,
-        }
+        Mlp::swiglu_moe(f.u32("num_experts")?, f.u32("top_k_experts")?, f.u64("moe_intermediate_size")?, intermediate)
     } else {
         Mlp::Dense { intermediate_size: intermediate, bias: false, gated: true }
     };

@@ -19,15 +19,12 @@ pub(super) fn step3p7(f: &Fields) -> Result<Parsed, String> {
     let full = super::gqa(f, None)?;
     let sliding = super::gqa(f, Some(f.u32("sliding_window")?))?;
     let dense = Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias: false, gated: true };
-    let moe = Mlp::Moe {
-        experts: f.u32("num_experts")?,
-        top_k: f.u32("num_experts_per_tok")?,
-        expert_intermediate_size: f.u64("moe_intermediate_size")?,
-        shared_intermediate_size: f.u64_opt("share_expert_dim")?.unwrap_or(0) * f.u64_opt("n_shared_experts")?.unwrap_or(1),
-        bias: false,
-        gated: true,
-        latent_size: None,
-    };
+    let moe = Mlp::swiglu_moe(
+        f.u32("num_experts")?,
+        f.u32("num_experts_per_tok")?,
+        f.u64("moe_intermediate_size")?,
+        f.u64_opt("share_expert_dim")?.unwrap_or(0) * f.u64_opt("n_shared_experts")?.unwrap_or(1),
+    );
     let mut groups: Vec<LayerGroup> = Vec::new();
     for (i, t) in types.iter().enumerate() {
         let attention = match t.as_str() {
