@@ -4,7 +4,7 @@
 
 use crate::cost::ParallelConfig;
 use crate::hardware::DeviceRegistry;
-use crate::model::{catalog, ModelArch};
+use crate::model::{catalog, ModelArch, WeightFormat};
 use crate::quant::{KvQuant, LinearQuant, QuantConfig};
 use crate::search::candidates::model_limit;
 use serde::Serialize;
@@ -16,17 +16,32 @@ pub enum Precision {
     Bf16,
     Fp8,
     Fp4,
+    /// INT4 weights, bf16 activations (Kimi-K2.5's routed experts).
+    Int4,
 }
 
 impl Precision {
-    /// `bf16`, `fp8`, `fp4` (case-insensitive); blank is `None` (the checkpoint's own).
+    /// `bf16`, `fp8`, `fp4`, `int4` (case-insensitive); blank is `None` (the checkpoint's own).
     pub fn parse(s: &str) -> Result<Option<Self>, String> {
         match s.trim().to_lowercase().as_str() {
             "" => Ok(None),
             "bf16" | "bfloat16" => Ok(Some(Precision::Bf16)),
             "fp8" => Ok(Some(Precision::Fp8)),
             "fp4" | "mxfp4" | "nvfp4" => Ok(Some(Precision::Fp4)),
-            o => Err(format!("`{o}` is not one of bf16, fp8, fp4 (or blank for the checkpoint's own)")),
+            "int4" | "w4a16" => Ok(Some(Precision::Int4)),
+            o => Err(format!("`{o}` is not one of bf16, fp8, fp4, int4 (or blank for the checkpoint's own)")),
+        }
+    }
+
+    /// The precision a checkpoint's weights are stored in.
+    pub fn of(weights: WeightFormat) -> Precision {
+        match weights {
+            WeightFormat::Bf16 => Precision::Bf16,
+            WeightFormat::Fp8Tensor | WeightFormat::Fp8Block => Precision::Fp8,
+            WeightFormat::Mxfp4Experts | WeightFormat::Nvfp4 | WeightFormat::Nvfp4Mlp | WeightFormat::Nvfp4MlpFp8Attention => {
+                Precision::Fp4
+            }
+            WeightFormat::Int4Experts => Precision::Int4,
         }
     }
 }
@@ -72,35 +87,51 @@ impl Resolver {
     }
 }
 
-/// The precision a checkpoint ships in when the run does not say: FP8 for `…-FP8` ids, FP4
-/// (MXFP4 experts) for gpt-oss, bf16 otherwise.
-pub fn native_precision(id: &str) -> Precision {
-    let lower = id.to_lowercase();
-    if lower.ends_with("-fp8") {
-        Precision::Fp8
-    } else if lower.ends_with("fp4") || lower.contains("gpt-oss") {
-        Precision::Fp4
-    } else {
-        Precision::Bf16
-    }
+/// What the catalog knows of the checkpoint a run names ([`crate::model::catalog_checkpoint`]:
+/// its weight format and KV cache), or the catalog network `model` in bf16 when the id is only
+/// an alias the catalog cannot place.
+pub fn checkpoint_of(id: &str, model: &ModelArch) -> ModelArch {
+    crate::model::catalog_checkpoint(id).unwrap_or_else(|| ModelArch { weights: WeightFormat::Bf16, fp8_kv_cache: false, ..model.clone() })
 }
 
-/// The quantization a precision means for a model with Hugging Face id `id`: bf16 → none;
-/// fp8 → FP8 weights and GEMMs in every linear, block-scaled where the publisher's FP8 release
-/// is (Qwen; [`crate::model::fp8_release_weights`]), per tensor otherwise; fp4 → MXFP4, on
-/// the routed experts only for MoE models (gpt-oss ships MXFP4 experts and bf16 attention), on
-/// every linear for dense ones. The KV cache is bf16 here; [`kv_for`] says which runs kept it
-/// in FP8.
-pub fn quant_for(precision: Precision, model: &ModelArch, id: &str) -> QuantConfig {
-    let fp8 = match crate::model::fp8_release_weights(id) {
-        crate::model::WeightFormat::Fp8Block => LinearQuant::Fp8Block,
-        _ => LinearQuant::Fp8,
-    };
+/// The quantization a run in `precision` was served in, for a run naming `checkpoint` (its
+/// catalog network `model`):
+///
+/// - the checkpoint's own precision (a blank `precision` column is that too): the checkpoint as
+///   stored, as the planner and `price` default to it. DeepSeek-V3 and Kimi-K2 ship FP8 in
+///   128 × 128 blocks, gpt-oss MXFP4 experts with bf16 attention, Kimi-K2.5 INT4 experts,
+///   NVIDIA's NVFP4 releases NVFP4 MLPs (attention in bf16 where their exclude lists say so);
+/// - bf16 of a quantized checkpoint: no quantization;
+/// - fp8 of another checkpoint: its publisher's FP8 release, block-scaled where the publisher
+///   is Qwen ([`crate::model::fp8_release_weights`]), per tensor otherwise;
+/// - fp4 of another checkpoint: NVIDIA's NVFP4 release (NVIDIA publishes the FP4 checkpoints
+///   engines serve: `nvidia/Llama-3.1-70B-Instruct-FP4`, `nvidia/DeepSeek-R1-FP4`), with the
+///   layers its releases of that architecture keep in bf16;
+/// - int4 of another checkpoint: weight-only INT4 routed experts (every linear of a dense
+///   network).
+///
+/// The KV cache is bf16 here; [`kv_for`] says which runs kept it in FP8.
+pub fn quant_for(precision: Precision, model: &ModelArch, checkpoint: &ModelArch, id: &str) -> QuantConfig {
+    let stored = |m: &ModelArch| QuantConfig { kv: KvQuant::Disabled, ..QuantConfig::checkpoint(m) };
+    if Precision::of(checkpoint.weights) == precision {
+        return stored(checkpoint);
+    }
     let (linear, non_expert) = match precision {
         Precision::Bf16 => (LinearQuant::Disabled, None),
-        Precision::Fp8 => (fp8, None),
-        Precision::Fp4 if model.is_moe() => (LinearQuant::Mxfp4, Some(LinearQuant::Disabled)),
-        Precision::Fp4 => (LinearQuant::Mxfp4, None),
+        Precision::Fp8 => match crate::model::fp8_release_weights(id) {
+            WeightFormat::Fp8Block => (LinearQuant::Fp8Block, None),
+            _ => (LinearQuant::Fp8, None),
+        },
+        Precision::Fp4 => {
+            let name = crate::model::network_key(id);
+            let release = crate::model::catalog_checkpoint(&format!("nvidia/{name}-NVFP4"));
+            match release.filter(|r| Precision::of(r.weights) == Precision::Fp4) {
+                Some(r) => return stored(&r),
+                None => (LinearQuant::Nvfp4, None),
+            }
+        }
+        Precision::Int4 if model.is_moe() => (LinearQuant::W4A16Int4, Some(LinearQuant::Disabled)),
+        Precision::Int4 => (LinearQuant::W4A16Int4, None),
     };
     QuantConfig { linear, non_expert, attention: None, kv: KvQuant::Disabled, mxfp4_group_size: 32 }
 }
@@ -117,8 +148,8 @@ pub fn quant_for(precision: Precision, model: &ModelArch, id: &str) -> QuantConf
 ///   measurements show at most 6.4 s.
 ///
 /// Elsewhere bf16, the engines' default for checkpoints that do not say.
-pub fn kv_for(engine: &str, precision: Precision, id: &str) -> KvQuant {
-    let checkpoint_fp8 = precision == native_precision(id) && crate::model::modelopt_kv(id);
+pub fn kv_for(engine: &str, precision: Precision, checkpoint: &ModelArch) -> KvQuant {
+    let checkpoint_fp8 = precision == Precision::of(checkpoint.weights) && checkpoint.fp8_kv_cache;
     if checkpoint_fp8 || (engine == "trtllm" && precision == Precision::Fp8) {
         KvQuant::Fp8
     } else {

@@ -4,7 +4,7 @@
 //! simulation with a [`CalibrateError`] naming the file, the row and the field.
 
 use super::error::CalibrateError;
-use super::mapping::{kv_for, native_precision, parallel_for, quant_for, Precision, Resolver};
+use super::mapping::{checkpoint_of, kv_for, parallel_for, quant_for, Precision, Resolver};
 use crate::cost::ParallelConfig;
 use crate::quant::QuantConfig;
 use serde::Serialize;
@@ -142,8 +142,9 @@ impl Record<'_> {
                 format!("`{gpu}` is not a known GPU: h100_sxm, h200_sxm, b200_sxm or a device profile name (see --list-devices)"),
             )
         })?;
+        let checkpoint = checkpoint_of(model_id, model);
         let precision =
-            Precision::parse(self.text("precision")).map_err(|m| self.err("precision", m))?.unwrap_or(native_precision(model_id));
+            Precision::parse(self.text("precision")).map_err(|m| self.err("precision", m))?.unwrap_or(Precision::of(checkpoint.weights));
         let (isl, osl, concurrency) = (self.positive("isl")?, self.positive("osl")?, self.positive("concurrency")?);
         let num_prompts = if self.text("num_prompts").is_empty() { 10 * concurrency } else { self.positive("num_prompts")? };
         let tp = self.positive("tp")?.min(u32::MAX as u64) as u32;
@@ -158,7 +159,7 @@ impl Record<'_> {
             median_itl_ms: self.optional_latency("median_itl_ms")?,
             p99_itl_ms: self.optional_latency("p99_itl_ms")?,
         };
-        let quant = QuantConfig { kv: kv_for(&engine, precision, model_id), ..quant_for(precision, model, model_id) };
+        let quant = QuantConfig { kv: kv_for(&engine, precision, &checkpoint), ..quant_for(precision, model, &checkpoint, model_id) };
         Ok(MeasuredRun {
             file: self.file.to_string(),
             row: self.row,

@@ -60,6 +60,32 @@ fn an_fp8_run_of_a_qwen_network_is_served_from_qwens_block_scaled_release() {
 }
 
 #[test]
+fn a_run_without_a_precision_is_served_in_its_checkpoints_own_and_fp4_from_nvidias_release() {
+    // DeepSeek-R1 and Kimi-K2 ship FP8 in 128 x 128 blocks: blank is FP8, not a bf16 model
+    // twice the size (8 H200s could not hold it). Kimi-K2.5 ships INT4 experts. An fp4 run of a
+    // network whose checkpoint is not FP4 is NVIDIA's NVFP4 release (attention kept in bf16 for
+    // DeepSeek), not gpt-oss's MXFP4; gpt-oss in fp4 stays MXFP4. (Mutations: the blank
+    // precision read from the id's suffix alone makes the first three bf16; the fp4 rule of
+    // MXFP4 for every MoE fails the DeepSeek fp4 assertion.)
+    let text = csv(&[
+        "a,vllm,,deepseek-ai/DeepSeek-R1,h200_sxm,,1024,128,8,8,,8,1,100,10",
+        "b,vllm,,moonshotai/Kimi-K2-Instruct,h200_sxm,,1024,128,8,8,,8,1,100,10",
+        "c,vllm,,moonshotai/Kimi-K2.5,h200_sxm,,1024,128,8,8,,8,1,100,10",
+        "d,trtllm,,deepseek-ai/DeepSeek-R1,b200_sxm,fp4,1024,128,8,8,,8,1,100,10",
+        "e,vllm,,openai/gpt-oss-120b,b200_sxm,fp4,1024,128,8,8,,8,1,100,10",
+        "f,vllm,,meta-llama/Llama-3.1-70B-Instruct,b200_sxm,fp4,1024,128,8,8,,1,1,100,10",
+    ]);
+    let runs = read(&text).unwrap();
+    let q = |i: usize| (runs[i].target.precision, runs[i].target.quant.linear, runs[i].target.quant.non_expert);
+    assert_eq!(q(0), (Precision::Fp8, LinearQuant::Fp8Block, None));
+    assert_eq!(q(1), (Precision::Fp8, LinearQuant::Fp8Block, None));
+    assert_eq!(q(2), (Precision::Int4, LinearQuant::W4A16Int4, Some(LinearQuant::Disabled)));
+    assert_eq!(q(3), (Precision::Fp4, LinearQuant::Nvfp4, Some(LinearQuant::Disabled)));
+    assert_eq!(q(4), (Precision::Fp4, LinearQuant::Mxfp4, Some(LinearQuant::Disabled)));
+    assert_eq!(q(5), (Precision::Fp4, LinearQuant::Nvfp4, None));
+}
+
+#[test]
 fn a_missing_column_is_named() {
     let text = "engine,model,gpu,isl,osl,concurrency,tp,ttft_ms\nvllm,Qwen/Qwen3-32B,h100_sxm,1024,128,8,2,150";
     assert_eq!(

@@ -168,6 +168,14 @@ fn catalog_alias(id: &str) -> Option<ModelArch> {
     Some(m)
 }
 
+/// The catalog's knowledge of the checkpoint an id names, with no file or cache lookup: the
+/// catalog entry of that id, or the catalog network it republishes with the weight format and
+/// KV cache its precision suffix names (`nvidia/Llama-3.1-8B-Instruct-FP8`: FP8 per tensor, FP8
+/// cache). `None` when the catalog does not know the network.
+pub fn catalog_checkpoint(id: &str) -> Option<ModelArch> {
+    catalog::find(id).or_else(|| catalog_alias(id))
+}
+
 /// Resolve in the documented order: catalog (exact id, case-insensitive), a directory holding
 /// `config.json`, a path to a config file, the local Hugging Face cache, then the catalog
 /// network the id republishes (`Qwen/Qwen3-235B-A22B-FP8`, `nvidia/Llama-3.1-8B-Instruct-FP8`).
