@@ -73,7 +73,11 @@ pub fn execute(invocation: Invocation, session: &mut dyn Session) -> Result<(), 
         Invocation::Plan(raw) => run(*raw, session),
         Invocation::Calibrate(args) => calibrate(&args, session),
         Invocation::Merge(args) => merge(&args, session),
-        Invocation::Price(args) => session.emit(stdout(super::price::run(&args)?)),
+        Invocation::Price(args) => {
+            let out = super::price::run(&args)?;
+            session.emit(stdout(out.text))?;
+            out.warnings.into_iter().try_for_each(|w| session.emit(stderr(format!("warning: {w}\n"))))
+        }
     }
 }
 

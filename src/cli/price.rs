@@ -202,8 +202,15 @@ fn layout(plan: &crate::plan::Plan, tp: u32, ep: u32, dp: u32, args: &PriceArgs)
     }
 }
 
+/// What `price` prints: the rendered step on stdout, and the plan's warnings (a flag that does
+/// not apply, a precision priced as the checkpoint stores it) for stderr.
+pub struct PriceOutput {
+    pub text: String,
+    pub warnings: Vec<String>,
+}
+
 /// Parse, validate, price: the rendered output, or the first error (nothing is printed then).
-pub fn run(args: &PriceArgs) -> Result<String, PlanError> {
+pub fn run(args: &PriceArgs) -> Result<PriceOutput, PlanError> {
     let json = match args.output.as_deref().map(str::to_lowercase).as_deref() {
         None | Some("text") => false,
         Some("json") => true,
@@ -222,5 +229,6 @@ pub fn run(args: &PriceArgs) -> Result<String, PlanError> {
     }
     let par = layout(&plan, tp, ep, dp, args)?;
     let priced = crate::search::price::price(&plan, par, &step);
-    Ok(if json { crate::report::price::json(&priced).map_err(PlanError::from)? } else { crate::report::price::text(&priced) })
+    let text = if json { crate::report::price::json(&priced).map_err(PlanError::from)? } else { crate::report::price::text(&priced) };
+    Ok(PriceOutput { text, warnings: plan.warnings })
 }

@@ -214,6 +214,27 @@ fn the_checkpoint_precision_is_the_default() {
 }
 
 #[test]
+fn fp8_asked_of_a_block_scaled_fp8_checkpoint_is_priced_as_stored_and_said() {
+    // Qwen3-235B-A22B-FP8 ships 128 x 128 blocks; engines serve them as stored. Priced per
+    // tensor, vLLM's Hopper MoE table makes the step 3.5 times slower. A bf16 checkpoint asked
+    // for FP8 stays per tensor (online quantization). (Mutation: drop `fp8_as_stored` and the
+    // first quantization reads FP8 with no warning.)
+    let run = |model: &str| {
+        let args = ["price", model, "--device", "H200_SXM", "--tp", "8", "--ep", "8", "--decode", "32x1500"];
+        let out = cmd().args(args).args(["--quantize-linear-action", "FP8", "--output", "json"]).assert().success();
+        let o = out.get_output();
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        (v["quantization"].as_str().unwrap().to_string(), String::from_utf8_lossy(&o.stderr).to_string())
+    };
+    let (q, err) = run("Qwen/Qwen3-235B-A22B-FP8");
+    assert!(q.contains("FP8_BLOCK"), "{q}");
+    assert!(err.contains("stores its weights in FP8 128 x 128 blocks"), "{err}");
+    let (q, err) = run("Qwen/Qwen3-235B-A22B");
+    assert!(q.contains("FP8") && !q.contains("FP8_BLOCK"), "{q}");
+    assert!(!err.contains("128 x 128 blocks"), "{err}");
+}
+
+#[test]
 fn no_shipped_nvidia_profile_streams_weights_faster_than_the_hardware_can() {
     // Llama-3.1-8B bf16 reads 15.0 GB of weights in a decode step of one sequence (its 7.5 B
     // parameters outside the embedding lookup, the LM head included). On every NVIDIA device
