@@ -11,7 +11,13 @@
 //!    `…_tp2_epnone_1`) must agree with the row: the id's TP is the GPUs (`tp` ×
 //!    `attention_dp`: attention-DP runs name their DP there), its EP the MoE models' `moe_ep`
 //!    (`epnone` = 1). Ids that name no layout are not checked.
-//! 3. [`repeated_measurements`]: one measurement (the same engine, model, GPU, lengths and
+//! 3. [`beyond_hardware`]: the run's measured request rate needs more device time for its
+//!    prompts alone than its GPUs have, each prompt priced at the measured kernels' batched
+//!    prefill rate ([`super::Predictor::prefill_share`]; decode time not even counted). Such a
+//!    run did not compute the prompts it names (a cached prefix, other lengths): the training
+//!    file's 13 vLLM runs of Llama-3.1-8B in FP8 on H200 at 100 output tokens need 1.0 to 2.2
+//!    times the device time there is.
+//! 4. [`repeated_measurements`]: one measurement (the same engine, model, GPU, lengths and
 //!    concurrency, TTFT and TPOT equal to [`SAME_MEASUREMENT`]) listed more than once. Under
 //!    one layout and precision it is one run exported twice: the first is kept. Under two, at
 //!    most one layout can be right and nothing says which: all are dropped. Because the id
@@ -34,6 +40,8 @@ pub enum DropReason {
     Duplicate,
     /// The same measurement under another layout or precision.
     ConflictingLayouts,
+    /// Faster than the GPUs can prefill its prompts.
+    BeyondHardware,
 }
 
 impl DropReason {
@@ -44,6 +52,7 @@ impl DropReason {
             DropReason::IdLayout => "whose layout disagrees with the TP/EP their id names",
             DropReason::Duplicate => "repeating an earlier run's measurement (the earlier one kept)",
             DropReason::ConflictingLayouts => "sharing one measurement under several layouts (none kept)",
+            DropReason::BeyondHardware => "needing more device time for their prompts alone than their GPUs have",
         }
     }
 }
@@ -121,6 +130,25 @@ pub fn id_contradiction(run: &MeasuredRun, moe: bool) -> Option<String> {
     }
 }
 
+/// The share of its GPUs' time above which a run's prompts alone rule it out: 1, all of it.
+/// The share is a lower bound on what the run needed (no decode step, no host time, prompts
+/// batched to the engine's token budget at the measured kernels' rate), so a run above it did
+/// not compute the prompts it names.
+pub const MAX_PREFILL_SHARE: f64 = 1.0;
+
+/// Why a run is beyond what its hardware can do, or `None`: `share` is the device time its
+/// measured request rate needs for its prompts alone, as a share of the time there is.
+pub fn beyond_hardware(run: &MeasuredRun, share: f64) -> Option<String> {
+    let e2e_s = (run.ttft_ms + run.osl.saturating_sub(1) as f64 * run.tpot_ms) * 1e-3;
+    (share > MAX_PREFILL_SHARE).then(|| {
+        format!(
+            "its {:.1} requests/s of {}-token prompts need {share:.2} times the device time its GPUs have to prefill them at the measured kernels' rate",
+            run.concurrency as f64 / e2e_s,
+            run.isl
+        )
+    })
+}
+
 /// Whether two runs carry one measurement: TTFT and TPOT each within [`SAME_MEASUREMENT`].
 pub fn same_measurement(a: &MeasuredRun, b: &MeasuredRun) -> bool {
     let close = |x: f64, y: f64| (x - y).abs() <= SAME_MEASUREMENT * x.abs().max(y.abs());
@@ -167,15 +195,17 @@ fn dropped(run: &MeasuredRun, reason: DropReason, why: String) -> DroppedRun {
     DroppedRun { id: run.id.clone(), file: run.file.clone(), row: run.row, reason, why }
 }
 
-/// Every check of the module, in order, on the runs `read_files` returned.
-pub fn screen(runs: Vec<MeasuredRun>, res: &Resolver) -> Screened {
+/// Every check of the module, in order, on the runs `read_files` returned; `prefill_share`
+/// gives the run at an index its prompts' share of the device time (`None`: not priced, kept).
+pub fn screen(runs: Vec<MeasuredRun>, res: &Resolver, prefill_share: impl Fn(usize) -> Option<f64>) -> Screened {
     let mut out = Screened::default();
     let mut consistent = Vec::with_capacity(runs.len());
-    for run in runs {
+    for (i, run) in runs.into_iter().enumerate() {
         let moe = res.model(&run.target.model).is_some_and(|m| m.is_moe());
         let failed = layout_contradiction(&run, moe)
             .map(|why| (DropReason::Layout, why))
-            .or_else(|| id_contradiction(&run, moe).map(|why| (DropReason::IdLayout, why)));
+            .or_else(|| id_contradiction(&run, moe).map(|why| (DropReason::IdLayout, why)))
+            .or_else(|| prefill_share(i).and_then(|share| beyond_hardware(&run, share)).map(|why| (DropReason::BeyondHardware, why)));
         match failed {
             Some((reason, why)) => out.dropped.push(dropped(&run, reason, why)),
             None => consistent.push(run),

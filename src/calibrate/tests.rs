@@ -275,7 +275,7 @@ fn an_moe_layout_must_cover_its_gpus_and_a_dense_one_is_not_asked() {
     assert_eq!(why, "moe_tp 2 × moe_ep 1 = 2 is not its 4 GPUs (tp 4 × attention_dp 1)");
     assert_eq!(hygiene::layout_contradiction(&runs[1], true), None);
     assert_eq!(hygiene::layout_contradiction(&runs[2], false), None);
-    let out = hygiene::screen(runs, &Resolver::default());
+    let out = hygiene::screen(runs, &Resolver::default(), |_| None);
     assert_eq!(out.kept.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["dp", "dense"]);
     assert_eq!((out.dropped[0].id.as_str(), out.dropped[0].reason), ("bad", hygiene::DropReason::Layout));
 }
@@ -294,7 +294,7 @@ fn a_layout_that_disagrees_with_its_id_is_dropped() {
         "q_c_tp2_epnone_1,trtllm,,Qwen/Qwen3-32B,h100_sxm,fp8,4000,1000,64,2,,1,0,651,19".to_string(),
         "q_c_tp2_ep4_1,trtllm,,Qwen/Qwen3-32B,h100_sxm,fp8,4000,1000,64,2,,1,0,651,19.5".to_string(),
     ];
-    let out = hygiene::screen(read_rows(&rows), &Resolver::default());
+    let out = hygiene::screen(read_rows(&rows), &Resolver::default(), |_| None);
     assert_eq!(out.kept.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["x_c32_tp4_ep1_296", "q_c_tp2_epnone_1", "q_c_tp2_ep4_1"]);
     let why: Vec<(&str, &str)> = out.dropped.iter().map(|d| (d.id.as_str(), d.why.as_str())).collect();
     assert_eq!(
@@ -342,7 +342,7 @@ fn of_one_measurement_under_two_layouts_the_run_whose_id_agrees_is_kept() {
         oss("x_c64_tp4_0_ep4_0_1007", 64, [1, 4, 1, 4], "194.0538869210286", "6.423807455536409"),
         oss("x_c64_tp4_ep4_1904", 64, [1, 16, 4, 4], "194.0538869210286", "6.423807455536409"),
     ];
-    let out = hygiene::screen(read_rows(&rows), &Resolver::default());
+    let out = hygiene::screen(read_rows(&rows), &Resolver::default(), |_| None);
     assert_eq!(out.kept.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["x_c64_tp4_0_ep4_0_1007"]);
     assert_eq!(out.dropped.iter().map(|d| d.reason).collect::<Vec<_>>(), [hygiene::DropReason::IdLayout]);
     let text = hygiene::render_dropped(&out.dropped, 2, 0);

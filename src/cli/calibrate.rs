@@ -101,13 +101,17 @@ pub fn run(args: &CalibrateArgs) -> Result<CalibrateOutput, PlanError> {
     let resolver = Resolver::default();
     let read = read_files(&args.measured, &resolver)?;
     let read_count = read.len();
-    let screened = hygiene::screen(read, &resolver);
+    let predictor = Predictor::new(base_plan(&args.calibration)?, &resolver);
+    let shares: Vec<Option<f64>> = {
+        use rayon::prelude::*;
+        read.par_iter().map(|r| predictor.prefill_share(r)).collect()
+    };
+    let screened = hygiene::screen(read, &resolver, |i| shares[i]);
     let dropped = hygiene::render_dropped(&screened.dropped, read_count, DROPPED_LISTED);
     if screened.kept.is_empty() {
         return Err(CalibrateError::AllDropped { read: read_count, report: dropped }.into());
     }
     let runs = screened.kept;
-    let predictor = Predictor::new(base_plan(&args.calibration)?, &resolver);
     let text = if args.fit {
         fit_and_report(args, &predictor, &runs, &screened.dropped, json)?
     } else {

@@ -383,31 +383,39 @@ fn the_host_work_is_per_step_and_per_sequence_whatever_the_layer_passes() {
 }
 
 #[test]
-fn contradictory_and_repeated_runs_are_dropped_and_reported_on_stderr_and_in_json() {
-    // The sample plus the source's wrong layout of a run (`…_tp4_ep4_…` on 16 GPUs) and a
-    // repeat of a sample run under another id. Fails if a dropped run is still tabulated (8
-    // runs, not 10), or if the count and the reasons are missing from stderr or the JSON.
+fn contradictory_repeated_and_impossible_runs_are_dropped_and_reported_on_stderr_and_in_json() {
+    // The sample plus the source's wrong layout of a run (`…_tp4_ep4_…` on 16 GPUs), a
+    // repeat of a sample run under another id, and a training-file run whose 94.5 requests/s
+    // of 1,000-token prompts need 1.25 times the device time one H200 has to prefill them.
+    // Fails if a dropped run is still tabulated (8 runs, not 11), or if the count and the
+    // reasons are missing from stderr or the JSON. (Mutation: `MAX_PREFILL_SHARE` 2 keeps the
+    // third.)
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("runs.csv");
     let mut text = std::fs::read_to_string(SAMPLE).unwrap();
     text += "x_c16_tp4_ep4_926,trtllm,1.2.0rc2,openai/gpt-oss-120b,h200_sxm,fp4,8192,1024,16,16,,4,4,500,20\n";
     let repeat = text.lines().nth(1).unwrap().replacen("qwen_", "again_", 1);
     text += &format!("{repeat}\n");
+    text += "fast_1000x100_c112_tp1_epnone_1,vllm,0.12.0,nvidia/Llama-3.1-8B-Instruct-FP8,h200_sxm,fp8,1000,100,112,1,,1,1,71.91,11.25\n";
     std::fs::write(&file, &text).unwrap();
     let shown = file.display().to_string();
     let out = cmd().args(["calibrate", "--measured", &shown, "--output", "json"]).assert().success().get_output().clone();
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
-        stderr.contains("Dropped 2 of 10 measured runs: 1 whose layout disagrees with the TP/EP their id names; 1 repeating"),
+        stderr.contains(
+            "Dropped 3 of 11 measured runs: 1 whose layout disagrees with the TP/EP their id names; 1 repeating an earlier run's \
+             measurement (the earlier one kept); 1 needing more device time for their prompts alone than their GPUs have."
+        ),
         "{stderr}"
     );
     assert!(stderr.contains(&format!("x_c16_tp4_ep4_926 ({shown} row 9): its id names tp 4 but the row runs 16 GPUs")), "{stderr}");
+    assert!(stderr.contains("its 94.5 requests/s of 1000-token prompts need 1.25 times the device time its GPUs have"), "{stderr}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["runs"].as_array().unwrap().len(), 8);
     let dropped = v["dropped"].as_array().unwrap();
     assert_eq!(
         dropped.iter().map(|d| (d["row"].as_u64().unwrap(), d["reason"].as_str().unwrap())).collect::<Vec<_>>(),
-        [(9, "id_layout"), (10, "duplicate")]
+        [(9, "id_layout"), (11, "beyond_hardware"), (10, "duplicate")]
     );
     // Every run dropped: a usage error with the same report, nothing on stdout.
     let bad = dir.path().join("bad.csv");
@@ -419,6 +427,31 @@ fn contradictory_and_repeated_runs_are_dropped_and_reported_on_stderr_and_in_jso
     // Nothing dropped: nothing said.
     let clean = cmd().args(["calibrate", "--measured", SAMPLE]).assert().success().get_output().clone();
     assert!(!String::from_utf8(clean.stderr).unwrap().contains("Dropped"));
+}
+
+#[test]
+fn a_runs_prefill_share_is_its_request_rate_times_the_priced_prompts() {
+    // The share the check prints, recomputed from `price`: 112 requests over a mean end-to-end
+    // latency of 71.91 + 99 × 11.25 ms, each 1,000-token prompt at an eighth of the priced
+    // step of 8 of them (vLLM's budget of 8,192 tokens on an H200). Fails if the share used
+    // the TTFT alone as the latency, or the whole step per prompt.
+    let out = cmd()
+        .args(["price", "nvidia/Llama-3.1-8B-Instruct-FP8", "--device", "H200_SXM", "--prefill", "8x1000"])
+        .args(["--serving-engine", "vllm", "--output", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let step_ms = serde_json::from_slice::<serde_json::Value>(&out).unwrap()["device_ms"].as_f64().unwrap();
+    let share = 112.0 / (71.91 + 99.0 * 11.25) * step_ms / 8.0;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("runs.csv");
+    let row = "fast_1000x100_c112_tp1_epnone_1,vllm,0.12.0,nvidia/Llama-3.1-8B-Instruct-FP8,h200_sxm,fp8,1000,100,112,1,,1,1,71.91,11.25";
+    std::fs::write(&file, format!("{}\n{row}\n", std::fs::read_to_string(SAMPLE).unwrap().lines().next().unwrap())).unwrap();
+    let err = cmd().args(["calibrate", "--measured", &file.display().to_string()]).assert().code(2).get_output().stderr.clone();
+    let err = String::from_utf8(err).unwrap();
+    assert!(err.contains(&format!("need {share:.2} times the device time")), "{share:.3}: {err}");
 }
 
 /// A held-out run: its id and its (TTFT, TPOT) as the cross-validation predicts it, as a fit
