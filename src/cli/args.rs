@@ -146,14 +146,18 @@ pub struct RawArgs {
     // ---- Quantization and compilation ----
     /// Quantization of all linear layers (routed experts included, lm_head never):
     /// DISABLED, W8A16_STATIC, W8A8_STATIC, W4A8_STATIC, W8A16_DYNAMIC, W8A8_DYNAMIC,
-    /// W4A8_DYNAMIC, FP8, MXFP4 (case-insensitive). [default: W8A8_DYNAMIC]
+    /// W4A8_DYNAMIC, FP8, FP8_BLOCK, MXFP4, W4A16_MXFP4, W4A8_MXFP4_MXFP8, NVFP4, W4A16_INT4
+    /// (case-insensitive); FP8 on a checkpoint stored in FP8 blocks is priced as stored
+    /// (FP8_BLOCK). [default: the checkpoint's own precision on NVIDIA and AMD GPUs, W8A8_DYNAMIC
+    /// elsewhere]
     #[arg(long, value_name = "ACTION", help_heading = "Quantization and compilation")]
     pub quantize_linear_action: Option<String>,
     /// Quantization of attention, dense-MLP and shared-expert linears, overriding
     /// --quantize-linear-action for them (same choices). [default: same as linear]
     #[arg(long, value_name = "ACTION", help_heading = "Quantization and compilation")]
     pub quantize_non_expert_linear_action: Option<String>,
-    /// KV-cache quantization: DISABLED, INT8, FP8. [default: DISABLED]
+    /// KV-cache quantization: DISABLED, INT8, FP8. [default: as the checkpoint stores it on
+    /// NVIDIA and AMD GPUs when --quantize-linear-action is not given, DISABLED otherwise]
     #[arg(long, value_name = "ACTION", help_heading = "Quantization and compilation")]
     pub quantize_attention_action: Option<String>,
     /// MXFP4 scale group size (elements per E8M0 scale). [default: 32]
@@ -557,7 +561,7 @@ const SHORT_HELP: &[(&str, &str)] = &[
     ("tpot_limits", "TPOT limit in ms (or inf)"),
     ("disagg", "Disaggregated serving: prefill and decode searched on their own"),
     ("enable_optimize_prefill_decode_ratio", "P/D instance-ratio planning"),
-    ("quantize_linear_action", "Weight quantization [default: W8A8_DYNAMIC]"),
+    ("quantize_linear_action", "Weight quantization [default: the checkpoint's own on NVIDIA and AMD, else W8A8_DYNAMIC]"),
     ("engine", "Evaluation engine: sim, analytic or compare [default: sim]"),
     ("serving_engine", "Serving engine simulated: vllm, sglang, trtllm or msmodeling"),
     ("output", "Report format: table, json or csv [default: table]"),
