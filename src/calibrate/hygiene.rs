@@ -139,11 +139,10 @@ pub const MAX_PREFILL_SHARE: f64 = 1.0;
 /// Why a run is beyond what its hardware can do, or `None`: `share` is the device time its
 /// measured request rate needs for its prompts alone, as a share of the time there is.
 pub fn beyond_hardware(run: &MeasuredRun, share: f64) -> Option<String> {
-    let e2e_s = (run.ttft_ms + run.osl.saturating_sub(1) as f64 * run.tpot_ms) * 1e-3;
     (share > MAX_PREFILL_SHARE).then(|| {
         format!(
             "its {:.1} requests/s of {}-token prompts need {share:.2} times the device time its GPUs have to prefill them at the measured kernels' rate",
-            run.concurrency as f64 / e2e_s,
+            run.requests_per_s(),
             run.isl
         )
     })

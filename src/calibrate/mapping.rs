@@ -80,6 +80,17 @@ impl Resolver {
             .or_else(|| self.models.iter().find(|m| crate::model::network_key(&m.id) == key))
     }
 
+    /// What the catalog knows of the checkpoint `id` names (its weight format and KV cache:
+    /// [`crate::model::checkpoint_in`]), or the catalog network `model` in bf16 when the id is
+    /// only an alias the catalog cannot place.
+    pub fn checkpoint(&self, id: &str, model: &ModelArch) -> ModelArch {
+        crate::model::checkpoint_in(&self.models, id).unwrap_or_else(|| ModelArch {
+            weights: WeightFormat::Bf16,
+            fp8_kv_cache: false,
+            ..model.clone()
+        })
+    }
+
     /// The device profile a GPU name means, as `--device` reads it (`h100_sxm` is `H100_SXM`,
     /// `b200_sxm` is `B200`: `DeviceRegistry::get`).
     pub fn device(&self, gpu: &str) -> Option<&crate::hardware::DeviceProfile> {
@@ -87,15 +98,8 @@ impl Resolver {
     }
 }
 
-/// What the catalog knows of the checkpoint a run names ([`crate::model::catalog_checkpoint`]:
-/// its weight format and KV cache), or the catalog network `model` in bf16 when the id is only
-/// an alias the catalog cannot place.
-pub fn checkpoint_of(id: &str, model: &ModelArch) -> ModelArch {
-    crate::model::catalog_checkpoint(id).unwrap_or_else(|| ModelArch { weights: WeightFormat::Bf16, fp8_kv_cache: false, ..model.clone() })
-}
-
 /// The quantization a run in `precision` was served in, for a run naming `checkpoint` (its
-/// catalog network `model`):
+/// catalog network `model`; `res` places NVIDIA's releases):
 ///
 /// - the checkpoint's own precision (a blank `precision` column is that too): the checkpoint as
 ///   stored, as the planner and `price` default to it. DeepSeek-V3 and Kimi-K2 ship FP8 in
@@ -111,7 +115,7 @@ pub fn checkpoint_of(id: &str, model: &ModelArch) -> ModelArch {
 ///   network).
 ///
 /// The KV cache is bf16 here; [`kv_for`] says which runs kept it in FP8.
-pub fn quant_for(precision: Precision, model: &ModelArch, checkpoint: &ModelArch, id: &str) -> QuantConfig {
+pub fn quant_for(precision: Precision, model: &ModelArch, checkpoint: &ModelArch, id: &str, res: &Resolver) -> QuantConfig {
     let stored = |m: &ModelArch| QuantConfig { kv: KvQuant::Disabled, ..QuantConfig::checkpoint(m) };
     if Precision::of(checkpoint.weights) == precision {
         return stored(checkpoint);
@@ -124,7 +128,7 @@ pub fn quant_for(precision: Precision, model: &ModelArch, checkpoint: &ModelArch
         },
         Precision::Fp4 => {
             let name = crate::model::network_key(id);
-            let release = crate::model::catalog_checkpoint(&format!("nvidia/{name}-NVFP4"));
+            let release = crate::model::checkpoint_in(&res.models, &format!("nvidia/{name}-NVFP4"));
             match release.filter(|r| Precision::of(r.weights) == Precision::Fp4) {
                 Some(r) => return stored(&r),
                 None => (LinearQuant::Nvfp4, None),

@@ -4,7 +4,7 @@
 //! simulation with a [`CalibrateError`] naming the file, the row and the field.
 
 use super::error::CalibrateError;
-use super::mapping::{checkpoint_of, kv_for, parallel_for, quant_for, Precision, Resolver};
+use super::mapping::{kv_for, parallel_for, quant_for, Precision, Resolver};
 use crate::cost::ParallelConfig;
 use crate::quant::QuantConfig;
 use serde::Serialize;
@@ -67,6 +67,14 @@ pub struct MeasuredRun {
     pub tpot_ms: f64,
     pub percentiles: Percentiles,
     pub target: Target,
+}
+
+impl MeasuredRun {
+    /// Requests per second the run completed, from its own latencies: C in flight over the mean
+    /// end-to-end latency, TTFT + (output − 1) × TPOT (a closed loop's rate).
+    pub fn requests_per_s(&self) -> f64 {
+        self.concurrency as f64 / ((self.ttft_ms + self.osl.saturating_sub(1) as f64 * self.tpot_ms) * 1e-3)
+    }
 }
 
 /// One run's fields before checking: canonical column → (field name shown in errors, text).
@@ -142,7 +150,7 @@ impl Record<'_> {
                 format!("`{gpu}` is not a known GPU: h100_sxm, h200_sxm, b200_sxm or a device profile name (see --list-devices)"),
             )
         })?;
-        let checkpoint = checkpoint_of(model_id, model);
+        let checkpoint = res.checkpoint(model_id, model);
         let precision =
             Precision::parse(self.text("precision")).map_err(|m| self.err("precision", m))?.unwrap_or(Precision::of(checkpoint.weights));
         let (isl, osl, concurrency) = (self.positive("isl")?, self.positive("osl")?, self.positive("concurrency")?);
@@ -159,7 +167,7 @@ impl Record<'_> {
             median_itl_ms: self.optional_latency("median_itl_ms")?,
             p99_itl_ms: self.optional_latency("p99_itl_ms")?,
         };
-        let quant = QuantConfig { kv: kv_for(&engine, precision, &checkpoint), ..quant_for(precision, model, &checkpoint, model_id) };
+        let quant = QuantConfig { kv: kv_for(&engine, precision, &checkpoint), ..quant_for(precision, model, &checkpoint, model_id, res) };
         Ok(MeasuredRun {
             file: self.file.to_string(),
             row: self.row,

@@ -106,10 +106,10 @@ impl Predictor {
     }
 
     /// The share of its GPUs' time a run's measured request rate needs to prefill its prompts
-    /// alone: requests per second (C over the measured end-to-end latency, TTFT + (output − 1)
-    /// × TPOT) × prompt tokens × the device time per prompt token of a step that batches
-    /// prompts up to the engine's token budget, priced as `price` prices it (measured kernels
-    /// where the engine and device have them), over the attention-DP replicas. A lower bound
+    /// alone: requests per second ([`MeasuredRun::requests_per_s`]) × the device time of a
+    /// prompt in a step that batches prompts up to the engine's token budget, priced as `price`
+    /// prices it (measured kernels where the engine and device have them), over the
+    /// attention-DP replicas. A lower bound
     /// on what the run used: no decode work, no host time. `None` when the run cannot be
     /// planned.
     pub fn prefill_share(&self, run: &MeasuredRun) -> Option<f64> {
@@ -121,10 +121,8 @@ impl Predictor {
             prefills: vec![crate::outcome::price::PrefillSpec { prompts, tokens: run.isl, cached: 0 }],
         };
         let priced = crate::search::price::price(&plan, run.target.parallel, &step);
-        let e2e_ms = run.ttft_ms + run.osl.saturating_sub(1) as f64 * run.tpot_ms;
-        let requests_per_ms = run.concurrency as f64 / e2e_ms;
-        let ms_per_prompt = priced.device_ms / prompts as f64;
-        let share = requests_per_ms * ms_per_prompt / run.target.parallel.dp.max(1) as f64;
+        let s_per_prompt = priced.device_ms * 1e-3 / prompts as f64;
+        let share = run.requests_per_s() * s_per_prompt / run.target.parallel.dp.max(1) as f64;
         share.is_finite().then_some(share)
     }
 

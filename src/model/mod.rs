@@ -9,7 +9,7 @@ pub mod catalog;
 pub mod hf;
 mod resolve;
 
-pub use resolve::{catalog_checkpoint, fp8_release_weights, modelopt_kv, network_key, resolve_model, ModelError, ModelSource};
+pub use resolve::{checkpoint_in, fp8_release_weights, modelopt_kv, network_key, resolve_model, ModelError, ModelSource};
 
 use serde::{Deserialize, Serialize};
 

@@ -147,11 +147,16 @@ const NVFP4_MLP_ONLY: [&str; 7] = ["glm_moe_dsa", "minimax_m2", "kimi_k25", "dee
 /// A catalog network under another name: another organisation, the `Meta-` prefix, an
 /// `-Instruct` or precision suffix (the suffix sets the checkpoint's weight format).
 fn catalog_alias(id: &str) -> Option<ModelArch> {
+    alias_in(&catalog::all(), id)
+}
+
+/// [`catalog_alias`] among `models` (the catalog, loaded once by a caller that places many ids).
+fn alias_in(models: &[ModelArch], id: &str) -> Option<ModelArch> {
     let key = network_key(id);
     if key.is_empty() {
         return None;
     }
-    let mut m = catalog::all().into_iter().find(|m| network_key(&m.id) == key)?;
+    let mut m = models.iter().find(|m| network_key(&m.id) == key)?.clone();
     if let Some(w) = suffix_weights(id) {
         m.weights = w;
         m.fp8_kv_cache = modelopt_kv(id);
@@ -168,12 +173,12 @@ fn catalog_alias(id: &str) -> Option<ModelArch> {
     Some(m)
 }
 
-/// The catalog's knowledge of the checkpoint an id names, with no file or cache lookup: the
-/// catalog entry of that id, or the catalog network it republishes with the weight format and
-/// KV cache its precision suffix names (`nvidia/Llama-3.1-8B-Instruct-FP8`: FP8 per tensor, FP8
-/// cache). `None` when the catalog does not know the network.
-pub fn catalog_checkpoint(id: &str) -> Option<ModelArch> {
-    catalog::find(id).or_else(|| catalog_alias(id))
+/// What the catalog `models` know of the checkpoint an id names, with no file or cache lookup:
+/// the catalog entry of that id (case-insensitive), or the catalog network it republishes with
+/// the weight format and KV cache its precision suffix names (`nvidia/Llama-3.1-8B-Instruct-FP8`:
+/// FP8 per tensor, FP8 cache). `None` when the catalog does not know the network.
+pub fn checkpoint_in(models: &[ModelArch], id: &str) -> Option<ModelArch> {
+    models.iter().find(|m| m.id.eq_ignore_ascii_case(id.trim())).cloned().or_else(|| alias_in(models, id))
 }
 
 /// Resolve in the documented order: catalog (exact id, case-insensitive), a directory holding
