@@ -110,7 +110,7 @@ mod tests {
 
     #[test]
     fn sglang_reserves_as_its_server_args_do() {
-        // H100 (80 GB, 76,294 MiB in the profile), TP 1, chunked prefill 8192, 256 graphs:
+        // An 80 × 10⁹-byte GPU (76,294 MiB), TP 1, chunked prefill 8192, 256 graphs:
         // 512 + 12,288 + 512 + 128 = 13,440 MiB → 0.824. H200 (141 GB): 0.9. A 48 GB GPU at
         // 4096 and 32 graphs: 512 + 6,144 + 64 + 128 = 6,848 MiB (no 10 GiB floor) → 0.85.
         // Fails if the floor applies below 60 GiB (0.776) or the TP term is left out (0.826).
