@@ -23,6 +23,9 @@ pub struct MemoryModel {
     pub act_bytes_per_token: f64,
     /// Logits bytes per sampled row (local shard plus the gathered fp32 copy).
     pub act_bytes_per_sampled: f64,
+    /// Vocabulary entries of one sampled row's gathered logits (0 on a pipeline stage without
+    /// the LM head).
+    pub sampled_vocab: f64,
 }
 
 /// The memory picture of one forward, as the report columns show it (GiB).

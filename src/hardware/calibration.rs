@@ -18,6 +18,7 @@
 //! one device amounts to, and it is the only thing the cost model and the engines read.
 
 use super::runtime::{BenchmarkClient, BorrowedMoeKernels, CudaGraphProfile, KvMemory};
+pub use super::version::EngineVersion;
 use super::{check_field, DeviceProfile};
 use crate::yaml;
 use serde::{Deserialize, Serialize};
@@ -265,56 +266,6 @@ impl Effective {
     }
 }
 
-/// A serving engine's release, as its leading numbers (`0.12`, `0.15.1`, `1.0.0rc3` → 1.0.0):
-/// what decides the engine's version-dependent defaults.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct EngineVersion([u32; 3]);
-
-impl EngineVersion {
-    /// The leading `MAJOR[.MINOR[.PATCH]]` of `text` (a suffix such as `rc3` or `.post1` is
-    /// ignored, and so is the `v` of a release tag, `v0.12.0`); `None` when `text` does not
-    /// start with a number.
-    pub fn parse(text: &str) -> Option<Self> {
-        let mut parts = [0u32; 3];
-        let text = text.trim();
-        let mut rest = text.strip_prefix(['v', 'V']).filter(|r| r.starts_with(|c: char| c.is_ascii_digit())).unwrap_or(text);
-        for (i, slot) in parts.iter_mut().enumerate() {
-            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-            if digits == 0 {
-                return (i > 0).then_some(EngineVersion(parts));
-            }
-            *slot = rest[..digits].parse().ok()?;
-            rest = &rest[digits..];
-            match rest.strip_prefix('.') {
-                Some(r) if r.starts_with(|c: char| c.is_ascii_digit()) => rest = r,
-                _ => break,
-            }
-        }
-        Some(EngineVersion(parts))
-    }
-}
-
-impl std::fmt::Display for EngineVersion {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let [a, b, c] = self.0;
-        write!(f, "{a}.{b}.{c}")
-    }
-}
-
-impl Serialize for EngineVersion {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_string())
-    }
-}
-
-impl<'de> Deserialize<'de> for EngineVersion {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(d)?;
-        EngineVersion::parse(&text)
-            .ok_or_else(|| serde::de::Error::custom(format!("`{text}` is not a version (MAJOR.MINOR[.PATCH], e.g. 0.14)")))
-    }
-}
-
 /// Built-in engine profiles, embedded from `profiles/engines/`.
 const BUILTIN: &[(&str, &str)] = &[
     ("vllm.yaml", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/engines/vllm.yaml"))),
@@ -474,7 +425,7 @@ impl EngineProfile {
             per_seq_s: o.seq_overhead_us * 1e-6,
             frontend: o.frontend(&self.defaults),
             cuda_graphs: self.cuda_graphs.clone(),
-            kv_memory: self.kv_memory.clone(),
+            kv_memory: self.kv_memory.as_ref().map(|m| m.for_release(version)),
             engine: self.engine.clone(),
             calibrated: entry.is_some(),
             source,
@@ -676,6 +627,22 @@ devices:\n  - {device: H100_SXM, step_overhead_us: 6000, seq_overhead_us: 20, fr
         assert_eq!((at(Some("0.11.2")), at(Some("0.12.0")), at(Some("0.13.0"))), (false, false, false));
         assert_eq!((at(Some("0.14.0")), at(Some("0.18.0")), at(None)), (true, true, true));
         assert!(vllm.effective(h100, true, None).describe().ends_with("; overlapped scheduling"));
+    }
+
+    #[test]
+    fn vllm_samples_its_profiling_batch_as_its_release_does() {
+        // Top-k and top-p sort the logits in PyTorch before 0.17.0 (37.2 bytes an entry at the
+        // peak) and run as a Triton kernel from 0.17.0 on (12); the current release is the
+        // latest. Fails if `effective` keeps the unresolved profile (every release at 37.2).
+        let reg = crate::hardware::DeviceRegistry::builtin();
+        let h100 = reg.get("H100_SXM").unwrap();
+        let vllm = EngineProfile::builtin().into_iter().find(|p| p.engine == "vllm").unwrap();
+        let at =
+            |t: Option<&str>| vllm.effective(h100, true, t.and_then(EngineVersion::parse)).kv_memory.unwrap().sampler_bytes_per_logit();
+        assert_eq!(
+            (at(Some("0.12.0")), at(Some("0.16.1")), at(Some("0.17.0")), at(Some("0.18.0")), at(None)),
+            (37.2, 37.2, 12.0, 12.0, 12.0)
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod comm;
 pub mod kernels;
 mod registry;
 pub mod runtime;
+mod version;
 
 pub use comm::CommGroup;
 pub use registry::{DeviceError, DeviceRegistry};

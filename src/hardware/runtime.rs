@@ -115,6 +115,45 @@ pub struct KvMemory {
     /// and graph buffers), GiB.
     #[serde(default)]
     pub overhead_gib: f64,
+    /// What the engine's memory profiling step samples (vLLM): absent where the pool is not
+    /// sized by profiling one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampler_profile: Option<SamplerProfile>,
+}
+
+/// vLLM sizes its KV pool by profiling one forward at the token budget and then sampling its
+/// largest batch, `min(max_num_seqs, max_num_batched_tokens)` rows of logits over the whole
+/// vocabulary with top-k and top-p on (`GPUModelRunner._dummy_sampler_run`): the peak of the two
+/// is kept back from the pool. The sampler's peak is a number of bytes per (row, vocabulary
+/// entry) that depends on how the release applies top-k and top-p.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SamplerProfile {
+    /// Where the figures come from (release, source file, measurement).
+    #[serde(default)]
+    pub source: String,
+    /// Peak bytes per row and vocabulary entry, logits included, before the first of
+    /// `releases`.
+    pub bytes_per_logit: f64,
+    /// Releases from which the peak changes, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub releases: Vec<SamplerRelease>,
+}
+
+/// The sampler's peak from release `from` on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SamplerRelease {
+    pub from: super::version::EngineVersion,
+    pub bytes_per_logit: f64,
+}
+
+impl SamplerProfile {
+    /// Peak bytes per row and vocabulary entry in `release` (`None`: the current release, the
+    /// last one listed).
+    pub fn bytes_per_logit(&self, release: Option<super::version::EngineVersion>) -> f64 {
+        self.releases.iter().rev().find(|r| release.is_none_or(|v| v >= r.from)).map_or(self.bytes_per_logit, |r| r.bytes_per_logit)
+    }
 }
 
 impl KvMemory {
@@ -130,9 +169,13 @@ impl KvMemory {
         let share = fraction.map_or("that share".to_string(), |f| format!("{} %", super::trim_float(f * 100.0)));
         let buffers = format!("{} GiB of runtime buffers", super::trim_float(self.overhead_gib));
         let what = match self.setting {
-            KvMemorySetting::GpuMemoryUtilization => {
-                format!("the KV pool is what weights, the peak activations and {buffers} leave of {share} of the memory")
-            }
+            KvMemorySetting::GpuMemoryUtilization => match &self.sampler_profile {
+                Some(sp) => format!(
+                    "the KV pool is what weights, the larger of the profiling step's activations and its sampler's ({} bytes per logit over max_num_seqs rows) and {buffers} leave of {share} of the memory",
+                    super::trim_float(sp.bytes_per_logit)
+                ),
+                None => format!("the KV pool is what weights, the peak activations and {buffers} leave of {share} of the memory"),
+            },
             KvMemorySetting::MemFractionStatic => format!("weights and the KV pool take {share} of the memory"),
             KvMemorySetting::KvCacheFreeGpuMemoryFraction => {
                 format!("the KV pool takes {share} of what weights, the peak activations and {buffers} leave")
@@ -145,7 +188,34 @@ impl KvMemory {
         if let Some(f) = self.fraction {
             super::check_field("kv_memory.fraction", f, 0.01, 1.0)?;
         }
-        super::check_field("kv_memory.overhead_gib", self.overhead_gib, 0.0, 64.0)
+        super::check_field("kv_memory.overhead_gib", self.overhead_gib, 0.0, 64.0)?;
+        if let Some(sp) = &self.sampler_profile {
+            super::check_field("kv_memory.sampler_profile.bytes_per_logit", sp.bytes_per_logit, 0.0, 256.0)?;
+            for r in &sp.releases {
+                super::check_field("kv_memory.sampler_profile.releases.bytes_per_logit", r.bytes_per_logit, 0.0, 256.0)?;
+            }
+            if sp.releases.windows(2).any(|w| w[0].from >= w[1].from) {
+                return Err("kv_memory.sampler_profile.releases: list the releases oldest first, each once".to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// The rule as `release` of the engine applies it (`None`: the current release): the
+    /// sampler's peak resolved to that release's figure.
+    pub fn for_release(&self, release: Option<super::version::EngineVersion>) -> KvMemory {
+        let mut m = self.clone();
+        if let Some(sp) = &mut m.sampler_profile {
+            sp.bytes_per_logit = sp.bytes_per_logit(release);
+            sp.releases.clear();
+        }
+        m
+    }
+
+    /// Peak bytes per row and vocabulary entry of the profiling step's sampler (0 without one),
+    /// once resolved for a release ([`KvMemory::for_release`]).
+    pub fn sampler_bytes_per_logit(&self) -> f64 {
+        self.sampler_profile.as_ref().map_or(0.0, |s| s.bytes_per_logit)
     }
 }
 

@@ -59,6 +59,7 @@ pub fn build_stage(
         kv_capacity_factor: b.kv_capacity_factor,
         act_bytes_per_token: 2.0 * (2.0 * b.h) + b.max_act_width * 2.0,
         act_bytes_per_sampled: sampled,
+        sampled_vocab: if span.last { b.vocab } else { 0.0 },
     };
     let cost = RooflineCost::from_ops(b.ops, dev.host_overhead_us * 1e-6, b.warnings);
     (cost, mem)

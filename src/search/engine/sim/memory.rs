@@ -39,34 +39,58 @@ pub(super) enum Reserve {
         /// SGLang's default: `cuda_graph_max_bs` and the GPUs of one instance.
         graph_max_bs: u64,
         instance_devices: u32,
+        /// vLLM's profiling step: peak bytes of its sampler per sampled row (0: no sampler
+        /// profile) and the rows it samples, `max_num_seqs` (capped by the token budget).
+        sampler_bytes_per_row: f64,
+        profile_rows: u64,
     },
 }
 
 impl Reserve {
     /// The engine's rule (`user_fraction`: `--gpu-memory-utilization`, which replaces the
     /// setting's value).
-    pub(super) fn engine(m: &KvMemory, user_fraction: Option<f64>, graph_max_bs: u64, instance_devices: u32) -> Self {
+    /// `profile_rows`: the rows the engine's profiling step samples (its `max_num_seqs`);
+    /// `vocab`: the vocabulary entries of a row on this device ([`MemoryModel::sampled_vocab`]).
+    pub(super) fn engine(
+        m: &KvMemory,
+        user_fraction: Option<f64>,
+        graph_max_bs: u64,
+        instance_devices: u32,
+        profile_rows: u64,
+        vocab: f64,
+    ) -> Self {
         Reserve::Engine {
             setting: m.setting,
             fraction: user_fraction.or(m.fraction),
             overhead_bytes: bytes_from_gib(m.overhead_gib),
             graph_max_bs,
             instance_devices,
+            sampler_bytes_per_row: m.sampler_bytes_per_logit() * vocab,
+            profile_rows,
         }
     }
 
     /// Bytes kept back beside weights, KV and the activations of `peak` (the largest step,
     /// whose token count is the budget).
     pub(super) fn bytes(&self, mem: &MemoryModel, peak: &BatchShape, budget: u64) -> f64 {
-        let (setting, fraction, overhead_bytes, graph_max_bs, instance_devices) = match *self {
+        let (setting, fraction, overhead_bytes, graph_max_bs, instance_devices, sampler_bytes_per_row, profile_rows) = match *self {
             Reserve::Fixed(gib) => return bytes_from_gib(gib),
-            Reserve::Engine { setting, fraction, overhead_bytes, graph_max_bs, instance_devices } => {
-                (setting, fraction, overhead_bytes, graph_max_bs, instance_devices)
+            Reserve::Engine { setting, fraction, overhead_bytes, graph_max_bs, instance_devices, sampler_bytes_per_row, profile_rows } => {
+                (setting, fraction, overhead_bytes, graph_max_bs, instance_devices, sampler_bytes_per_row, profile_rows)
             }
         };
         let total = mem.device_bytes;
         let act = mem.activation_bytes(peak);
         match setting {
+            KvMemorySetting::GpuMemoryUtilization if sampler_bytes_per_row > 0.0 && profile_rows > 0 => {
+                // The pool is what the larger of the profiling forward (the step's tokens) and
+                // its sampler (`profile_rows` rows, whatever the probe's batch) leaves: kept
+                // back here beside what `peak`'s own activations take.
+                let forward = peak.tokens() as f64 * mem.act_bytes_per_token;
+                let rows = if budget > 0 { profile_rows.min(budget) } else { profile_rows };
+                let sampler = sampler_bytes_per_row * rows as f64;
+                total * (1.0 - fraction.unwrap_or(0.9)) + overhead_bytes + forward.max(sampler) - act
+            }
             KvMemorySetting::GpuMemoryUtilization => total * (1.0 - fraction.unwrap_or(0.9)) + overhead_bytes,
             KvMemorySetting::MemFractionStatic => {
                 let f = fraction.unwrap_or_else(|| sglang_mem_fraction_static(total, budget, graph_max_bs, instance_devices));
@@ -107,6 +131,46 @@ pub(super) fn sglang_mem_fraction_static(total_bytes: f64, chunked_prefill: u64,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cost::PhaseLoad;
+    use crate::hardware::runtime::{KvMemory, SamplerProfile};
+
+    #[test]
+    fn vllm_keeps_back_its_profiling_samplers_peak_whatever_the_probes_batch() {
+        // 80 GB, 30 GB of weights, 0.9 utilization, 1 GiB of buffers; the profiling forward at
+        // 8,192 tokens takes 8.192 MB, the sampler 1,024 rows × 100,000 entries × 37.2 bytes =
+        // 3,809,280,000 bytes: the pool is 72e9 − 30e9 − 2^30 − 3,809,280,000 bytes, for a
+        // probe of 1,024 sequences or of 64. Mutation: size the sampler by `peak.sampled`
+        // instead of `profile_rows` and the 64-sequence probe gets a larger pool.
+        let mem = MemoryModel {
+            device_bytes: 80e9,
+            weight_bytes: 30e9,
+            kv_bytes_per_token: 1.0,
+            state_bytes_per_seq: 0.0,
+            kv_capacity_factor: 1.0,
+            act_bytes_per_token: 1000.0,
+            act_bytes_per_sampled: 10.0,
+            sampled_vocab: 100_000.0,
+        };
+        let kv = KvMemory {
+            source: String::new(),
+            setting: KvMemorySetting::GpuMemoryUtilization,
+            fraction: Some(0.9),
+            overhead_gib: 1.0,
+            sampler_profile: Some(SamplerProfile { source: String::new(), bytes_per_logit: 37.2, releases: vec![] }),
+        };
+        let reserve = Reserve::engine(&kv, None, 0, 1, 1024, mem.sampled_vocab);
+        let expected = 72e9 - 30e9 - 1_073_741_824.0 - 3_809_280_000.0;
+        for sampled in [1024, 64] {
+            let peak = BatchShape { prefill: PhaseLoad::uniform(1, 8192, 8192), sampled, ..Default::default() };
+            let pool = mem.kv_budget_bytes(&peak, reserve.bytes(&mem, &peak, 8192));
+            assert!((pool - expected).abs() < 1.0, "{sampled} sequences: {pool} against {expected}");
+        }
+        // Without a sampler profile the peak's own activations stand for the profiling step.
+        let plain = Reserve::engine(&KvMemory { sampler_profile: None, ..kv }, None, 0, 1, 1024, mem.sampled_vocab);
+        let peak = BatchShape { prefill: PhaseLoad::uniform(1, 8192, 8192), sampled: 1024, ..Default::default() };
+        let pool = mem.kv_budget_bytes(&peak, plain.bytes(&mem, &peak, 8192));
+        assert!((pool - (72e9 - 30e9 - 1_073_741_824.0 - 8_192_000.0 - 10_240.0)).abs() < 1.0, "{pool}");
+    }
 
     #[test]
     fn sglang_reserves_as_its_server_args_do() {

@@ -132,7 +132,15 @@ impl SimSetup {
             Some(m) => {
                 let p = &ctx.cand.parallel;
                 let graph_max_bs = ctx.cuda_graphs.as_ref().map_or(0, |g| g.max_size_on(ctx.device.memory_gib(), p.tp));
-                Reserve::engine(m, plan.serving.gpu_memory_utilization, graph_max_bs, p.num_devices / p.dp.max(1))
+                let profile_rows = plan.engine_limits(ctx.device).max_num_seqs.unwrap_or(0);
+                Reserve::engine(
+                    m,
+                    plan.serving.gpu_memory_utilization,
+                    graph_max_bs,
+                    p.num_devices / p.dp.max(1),
+                    profile_rows,
+                    ctx.mem.sampled_vocab,
+                )
             }
             None => Reserve::Fixed(plan.serving.reserved_gib(ctx.device)),
         };
