@@ -120,6 +120,16 @@ fn kv_bound(ctx: &CandidateCtx, budget: u64, batch_min: u32, batch_max: Option<u
     Some(batch_max.map_or(held, |m| m.min(held)))
 }
 
+/// Why the simulation of the search's smallest probe could not run (`: ` and the simulator's
+/// own words, such as the KV pool the engine's memory setting leaves), or nothing when it ran:
+/// "out of memory" alone does not say whether one request or the batch did not fit.
+fn sim_reason(rows: &[Row]) -> String {
+    match rows.iter().filter(|r| r.sim_error.is_some()).min_by_key(|r| r.batch_size) {
+        Some(Row { sim_error: Some(e), .. }) => format!(": {e}"),
+        _ => String::new(),
+    }
+}
+
 /// Search one candidate: try budgets, run the batch search, return every probe.
 ///
 /// With open-loop arrivals the offered load is fixed and latency falls as the running cap
@@ -160,12 +170,20 @@ pub fn search_candidate(engine: &dyn Engine, ctx: &CandidateCtx) -> (Vec<Row>, O
         let res = batch::search(batch_min, batch_max, ctx.plan.search.strategy, &mut f);
         let rows: Vec<Row> = res.probes.into_iter().map(|p| p.row).collect();
         if rows.iter().any(|r| r.feasible()) || explicit {
-            let failure = res.first_stop.map(|s| format!("{}: {} at batch size {}", ctx.label, s.describe(), ctx.plan.search.batch_min));
+            let failure = res
+                .first_stop
+                .map(|s| format!("{}: {} at batch size {}{}", ctx.label, s.describe(), ctx.plan.search.batch_min, sim_reason(&rows)));
             return (rows, failure);
         }
-        last_failure = res
-            .first_stop
-            .map(|s| format!("{}: {} at batch size {} (budget {budget} tokens)", ctx.label, s.describe(), ctx.plan.search.batch_min));
+        last_failure = res.first_stop.map(|s| {
+            format!(
+                "{}: {} at batch size {} (budget {budget} tokens){}",
+                ctx.label,
+                s.describe(),
+                ctx.plan.search.batch_min,
+                sim_reason(&rows)
+            )
+        });
         if res.first_stop != Some(StopReason::PrefillOom) {
             return (rows, last_failure);
         }

@@ -6,7 +6,7 @@
 pub enum SimError {
     #[error("the KV cache holds {capacity} blocks of {block_size} tokens, but one request needs {needed} ({tokens} tokens)")]
     KvTooSmall { needed: u64, capacity: u64, block_size: u64, tokens: u64 },
-    #[error("no KV capacity is left for the cache after weights and activations")]
+    #[error("no KV capacity is left after weights, the peak activations and what the memory setting keeps back (a serving engine's: its share of the device, its profiling step, its buffers)")]
     NoKvCapacity,
     #[error("the simulation did not finish within {steps} engine steps")]
     StepLimit { steps: u64 },

@@ -1018,3 +1018,22 @@ fn pd_ratio_num_requests_sizes_only_the_verification() {
     assert!(!a.is_empty());
     assert_eq!(a, b, "phase rows must not depend on --num-requests in P/D ratio planning");
 }
+
+#[test]
+fn a_layout_whose_engine_leaves_no_kv_pool_says_why() {
+    // Llama-3.1-70B in bf16 on 2 × H100 under vLLM 0.12: 65.7 GiB of weights a GPU beside the
+    // 71.3 GiB that 0.9 of 79.19 GiB allows, and its profiling step samples 1,024 rows of a
+    // 128,256-entry vocabulary (4.5 GiB): nothing is left for KV, which the failure line says
+    // beside "out of memory". With --max-num-seqs 256 the profiling step samples 256 rows and
+    // the layout runs. Mutation: make `sim_reason` return an empty string and the first
+    // assertion fails.
+    let base: Vec<&str> = "meta-llama/Meta-Llama-3.1-70B --device H100_SXM --num-devices 2 --tp-sizes 2 --batch-range 16 16 \
+         --input-length 1024 --output-length 1024 --quantize-linear-action DISABLED --quantize-attention-action DISABLED \
+         --serving-engine vllm@0.12 --arrival closed --num-requests 160"
+        .split_whitespace()
+        .collect();
+    let text = run_ok(&base);
+    assert!(text.contains("out of memory at batch size 16 (budget 8192 tokens): no KV capacity is left after weights"), "{text}");
+    let text = run_ok(&args(&base, &["--max-num-seqs", "256"]));
+    assert!(text.contains("Best Throughput:") && !text.contains("out of memory"), "{text}");
+}
