@@ -124,10 +124,8 @@ fn kv_bound(ctx: &CandidateCtx, budget: u64, batch_min: u32, batch_max: Option<u
 /// own words, such as the KV pool the engine's memory setting leaves), or nothing when it ran:
 /// "out of memory" alone does not say whether one request or the batch did not fit.
 fn sim_reason(rows: &[Row]) -> String {
-    match rows.iter().filter(|r| r.sim_error.is_some()).min_by_key(|r| r.batch_size) {
-        Some(Row { sim_error: Some(e), .. }) => format!(": {e}"),
-        _ => String::new(),
-    }
+    let first = rows.iter().filter_map(|r| r.sim_error.as_ref().map(|e| (r.batch_size, e))).min_by_key(|&(b, _)| b);
+    first.map_or_else(String::new, |(_, e)| format!(": {e}"))
 }
 
 /// Search one candidate: try budgets, run the batch search, return every probe.

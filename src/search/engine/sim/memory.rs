@@ -31,19 +31,23 @@ pub(super) enum Reserve {
     /// A fixed reserve, GiB (the plan's, msmodeling).
     Fixed(f64),
     /// The serving engine's memory setting.
-    Engine {
-        setting: KvMemorySetting,
-        /// The setting's value (`None`: SGLang's computed default).
-        fraction: Option<f64>,
-        overhead_bytes: f64,
-        /// SGLang's default: `cuda_graph_max_bs` and the GPUs of one instance.
-        graph_max_bs: u64,
-        instance_devices: u32,
-        /// vLLM's profiling step: peak bytes of its sampler per sampled row (0: no sampler
-        /// profile) and the rows it samples, `max_num_seqs` (capped by the token budget).
-        sampler_bytes_per_row: f64,
-        profile_rows: u64,
-    },
+    Engine(EngineReserve),
+}
+
+/// A serving engine's memory setting, as one instance of the candidate applies it.
+#[derive(Debug, Clone)]
+pub(super) struct EngineReserve {
+    setting: KvMemorySetting,
+    /// The setting's value (`None`: SGLang's computed default).
+    fraction: Option<f64>,
+    overhead_bytes: f64,
+    /// SGLang's default: `cuda_graph_max_bs` and the GPUs of one instance.
+    graph_max_bs: u64,
+    instance_devices: u32,
+    /// vLLM's profiling step: peak bytes of its sampler per sampled row (0: no sampler
+    /// profile) and the rows it samples, `max_num_seqs` (capped by the token budget).
+    sampler_bytes_per_row: f64,
+    profile_rows: u64,
 }
 
 impl Reserve {
@@ -59,7 +63,7 @@ impl Reserve {
         profile_rows: u64,
         vocab: f64,
     ) -> Self {
-        Reserve::Engine {
+        Reserve::Engine(EngineReserve {
             setting: m.setting,
             fraction: user_fraction.or(m.fraction),
             overhead_bytes: bytes_from_gib(m.overhead_gib),
@@ -67,39 +71,39 @@ impl Reserve {
             instance_devices,
             sampler_bytes_per_row: m.sampler_bytes_per_logit() * vocab,
             profile_rows,
-        }
+        })
     }
 
     /// Bytes kept back beside weights, KV and the activations of `peak` (the largest step,
     /// whose token count is the budget).
     pub(super) fn bytes(&self, mem: &MemoryModel, peak: &BatchShape, budget: u64) -> f64 {
-        let (setting, fraction, overhead_bytes, graph_max_bs, instance_devices, sampler_bytes_per_row, profile_rows) = match *self {
-            Reserve::Fixed(gib) => return bytes_from_gib(gib),
-            Reserve::Engine { setting, fraction, overhead_bytes, graph_max_bs, instance_devices, sampler_bytes_per_row, profile_rows } => {
-                (setting, fraction, overhead_bytes, graph_max_bs, instance_devices, sampler_bytes_per_row, profile_rows)
-            }
+        let e = match self {
+            Reserve::Fixed(gib) => return bytes_from_gib(*gib),
+            Reserve::Engine(e) => e,
         };
         let total = mem.device_bytes;
         let act = mem.activation_bytes(peak);
-        match setting {
-            KvMemorySetting::GpuMemoryUtilization if sampler_bytes_per_row > 0.0 && profile_rows > 0 => {
+        match e.setting {
+            KvMemorySetting::GpuMemoryUtilization => {
+                let kept = total * (1.0 - e.fraction.unwrap_or(0.9)) + e.overhead_bytes;
+                if e.sampler_bytes_per_row <= 0.0 || e.profile_rows == 0 {
+                    return kept;
+                }
                 // The pool is what the larger of the profiling forward (the step's tokens) and
                 // its sampler (`profile_rows` rows, whatever the probe's batch) leaves: kept
                 // back here beside what `peak`'s own activations take.
                 let forward = peak.tokens() as f64 * mem.act_bytes_per_token;
-                let rows = if budget > 0 { profile_rows.min(budget) } else { profile_rows };
-                let sampler = sampler_bytes_per_row * rows as f64;
-                total * (1.0 - fraction.unwrap_or(0.9)) + overhead_bytes + forward.max(sampler) - act
+                let rows = if budget > 0 { e.profile_rows.min(budget) } else { e.profile_rows };
+                kept + forward.max(e.sampler_bytes_per_row * rows as f64) - act
             }
-            KvMemorySetting::GpuMemoryUtilization => total * (1.0 - fraction.unwrap_or(0.9)) + overhead_bytes,
             KvMemorySetting::MemFractionStatic => {
-                let f = fraction.unwrap_or_else(|| sglang_mem_fraction_static(total, budget, graph_max_bs, instance_devices));
+                let f = e.fraction.unwrap_or_else(|| sglang_mem_fraction_static(total, budget, e.graph_max_bs, e.instance_devices));
                 // Weights + pool = f × total: what the activations do not take of the rest.
                 total * (1.0 - f) - act
             }
             KvMemorySetting::KvCacheFreeGpuMemoryFraction => {
-                let free = (total - mem.weight_bytes - act - overhead_bytes).max(0.0);
-                overhead_bytes + (1.0 - fraction.unwrap_or(0.9)) * free
+                let free = (total - mem.weight_bytes - act - e.overhead_bytes).max(0.0);
+                e.overhead_bytes + (1.0 - e.fraction.unwrap_or(0.9)) * free
             }
         }
     }
@@ -109,7 +113,7 @@ impl Reserve {
     pub(super) fn gib(&self, mem: &MemoryModel, peak: &BatchShape, budget: u64) -> f64 {
         match *self {
             Reserve::Fixed(gib) => gib,
-            Reserve::Engine { .. } => crate::cost::memory::gib(self.bytes(mem, peak, budget)),
+            Reserve::Engine(_) => crate::cost::memory::gib(self.bytes(mem, peak, budget)),
         }
     }
 }
