@@ -305,7 +305,7 @@ fn fp8_kv_cache(q: &Map<String, Value>) -> bool {
 fn weight_format(q: Option<&Map<String, Value>>) -> Result<WeightFormat, String> {
     let Some(q) = q else { return Ok(WeightFormat::Bf16) };
     let text = |k: &str| q.get(k).and_then(Value::as_str).map(str::to_lowercase);
-    let method = text("quant_method").unwrap_or_default();
+    let method = text("quant_method").unwrap_or_else(|| unnamed_method(q));
     Ok(match method.as_str() {
         "fp8" if q.get("weight_block_size").is_some_and(|b| !b.is_null()) => WeightFormat::Fp8Block,
         "fp8" | "fbgemm_fp8" => WeightFormat::Fp8Tensor,
@@ -324,6 +324,20 @@ fn weight_format(q: Option<&Map<String, Value>>) -> Result<WeightFormat, String>
             ))
         }
     })
+}
+
+/// The method of a `quantization_config` that does not name one: ModelOpt's own exports into
+/// `config.json` carry `producer.name: modelopt` and `quant_algo` but no `quant_method` (the
+/// FP8 per-tensor Qwen3-32B that NVIDIA's AIConfigurator lists as
+/// `Qwen3-32B-FP8-Static-PerTensor`, made by ModelOpt 0.31); anything else stays unnamed and is
+/// refused as such.
+fn unnamed_method(q: &Map<String, Value>) -> String {
+    let producer = q.get("producer").and_then(|p| p.get("name")).and_then(Value::as_str);
+    if producer.is_some_and(|p| p.eq_ignore_ascii_case("modelopt")) && q.get("quant_algo").is_some() {
+        "modelopt".into()
+    } else {
+        String::new()
+    }
 }
 
 /// Whether a ModelOpt checkpoint leaves attention unquantized: its `ignore` (config.json) or

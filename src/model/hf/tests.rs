@@ -231,6 +231,21 @@ fn a_modelopt_hf_quant_config_stands_for_a_missing_quantization_config() {
 }
 
 #[test]
+fn a_modelopt_export_without_a_quant_method_reads_as_modelopt() {
+    // ModelOpt 0.31 writes `producer` and `quant_algo` into config.json's quantization_config
+    // but no `quant_method` (the per-tensor FP8 Qwen3-32B AIConfigurator lists). (Mutation:
+    // leave the method unnamed and it is refused as ``.)
+    let with =
+        |q: &str| QWEN3_32B.replace(r#""tie_word_embeddings":false"#, &format!(r#""tie_word_embeddings":false,"quantization_config":{q}"#));
+    let exported = r#"{"config_groups":{"group_0":{"weights":{"num_bits":8,"type":"float"}}},"quant_algo":"FP8","kv_cache_scheme":"FP8","producer":{"name":"modelopt","version":"0.31.0"}}"#;
+    let m = parse_config(&with(exported), "x").unwrap();
+    assert_eq!((m.weights, m.fp8_kv_cache), (WeightFormat::Fp8Tensor, true));
+    // Without ModelOpt's name the method stays unknown and is refused, naming the field.
+    let e = parse_config(&with(r#"{"quant_algo":"FP8"}"#), "x").unwrap_err();
+    assert!(e.contains("field `quantization_config.quant_method` is ``"), "{e}");
+}
+
+#[test]
 fn gemma4_prices_its_sliding_and_global_layers_apart() {
     // Gemma 4 31B's text model: 50 sliding layers (16 KV heads of 256, a 1,024-token window)
     // and 10 global ones (4 KV heads of 512, rotary on a quarter, values that are the keys).
