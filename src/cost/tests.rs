@@ -343,3 +343,17 @@ fn a_mixed_checkpoint_prices_its_mixers_apart_from_its_mlps() {
         assert_eq!(ms(&a, name), ms(&b, name), "{name}");
     }
 }
+
+#[test]
+fn values_narrower_than_keys_cache_and_read_their_own_width() {
+    // MiMo-V2-Flash caches keys of 192 and values of 128 per KV head: its 9 full layers hold
+    // 9 × 4 × (192 + 128) × 2 bytes a token at TP 1, its 39 sliding ones 39 × 8 × 320 × 2 bytes
+    // for each of the 128 tokens of their window. Mutation: cache values as wide as the keys
+    // (`kv_width = 2·hkv·hd`) and both read a third more.
+    let reg = DeviceRegistry::builtin();
+    let dev = reg.get("H200_SXM").unwrap();
+    let model = catalog::find("XiaomiMiMo/MiMo-V2-Flash").unwrap();
+    let (_, mem) = build_both(&model, dev, &ParallelConfig::dense(1, 1), &opts(LinearQuant::Fp8Block, true));
+    assert_eq!(mem.kv_bytes_per_token, 9.0 * 4.0 * 320.0 * 2.0);
+    assert_eq!(mem.state_bytes_per_seq, 39.0 * 8.0 * 320.0 * 2.0 * 128.0);
+}

@@ -82,6 +82,7 @@ const FILES: &[(&str, &str)] = catalog_files!(
     "nvidia--Gemma-4-31B-IT-NVFP4.yaml",
     "stepfun-ai--Step-3.7-Flash.yaml",
     "stepfun-ai--Step-3.7-Flash-FP8.yaml",
+    "XiaomiMiMo--MiMo-V2-Flash.yaml",
 );
 
 /// Every catalog entry, in `--list-models` order.
@@ -212,5 +213,20 @@ mod tests {
         let mtp = mimo.mtp.as_ref().expect("MiMo ships an MTP layer");
         let mtp_params = mtp.attention.params(mimo.hidden_size) + mtp.mlp.params(mimo.hidden_size).0;
         assert_within_1pct("MiMo-7B with its MTP layer", mimo.param_counts().0 + mtp_params, 7.83e9);
+    }
+
+    /// MiMo-V2-Flash (`mimo_v2_flash`): the model card's "309B total parameters and 15B active",
+    /// with keys of 192 and values of 128 per head. (Mutation: make the values as wide as the
+    /// keys, in the projections or the cache, and the totals or the cache width fail.)
+    #[test]
+    fn mimo_v2_flash_holds_its_published_weights_and_a_narrow_value_cache() {
+        let m = find("XiaomiMiMo/MiMo-V2-Flash").unwrap();
+        let (total, active) = m.param_counts();
+        assert_within_1pct("MiMo-V2-Flash", total, 309e9);
+        // "15B" is rounded to the billion: 15.4 B with both embedding tables.
+        assert!((14.5e9..15.5e9).contains(&(active as f64)), "active {active}");
+        // A full layer by hand: 4096 × (64 × 192 + 4 × (192 + 128)) for Q, K and V, and the
+        // output's 64 × 128 × 4096.
+        assert_eq!(m.layers[0].attention.params(4096), 4096 * (64 * 192 + 4 * 320) + 64 * 128 * 4096);
     }
 }

@@ -41,6 +41,7 @@ pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
     "gemma4",
     "gemma4_text",
     "step3p7",
+    "mimo_v2_flash",
 ];
 
 /// The largest value a config field may hold: counts that size memory (layers, experts,
@@ -68,6 +69,8 @@ fn limit(key: &str) -> u64 {
         "num_attention_heads"
         | "num_key_value_heads"
         | "num_global_key_value_heads"
+        | "swa_num_attention_heads"
+        | "swa_num_key_value_heads"
         | "linear_num_key_heads"
         | "linear_num_value_heads"
         | "num_heads"
@@ -76,7 +79,7 @@ fn limit(key: &str) -> u64 {
         "vt_num_hidden_layers" => MAX_LAYERS,
         "index_topk" => MAX_CONTEXT,
         "vocab_size" => MAX_VOCAB,
-        "max_position_embeddings" | "sliding_window" => MAX_CONTEXT,
+        "max_position_embeddings" | "sliding_window" | "sliding_window_size" => MAX_CONTEXT,
         _ => MAX_DIM,
     }
 }
@@ -247,6 +250,7 @@ fn parse_text(text: &str, modelopt: Option<&Map<String, Value>>, id: &str) -> Re
         "mimo" => mimo(&f)?,
         "gemma4" | "gemma4_text" => gemma::gemma4(&f)?,
         "step3p7" => step::step3p7(&f)?,
+        "mimo_v2_flash" => mimo::mimo_v2_flash(&f)?,
         "nemotron_h" => nemotron::nemotron_h(&f)?,
         "nemotron-nas" => nemotron::nemotron_nas(&f)?,
         other => {
@@ -445,6 +449,7 @@ fn gqa(f: &Fields, window: Option<u32>) -> Result<Attention, String> {
         output_gate: f.bool_or("attn_output_gate", false)?,
         rotary_fraction: rotary,
         value_is_key: false,
+        value_head_dim: None,
     })
 }
 
@@ -749,6 +754,7 @@ fn vision(v: &Map<String, Value>) -> Result<VisionTower, String> {
 }
 
 mod gemma;
+mod mimo;
 mod nemotron;
 mod step;
 #[cfg(test)]

@@ -140,6 +140,10 @@ pub enum Attention {
         /// engines' attention layers write both.
         #[serde(default, skip_serializing_if = "is_false")]
         value_is_key: bool,
+        /// The width of a value head where it differs from the query and key heads'
+        /// `head_dim` (MiMo-V2-Flash: keys of 192, values of 128); `None`: `head_dim`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        value_head_dim: Option<u32>,
     },
     /// DeepSeek multi-head latent attention: a compressed latent KV cache shared by all heads.
     Mla {
@@ -291,10 +295,11 @@ impl Attention {
     /// Parameters of the attention block (projections only).
     pub fn params(&self, hidden: u64) -> u64 {
         match *self {
-            Attention::Gqa { heads, kv_heads, head_dim, output_gate, value_is_key, .. } => {
+            Attention::Gqa { heads, kv_heads, head_dim, output_gate, value_is_key, value_head_dim, .. } => {
+                let vd = value_head_dim.unwrap_or(head_dim) as u64;
                 let q = heads as u64 * head_dim as u64 * if output_gate { 2 } else { 1 };
-                let kv = if value_is_key { 1 } else { 2 } * kv_heads as u64 * head_dim as u64;
-                hidden * (q + kv) + heads as u64 * head_dim as u64 * hidden
+                let kv = kv_heads as u64 * (head_dim as u64 + if value_is_key { 0 } else { vd });
+                hidden * (q + kv) + heads as u64 * vd * hidden
             }
             Attention::Mla { heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, indexer } => {
                 let h = heads as u64;
@@ -454,7 +459,10 @@ impl ModelArch {
         let blocks = self.layers.iter().map(|g| (&g.attention, &g.mlp)).chain(self.mtp.iter().map(|m| (&m.attention, &m.mlp)));
         for (att, mlp) in blocks {
             match *att {
-                Attention::Gqa { heads, kv_heads, head_dim, sliding_window, rotary_fraction, .. } => {
+                Attention::Gqa { heads, kv_heads, head_dim, sliding_window, rotary_fraction, value_head_dim, .. } => {
+                    if value_head_dim == Some(0) {
+                        return Err("`v_head_dim` must be positive".into());
+                    }
                     if heads == 0 || kv_heads == 0 || head_dim == 0 {
                         return Err(format!(
                             "`num_attention_heads` ({heads}), `num_key_value_heads` ({kv_heads}) and `head_dim` ({head_dim}) must be positive"

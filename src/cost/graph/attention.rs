@@ -17,6 +17,8 @@ struct GqaShape {
     heads: u32,
     kv_heads: u32,
     hd: u32,
+    /// Value head width (`head_dim` unless the model says otherwise).
+    vd: u32,
     qk_norm: bool,
     bias: bool,
     window: Option<u32>,
@@ -26,8 +28,20 @@ struct GqaShape {
 impl Builder<'_> {
     pub(super) fn attention(&mut self, count: f64, att: &Attention) {
         match *att {
-            Attention::Gqa { heads, kv_heads, head_dim, qk_norm, bias, sliding_window, output_gate, rotary_fraction, value_is_key } => {
-                let shape = GqaShape { heads, kv_heads, hd: head_dim, qk_norm, bias, window: sliding_window, gate_out: output_gate };
+            Attention::Gqa {
+                heads,
+                kv_heads,
+                head_dim,
+                qk_norm,
+                bias,
+                sliding_window,
+                output_gate,
+                rotary_fraction,
+                value_is_key,
+                value_head_dim,
+            } => {
+                let vd = value_head_dim.unwrap_or(head_dim);
+                let shape = GqaShape { heads, kv_heads, hd: head_dim, vd, qk_norm, bias, window: sliding_window, gate_out: output_gate };
                 self.gqa(count, shape, rotary_fraction, value_is_key)
             }
             Attention::Mla { heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, indexer } => {
@@ -46,21 +60,22 @@ impl Builder<'_> {
     }
 
     fn gqa(&mut self, count: f64, shape: GqaShape, rot: f64, value_is_key: bool) {
-        let GqaShape { heads, kv_heads, hd, qk_norm, bias, window, gate_out } = shape;
+        let GqaShape { heads, kv_heads, hd, vd, qk_norm, bias, window, gate_out } = shape;
         let (h, tp) = (self.h, self.tp);
         let hq = heads as f64 / tp;
         // KV heads are replicated when TP exceeds them.
         let hkv = (kv_heads as f64 / tp).max(1.0);
-        let hd = hd as f64;
+        let (hd, vd) = (hd as f64, vd as f64);
         let q = self.attention_q;
         let kvb = self.opts.quant.kv.bytes();
         let q_width = hq * hd * if gate_out { 2.0 } else { 1.0 };
-        let kv_width = 2.0 * hkv * hd;
+        // The cache holds a key of `hd` and a value of `vd` per KV head and token.
+        let kv_width = hkv * (hd + vd);
         let quant_in = if self.compile { q.act_quant() } else { ActQuant::None };
         self.norm("input_norm", count, TOK, h, true, quant_in);
         let tok = unit(TOK, 1.0);
         // Values that are the keys need no projection of their own (the cache still holds both).
-        let v_width = if value_is_key { 0.0 } else { hkv * hd };
+        let v_width = if value_is_key { 0.0 } else { hkv * vd };
         self.qkv_proj(count, q, q_width, hkv * hd, v_width, bias);
         if qk_norm {
             self.qk_norm(count, (hq + hkv) * hd, hd);
@@ -69,7 +84,7 @@ impl Builder<'_> {
         let kvq = if self.opts.quant.kv.bytes() < 2.0 { 1.0 } else { 0.0 };
         let op = self.vector_op("reshape_and_cache", count, tok, kv_width, kvq, 2.0 + kvb, false, 1.0);
         self.ops.push(op);
-        self.gqa_core(count, hq, hd, kv_width, kvb, window);
+        self.gqa_core(count, hq, (hd, vd), kv_width, kvb, window);
         let dcp = self.par.dcp.max(1) as f64;
         if dcp > 1.0 {
             let g = self.dcp_group;
@@ -90,12 +105,12 @@ impl Builder<'_> {
             None => self.kv_per_token += per_token,
         }
         if gate_out {
-            let op = self.vector_op("attn_output_gate", count, tok, hq * hd, 4.0, 6.0, false, 1.0);
+            let op = self.vector_op("attn_output_gate", count, tok, hq * vd, 4.0, 6.0, false, 1.0);
             self.ops.push(op);
         }
-        self.act_quant("o_input_quant", count, tok, hq * hd, q);
-        self.row_parallel("o_proj", "attn_all_reduce", count, tok, hq * hd, h, Some(q), bias);
-        self.track_width(hq * hd * 3.0 + kv_width);
+        self.act_quant("o_input_quant", count, tok, hq * vd, q);
+        self.row_parallel("o_proj", "attn_all_reduce", count, tok, hq * vd, h, Some(q), bias);
+        self.track_width(hq * (2.0 * hd + vd) + kv_width);
     }
 
     /// The Q, K and V projections: one fused GEMM with `--compile`, else three, each after
@@ -129,22 +144,22 @@ impl Builder<'_> {
         self.ops.push(op);
     }
 
-    /// Attention proper over `hq` local heads of width `hd`, full or sliding.
-    /// Costs 4·pairs·heads·dim matrix FLOPs (QKᵀ and PV), 4·pairs·heads vector FLOPs
-    /// (softmax), Q/O traffic per token and KV read per context token. No causal halving,
-    /// as in the original.
-    fn gqa_core(&mut self, count: f64, hq: f64, hd: f64, kv_width: f64, kvb: f64, window: Option<u32>) {
+    /// Attention proper over `hq` local heads, queries and keys `hd` wide and values `vd`,
+    /// full or sliding. Costs 2·pairs·heads·(hd + vd) matrix FLOPs (QKᵀ and PV),
+    /// 4·pairs·heads vector FLOPs (softmax), Q/O traffic per token and KV read per context
+    /// token. No causal halving, as in the original.
+    fn gqa_core(&mut self, count: f64, hq: f64, (hd, vd): (f64, f64), kv_width: f64, kvb: f64, window: Option<u32>) {
         let mma_r = self.mma_rate(Dtype::Bf16);
         let deq = self.opts.quant.kv.dequant_flops_per_pair_head();
         let dcp = self.par.dcp.max(1) as f64;
         let mut mma = [0.0; f::N];
         let mut gp = [0.0; f::N];
         let mut mem = [0.0; f::N];
-        mma[f::P_PAIRS] = 4.0 * hq * hd / mma_r;
-        mma[f::D_PAIRS] = 4.0 * hq * hd / mma_r / dcp;
+        mma[f::P_PAIRS] = 2.0 * hq * (hd + vd) / mma_r;
+        mma[f::D_PAIRS] = 2.0 * hq * (hd + vd) / mma_r / dcp;
         gp[f::P_PAIRS] = (4.0 + deq) * hq / self.vec_bf16;
         gp[f::D_PAIRS] = (4.0 + deq) * hq / self.vec_bf16 / dcp;
-        mem[TOK] = hq * hd * 2.0 * 2.0 / self.hbm;
+        mem[TOK] = hq * (hd + vd) * 2.0 / self.hbm;
         mem[f::P_CTX] = kv_width * kvb / self.hbm;
         mem[f::D_CTX] = kv_width * kvb / self.hbm / dcp;
         self.causal(&mut mma, &mut gp);
@@ -156,8 +171,8 @@ impl Builder<'_> {
             window: window.map(|w| w as f64),
             kind: OpKind::Roofline { mma, gp, mem },
         };
-        let hkv = kv_width / (2.0 * hd);
-        let op = self.measured_attention(op, hq, hkv, hd, window);
+        let hkv = kv_width / (hd + vd);
+        let op = self.measured_attention(op, hq, hkv, (hd, vd), window);
         self.ops.push(op);
     }
 

@@ -123,7 +123,7 @@ impl Builder<'_> {
 
     /// `op` (GQA attention over `hq` heads of `hd`, `hkv` KV heads) priced from the context and
     /// generation tables.
-    pub(super) fn measured_attention(&self, op: Op, hq: f64, hkv: f64, hd: f64, window: Option<u32>) -> Op {
+    pub(super) fn measured_attention(&self, op: Op, hq: f64, hkv: f64, (hd, vd): (f64, f64), window: Option<u32>) -> Op {
         let Some(t) = self.tables else { return op };
         let kv_fp8 = !matches!(self.opts.quant.kv, KvQuant::Disabled);
         let w = window.map_or(0, |w| w as u64);
@@ -144,6 +144,13 @@ impl Builder<'_> {
             per_query: hq * hd * 4.0 / hbm,
         };
         let roof = roof_at(hd, hkv, hq);
+        // The tables time heads whose values are as wide as their keys; a narrower value head
+        // (MiMo-V2-Flash: 192 and 128) carries the measured utilisation to its own work.
+        let actual = AttentionRoof {
+            per_pair: 2.0 * hq * (hd + vd) / peak,
+            per_ctx: hkv * (hd + vd) * kvb / hbm,
+            per_query: hq * (hd + vd) * 2.0 / hbm,
+        };
         let fixed = [hd, hkv, hq];
         let win = window.map(|w| w as f64);
         let prefill_roof = |x: &[f64]| {
@@ -157,8 +164,8 @@ impl Builder<'_> {
             roof_at(x[0], x[1], x[2]).at(p, c, b)
         };
         let lookup = Lookup::Attention {
-            prefill: Some(AttentionSide { table: Dense::<2>::slice(ctx, &fixed, &prefill_roof), measured: roof, actual: roof }),
-            decode: Some(AttentionSide { table: Dense::<2>::slice(gen, &fixed, &decode_roof), measured: roof, actual: roof }),
+            prefill: Some(AttentionSide { table: Dense::<2>::slice(ctx, &fixed, &prefill_roof), measured: roof, actual }),
+            decode: Some(AttentionSide { table: Dense::<2>::slice(gen, &fixed, &decode_roof), measured: roof, actual }),
             window: win,
             clamp_lookup,
             dcp: self.par.dcp.max(1) as f64,

@@ -47,6 +47,7 @@ pub(super) fn nemotron_h(f: &Fields) -> Result<Parsed, String> {
                     output_gate: false,
                     rotary_fraction: 1.0,
                     value_is_key: false,
+                    value_head_dim: None,
                 };
                 (gqa, Mlp::None)
             }
@@ -198,6 +199,7 @@ fn nas_attention(part: &serde_json::Map<String, Value>, i: usize, heads: u32, he
         output_gate: false,
         rotary_fraction: 1.0,
         value_is_key: false,
+        value_head_dim: None,
     })
 }
 
