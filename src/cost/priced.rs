@@ -77,7 +77,9 @@ impl OperatorKind {
             "causal_conv1d" => OperatorKind::Attention,
             n if n.starts_with("grouped_") || n.starts_with("expert_") => OperatorKind::MoeExperts,
             n if n.ends_with("_input_quant") => OperatorKind::Quantize,
-            n if n.ends_with("attention") || n.starts_with("gated_delta_rule") || n.starts_with("mamba_") => OperatorKind::Attention,
+            n if n.ends_with("attention") || n.ends_with("_indexer") || n.starts_with("gated_delta_rule") || n.starts_with("mamba_") => {
+                OperatorKind::Attention
+            }
             n if n.ends_with("norm")
                 || n.ends_with("norm1")
                 || n.ends_with("norm2")

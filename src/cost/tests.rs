@@ -357,3 +357,28 @@ fn values_narrower_than_keys_cache_and_read_their_own_width() {
     assert_eq!(mem.kv_bytes_per_token, 9.0 * 4.0 * 320.0 * 2.0);
     assert_eq!(mem.state_bytes_per_seq, 39.0 * 8.0 * 320.0 * 2.0 * 128.0);
 }
+
+#[test]
+fn block_sparse_attention_reads_its_top_blocks_and_caches_its_index_keys() {
+    // MiniMax-M3's MSA layers read at most 16 blocks of 128 tokens: past 2,048 cached tokens a
+    // decode step's sparse attention stops growing while the indexer, which scores every cached
+    // token, keeps growing; the 3 dense layers keep reading everything. Every token stays
+    // cached: K and V of 4 heads × 128 and an index key of 4 × 128 in the 57 sparse layers,
+    // bf16, at TP 1. Mutation: price the sparse layers without their read window, or cache
+    // them as a sliding window, and a bound fails.
+    let reg = DeviceRegistry::builtin();
+    let dev = reg.get("H200_SXM").unwrap();
+    let model = catalog::find("MiniMaxAI/MiniMax-M3").unwrap();
+    let cost = RooflineCost::new(&model, dev, &ParallelConfig::dense(8, 8), &opts(LinearQuant::Disabled, true));
+    let op = |ctx: u64, name: &str| {
+        let step = BatchShape { decode: PhaseLoad::uniform(16, 1, ctx), sampled: 16, ..Default::default() };
+        cost.op_times(&step).into_iter().find(|(n, _, _)| *n == name).unwrap_or_else(|| panic!("no {name}")).2.total()
+    };
+    assert_eq!(op(8192, "sparse_attention"), op(32768, "sparse_attention"));
+    assert!(op(1024, "sparse_attention") < op(2048, "sparse_attention"));
+    assert!(op(32768, "attention") > 2.0 * op(8192, "attention"));
+    assert!(op(32768, "msa_indexer") > 2.0 * op(8192, "msa_indexer"));
+    let (_, mem) = build_both(&model, dev, &ParallelConfig::dense(1, 1), &opts(LinearQuant::Disabled, true));
+    assert_eq!(mem.kv_bytes_per_token, 60.0 * 4.0 * 256.0 * 2.0 + 57.0 * 4.0 * 128.0 * 2.0);
+    assert_eq!(mem.state_bytes_per_seq, 0.0);
+}

@@ -83,6 +83,7 @@ const FILES: &[(&str, &str)] = catalog_files!(
     "stepfun-ai--Step-3.7-Flash.yaml",
     "stepfun-ai--Step-3.7-Flash-FP8.yaml",
     "XiaomiMiMo--MiMo-V2-Flash.yaml",
+    "MiniMaxAI--MiniMax-M3.yaml",
 );
 
 /// Every catalog entry, in `--list-models` order.
@@ -228,5 +229,27 @@ mod tests {
         // A full layer by hand: 4096 × (64 × 192 + 4 × (192 + 128)) for Q, K and V, and the
         // output's 64 × 128 × 4096.
         assert_eq!(m.layers[0].attention.params(4096), 4096 * (64 * 192 + 4 * 320) + 64 * 128 * 4096);
+    }
+
+    /// MiniMax-M3 (`minimax_m3`): the model card's "~428B" total (with its vision encoder, which
+    /// this text model leaves out), 3 dense full-attention layers and 57 MoE layers attending
+    /// through MSA (16 blocks of 128 tokens). (Mutation: read `sparse_attention_freq` as all
+    /// zeros, or drop the index projections, and the layer split or the count moves.)
+    #[test]
+    fn minimax_m3_holds_its_published_weights_and_its_sparse_layers() {
+        let m = find("MiniMaxAI/MiniMax-M3").unwrap();
+        assert_within_1pct("MiniMax-M3", m.param_counts().0, 428e9);
+        let sparse: Vec<(u32, Option<u64>)> = m
+            .layers
+            .iter()
+            .map(|g| match g.attention {
+                crate::model::Attention::Gqa { block_sparse, .. } => (g.count, block_sparse.map(|b| b.read_tokens())),
+                _ => panic!("MiniMax-M3 layers are GQA"),
+            })
+            .collect();
+        assert_eq!(sparse, vec![(3, None), (57, Some(2048))]);
+        // A sparse layer's projections by hand: Q, K and V of 6144 × (8192 + 1024), the output's
+        // 8192 × 6144, and the index query and key of 6144 × 4 × 128 each.
+        assert_eq!(m.layers[1].attention.params(6144), 6144 * 9216 + 8192 * 6144 + 2 * 6144 * 512);
     }
 }

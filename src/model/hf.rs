@@ -4,7 +4,7 @@
 //! first and then at the top level. Every error names the field (and the file, added by the
 //! caller).
 
-use super::{Attention, LayerGroup, Mlp, ModelArch, MtpBlock, SparseIndexer, VisionTower, WeightFormat};
+use super::{Attention, BlockSparse, LayerGroup, Mlp, ModelArch, MtpBlock, SparseIndexer, VisionTower, WeightFormat};
 use serde_json::{Map, Value};
 
 /// `model_type` values this parser understands, for error messages.
@@ -42,6 +42,7 @@ pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
     "gemma4_text",
     "step3p7",
     "mimo_v2_flash",
+    "minimax_m3",
 ];
 
 /// The largest value a config field may hold: counts that size memory (layers, experts,
@@ -79,6 +80,7 @@ fn limit(key: &str) -> u64 {
         "vt_num_hidden_layers" => MAX_LAYERS,
         "index_topk" => MAX_CONTEXT,
         "vocab_size" => MAX_VOCAB,
+        "dense_intermediate_size" | "shared_intermediate_size" => MAX_DIM,
         "max_position_embeddings" | "sliding_window" | "sliding_window_size" => MAX_CONTEXT,
         _ => MAX_DIM,
     }
@@ -251,6 +253,7 @@ fn parse_text(text: &str, modelopt: Option<&Map<String, Value>>, id: &str) -> Re
         "gemma4" | "gemma4_text" => gemma::gemma4(&f)?,
         "step3p7" => step::step3p7(&f)?,
         "mimo_v2_flash" => mimo::mimo_v2_flash(&f)?,
+        "minimax_m3" => minimax::minimax_m3(&f)?,
         "nemotron_h" => nemotron::nemotron_h(&f)?,
         "nemotron-nas" => nemotron::nemotron_nas(&f)?,
         other => {
@@ -450,6 +453,7 @@ fn gqa(f: &Fields, window: Option<u32>) -> Result<Attention, String> {
         rotary_fraction: rotary,
         value_is_key: false,
         value_head_dim: None,
+        block_sparse: None,
     })
 }
 
@@ -755,6 +759,7 @@ fn vision(v: &Map<String, Value>) -> Result<VisionTower, String> {
 
 mod gemma;
 mod mimo;
+mod minimax;
 mod nemotron;
 mod step;
 #[cfg(test)]

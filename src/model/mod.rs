@@ -144,6 +144,10 @@ pub enum Attention {
         /// `head_dim` (MiMo-V2-Flash: keys of 192, values of 128); `None`: `head_dim`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         value_head_dim: Option<u32>,
+        /// Block-sparse attention (MiniMax-M3's MSA): an indexer picks, for each query, the
+        /// blocks of the cache the attention reads.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        block_sparse: Option<BlockSparse>,
     },
     /// DeepSeek multi-head latent attention: a compressed latent KV cache shared by all heads.
     Mla {
@@ -167,6 +171,33 @@ pub enum Attention {
     Mamba2 { heads: u32, head_dim: u32, state_size: u32, groups: u32, conv_kernel: u32 },
     /// No token mixer: a block that is only an MLP (Nemotron-H's `-` and `E` blocks).
     None,
+}
+
+/// MiniMax Sparse Attention (MSA), as MiniMax-M3's `sparse_attention_config` and MiniMax's MSA
+/// kernels describe it: `index_heads` index heads of `index_head_dim` (one per KV head, split
+/// over TP as the KV heads are; MSA's kernels take 1, 2 or 4 local index heads) score each query
+/// against an index key cached per token beside K and V; the scores are pooled per block of
+/// `block_size` tokens and the `top_blocks` best blocks (the query's own local block among them)
+/// are all the attention reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlockSparse {
+    pub index_heads: u32,
+    pub index_head_dim: u32,
+    pub block_size: u32,
+    pub top_blocks: u32,
+}
+
+impl BlockSparse {
+    /// The most cached tokens one query's attention reads.
+    pub fn read_tokens(&self) -> u64 {
+        self.block_size as u64 * self.top_blocks as u64
+    }
+
+    /// Parameters: the index query and key projections from the hidden state.
+    pub fn params(&self, hidden: u64) -> u64 {
+        2 * hidden * self.index_heads as u64 * self.index_head_dim as u64
+    }
 }
 
 /// The lightning indexer of DeepSeek Sparse Attention: `heads` small query heads of
@@ -295,11 +326,11 @@ impl Attention {
     /// Parameters of the attention block (projections only).
     pub fn params(&self, hidden: u64) -> u64 {
         match *self {
-            Attention::Gqa { heads, kv_heads, head_dim, output_gate, value_is_key, value_head_dim, .. } => {
+            Attention::Gqa { heads, kv_heads, head_dim, output_gate, value_is_key, value_head_dim, block_sparse, .. } => {
                 let vd = value_head_dim.unwrap_or(head_dim) as u64;
                 let q = heads as u64 * head_dim as u64 * if output_gate { 2 } else { 1 };
                 let kv = kv_heads as u64 * (head_dim as u64 + if value_is_key { 0 } else { vd });
-                hidden * (q + kv) + heads as u64 * vd * hidden
+                hidden * (q + kv) + heads as u64 * vd * hidden + block_sparse.map_or(0, |b| b.params(hidden))
             }
             Attention::Mla { heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, indexer } => {
                 let h = heads as u64;
@@ -408,8 +439,11 @@ impl ModelArch {
     pub fn summary(&self) -> String {
         let (total, active) = self.param_counts();
         let sparse = self.layers.iter().any(|g| matches!(g.attention, Attention::Mla { indexer: Some(_), .. }));
+        let block_sparse = self.layers.iter().any(|g| matches!(g.attention, Attention::Gqa { block_sparse: Some(_), .. }));
         let kind = if sparse {
             "MLA+DSA+MoE"
+        } else if block_sparse {
+            "GQA+MSA+MoE"
         } else if self.uses_mla() {
             "MLA+MoE"
         } else if self.layers.iter().any(|g| matches!(g.attention, Attention::Mamba2 { .. })) {
@@ -459,9 +493,17 @@ impl ModelArch {
         let blocks = self.layers.iter().map(|g| (&g.attention, &g.mlp)).chain(self.mtp.iter().map(|m| (&m.attention, &m.mlp)));
         for (att, mlp) in blocks {
             match *att {
-                Attention::Gqa { heads, kv_heads, head_dim, sliding_window, rotary_fraction, value_head_dim, .. } => {
+                Attention::Gqa { heads, kv_heads, head_dim, sliding_window, rotary_fraction, value_head_dim, block_sparse, .. } => {
                     if value_head_dim == Some(0) {
                         return Err("`v_head_dim` must be positive".into());
+                    }
+                    if let Some(b) = block_sparse {
+                        if b.index_heads == 0 || b.index_head_dim == 0 || b.block_size == 0 || b.top_blocks == 0 {
+                            return Err(format!(
+                                "sparse-attention fields `sparse_num_index_heads` ({}), `sparse_index_dim` ({}), `sparse_block_size` ({}) and `sparse_topk_blocks` ({}) must be positive",
+                                b.index_heads, b.index_head_dim, b.block_size, b.top_blocks
+                            ));
+                        }
                     }
                     if heads == 0 || kv_heads == 0 || head_dim == 0 {
                         return Err(format!(

@@ -8,7 +8,7 @@ use super::{Builder, TOK};
 use crate::cost::ops::{f, scaled, unit, Collective, Op, OpKind};
 use crate::hardware::kernels::KernelOp;
 use crate::hardware::Dtype;
-use crate::model::{Attention, SparseIndexer};
+use crate::model::{Attention, BlockSparse, SparseIndexer};
 use crate::quant::{ActQuant, LinearQuant};
 
 /// The shape of a GQA layer as its builder reads it (the model's `Attention::Gqa`).
@@ -23,6 +23,7 @@ struct GqaShape {
     bias: bool,
     window: Option<u32>,
     gate_out: bool,
+    sparse: Option<BlockSparse>,
 }
 
 impl Builder<'_> {
@@ -39,9 +40,11 @@ impl Builder<'_> {
                 rotary_fraction,
                 value_is_key,
                 value_head_dim,
+                block_sparse,
             } => {
                 let vd = value_head_dim.unwrap_or(head_dim);
-                let shape = GqaShape { heads, kv_heads, hd: head_dim, vd, qk_norm, bias, window: sliding_window, gate_out: output_gate };
+                let (window, gate_out, sparse) = (sliding_window, output_gate, block_sparse);
+                let shape = GqaShape { heads, kv_heads, hd: head_dim, vd, qk_norm, bias, window, gate_out, sparse };
                 self.gqa(count, shape, rotary_fraction, value_is_key)
             }
             Attention::Mla { heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim, indexer } => {
@@ -60,7 +63,7 @@ impl Builder<'_> {
     }
 
     fn gqa(&mut self, count: f64, shape: GqaShape, rot: f64, value_is_key: bool) {
-        let GqaShape { heads, kv_heads, hd, vd, qk_norm, bias, window, gate_out } = shape;
+        let GqaShape { heads, kv_heads, hd, vd, qk_norm, bias, window, gate_out, sparse } = shape;
         let (h, tp) = (self.h, self.tp);
         let hq = heads as f64 / tp;
         // KV heads are replicated when TP exceeds them.
@@ -84,7 +87,21 @@ impl Builder<'_> {
         let kvq = if self.opts.quant.kv.bytes() < 2.0 { 1.0 } else { 0.0 };
         let op = self.vector_op("reshape_and_cache", count, tok, kv_width, kvq, 2.0 + kvb, false, 1.0);
         self.ops.push(op);
-        self.gqa_core(count, hq, (hd, vd), kv_width, kvb, window);
+        // A block-sparse layer reads at most its top blocks: priced as a window of that many
+        // tokens (the top-k of DeepSeek Sparse Attention is priced so too); it caches them all.
+        let read_window = match (window, sparse) {
+            (w, None) => w,
+            (w, Some(b)) => Some(w.map_or(b.read_tokens(), |w| (w as u64).min(b.read_tokens())).min(u32::MAX as u64) as u32),
+        };
+        if let Some(b) = sparse {
+            self.msa_indexer(count, b, window);
+        }
+        let name = match (sparse, window) {
+            (Some(_), _) => "sparse_attention",
+            (None, Some(_)) => "sliding_attention",
+            (None, None) => "attention",
+        };
+        self.gqa_core(count, name, hq, (hd, vd), kv_width, kvb, read_window);
         let dcp = self.par.dcp.max(1) as f64;
         if dcp > 1.0 {
             let g = self.dcp_group;
@@ -111,6 +128,47 @@ impl Builder<'_> {
         self.act_quant("o_input_quant", count, tok, hq * vd, q);
         self.row_parallel("o_proj", "attn_all_reduce", count, tok, hq * vd, h, Some(q), bias);
         self.track_width(hq * (2.0 * hd + vd) + kv_width);
+    }
+
+    /// MiniMax Sparse Attention's indexer beside a GQA layer: the index query and key
+    /// projections (its heads split over TP as the KV heads are, so replicated past them), the
+    /// index key written to the cache at the KV cache's precision (a sliding layer keeps its
+    /// `window`), and the scores of every query against every cached index key (`head_dim` per
+    /// pair and local index head on the matrix units; the per-block max and the top-k selection
+    /// on the vector units).
+    fn msa_indexer(&mut self, count: f64, b: BlockSparse, window: Option<u32>) {
+        let (ih, id) = ((b.index_heads as f64 / self.tp).max(1.0), b.index_head_dim as f64);
+        let kvb = self.opts.quant.kv.bytes();
+        let tok = unit(TOK, 1.0);
+        self.gemm("msa_index_qk_proj", count, TOK, self.h, 2.0 * ih * id, Some(self.attention_q), false);
+        let kvq = if kvb < 2.0 { 1.0 } else { 0.0 };
+        let op = self.vector_op("msa_index_k_cache", count, tok, ih * id, kvq, 2.0 + kvb, false, 1.0);
+        self.ops.push(op);
+        let mma_r = self.mma_rate(if kvb < 2.0 { Dtype::Fp8 } else { Dtype::Bf16 });
+        let mut mma = [0.0; f::N];
+        let mut gp = [0.0; f::N];
+        let mut mem = [0.0; f::N];
+        mma[f::P_PAIRS] = 2.0 * ih * id / mma_r;
+        mma[f::D_PAIRS] = 2.0 * ih * id / mma_r;
+        gp[f::P_PAIRS] = 2.0 * ih / self.vec_bf16;
+        gp[f::D_PAIRS] = 2.0 * ih / self.vec_bf16;
+        mem[TOK] = (ih * id * 2.0 + b.top_blocks as f64 * 4.0) / self.hbm;
+        mem[f::P_CTX] = ih * id * kvb / self.hbm;
+        mem[f::D_CTX] = ih * id * kvb / self.hbm;
+        self.causal(&mut mma, &mut gp);
+        self.ops.push(Op {
+            name: "msa_indexer",
+            count,
+            gate: TOK,
+            fixed_s: self.fixed_mma,
+            window: None,
+            kind: OpKind::Roofline { mma, gp, mem },
+        });
+        let per_token = count * self.copies * ih * id * kvb;
+        match window {
+            Some(w) => self.state_per_seq += per_token * w as f64,
+            None => self.kv_per_token += per_token,
+        }
     }
 
     /// The Q, K and V projections: one fused GEMM with `--compile`, else three, each after
@@ -148,7 +206,7 @@ impl Builder<'_> {
     /// full or sliding. Costs 2·pairs·heads·(hd + vd) matrix FLOPs (QKᵀ and PV),
     /// 4·pairs·heads vector FLOPs (softmax), Q/O traffic per token and KV read per context
     /// token. No causal halving, as in the original.
-    fn gqa_core(&mut self, count: f64, hq: f64, (hd, vd): (f64, f64), kv_width: f64, kvb: f64, window: Option<u32>) {
+    fn gqa_core(&mut self, count: f64, name: &'static str, hq: f64, (hd, vd): (f64, f64), kv_width: f64, kvb: f64, window: Option<u32>) {
         let mma_r = self.mma_rate(Dtype::Bf16);
         let deq = self.opts.quant.kv.dequant_flops_per_pair_head();
         let dcp = self.par.dcp.max(1) as f64;
@@ -164,7 +222,7 @@ impl Builder<'_> {
         mem[f::D_CTX] = kv_width * kvb / self.hbm / dcp;
         self.causal(&mut mma, &mut gp);
         let op = Op {
-            name: if window.is_some() { "sliding_attention" } else { "attention" },
+            name,
             count,
             gate: TOK,
             fixed_s: self.fixed_mma,

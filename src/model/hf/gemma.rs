@@ -39,6 +39,7 @@ pub(super) fn gemma4(f: &Fields) -> Result<Parsed, String> {
         rotary_fraction: 1.0,
         value_is_key: false,
         value_head_dim: None,
+        block_sparse: None,
     };
     let rotary = match f.get("rope_parameters").and_then(|r| r.get("full_attention")).and_then(|r| r.get("partial_rotary_factor")) {
         None => 1.0,
@@ -55,6 +56,7 @@ pub(super) fn gemma4(f: &Fields) -> Result<Parsed, String> {
         rotary_fraction: rotary,
         value_is_key: f.bool_or("attention_k_eq_v", false)?,
         value_head_dim: None,
+        block_sparse: None,
     };
     let intermediate = f.u64("intermediate_size")?;
     let mlp = if f.bool_or("enable_moe_block", false)? {

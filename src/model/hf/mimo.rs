@@ -74,5 +74,6 @@ fn layer_attention(f: &Fields, heads: &str, kv_heads: &str, hd: &str, vd: &str, 
         rotary_fraction: rotary,
         value_is_key: false,
         value_head_dim: value_head_dim.filter(|v| *v != head_dim),
+        block_sparse: None,
     })
 }

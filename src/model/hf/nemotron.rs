@@ -48,6 +48,7 @@ pub(super) fn nemotron_h(f: &Fields) -> Result<Parsed, String> {
                     rotary_fraction: 1.0,
                     value_is_key: false,
                     value_head_dim: None,
+                    block_sparse: None,
                 };
                 (gqa, Mlp::None)
             }
@@ -200,6 +201,7 @@ fn nas_attention(part: &serde_json::Map<String, Value>, i: usize, heads: u32, he
         rotary_fraction: 1.0,
         value_is_key: false,
         value_head_dim: None,
+        block_sparse: None,
     })
 }
 

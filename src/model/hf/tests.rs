@@ -172,6 +172,7 @@ fn nemotron_nas_layers_follow_their_block_configs() {
         rotary_fraction: 1.0,
         value_is_key: false,
         value_head_dim: None,
+        block_sparse: None,
     };
     let dense = |i| Mlp::Dense { intermediate_size: i, bias: false, gated: true };
     let shape: Vec<(u32, &Attention, &Mlp)> = m.layers.iter().map(|g| (g.count, &g.attention, &g.mlp)).collect();
