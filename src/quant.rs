@@ -314,6 +314,8 @@ impl QuantConfig {
             WeightFormat::Nvfp4Mlp if model.is_moe() => (LinearQuant::Nvfp4, Some(LinearQuant::Disabled)),
             WeightFormat::Nvfp4Mlp => (LinearQuant::Nvfp4, None),
             WeightFormat::Nvfp4MlpFp8Attention => (LinearQuant::Nvfp4, None),
+            WeightFormat::Nvfp4ExpertsFp8 if model.is_moe() => (LinearQuant::Nvfp4, Some(LinearQuant::Fp8)),
+            WeightFormat::Nvfp4ExpertsFp8 => (LinearQuant::Fp8, None),
         };
         let attention = match model.weights {
             WeightFormat::Nvfp4MlpFp8Attention => Some(LinearQuant::Fp8),

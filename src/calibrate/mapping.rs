@@ -38,9 +38,11 @@ impl Precision {
         match weights {
             WeightFormat::Bf16 => Precision::Bf16,
             WeightFormat::Fp8Tensor | WeightFormat::Fp8Block => Precision::Fp8,
-            WeightFormat::Mxfp4Experts | WeightFormat::Nvfp4 | WeightFormat::Nvfp4Mlp | WeightFormat::Nvfp4MlpFp8Attention => {
-                Precision::Fp4
-            }
+            WeightFormat::Mxfp4Experts
+            | WeightFormat::Nvfp4
+            | WeightFormat::Nvfp4Mlp
+            | WeightFormat::Nvfp4MlpFp8Attention
+            | WeightFormat::Nvfp4ExpertsFp8 => Precision::Fp4,
             WeightFormat::Int4Experts => Precision::Int4,
         }
     }

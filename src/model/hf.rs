@@ -43,6 +43,7 @@ pub const SUPPORTED_MODEL_TYPES: &[&str] = &[
     "step3p7",
     "mimo_v2_flash",
     "minimax_m3",
+    "minimax_m3_vl",
 ];
 
 /// The largest value a config field may hold: counts that size memory (layers, experts,
@@ -158,10 +159,12 @@ impl<'a> Fields<'a> {
             None => Ok(vec![]),
             Some(Value::Array(a)) => a
                 .iter()
-                .map(|v| {
+                .enumerate()
+                .map(|(i, v)| {
                     v.as_u64()
+                        .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
                         .and_then(|x| u32::try_from(x).ok())
-                        .ok_or_else(|| format!("field `{}` must be a list of integers", self.name(key)))
+                        .ok_or_else(|| format!("field `{}[{i}]` is {v}; expected a non-negative integer", self.name(key)))
                 })
                 .collect(),
             Some(v) => Err(format!("field `{}` is {v}; expected a list of integers", self.name(key))),
@@ -253,7 +256,7 @@ fn parse_text(text: &str, modelopt: Option<&Map<String, Value>>, id: &str) -> Re
         "gemma4" | "gemma4_text" => gemma::gemma4(&f)?,
         "step3p7" => step::step3p7(&f)?,
         "mimo_v2_flash" => mimo::mimo_v2_flash(&f)?,
-        "minimax_m3" => minimax::minimax_m3(&f)?,
+        "minimax_m3" | "minimax_m3_vl" => minimax::minimax_m3(&f)?,
         "nemotron_h" => nemotron::nemotron_h(&f)?,
         "nemotron-nas" => nemotron::nemotron_nas(&f)?,
         other => {
@@ -359,36 +362,52 @@ fn excludes_attention(q: &Map<String, Value>) -> bool {
 }
 
 /// ModelOpt's `MIXED_PRECISION`: a format per module in `quantized_layers`. What this tool
-/// prices apart is the MLPs (routed and shared experts, dense MLPs) and the token mixers'
-/// projections (attention's, a linear-attention or Mamba-2 mixer's); each side must hold one
-/// format. NVFP4 MLPs (`NVFP4`, or `W4A16_NVFP4`, which the same checkpoints' config_groups
+/// prices apart is the routed experts, the other MLPs (shared experts, dense MLPs) and the
+/// token mixers' projections (attention's and its indexer's, a linear-attention or Mamba-2
+/// mixer's). NVFP4 MLPs (`NVFP4`, or `W4A16_NVFP4`, which the same checkpoints' config_groups
 /// give 4-bit activations, so NVFP4 either way) with FP8 mixers are NVIDIA's Qwen3.6 and
-/// Nemotron 3.5 Lightning releases; with no mixer listed they stay bf16. `lm_head` is never
-/// quantized here.
+/// Nemotron 3.5 Lightning releases; with no mixer listed they stay bf16. NVFP4 routed experts
+/// with every other linear in FP8 or MXFP8 is NVIDIA's MiniMax-M3 release. MXFP8 reads as FP8.
+/// `lm_head` is never quantized here.
 fn modelopt_mixed(q: &Map<String, Value>) -> Result<WeightFormat, String> {
     let layers = q
         .get("quantized_layers")
         .and_then(Value::as_object)
         .ok_or("field `quantization_config.quantized_layers` (an object) is missing for MIXED_PRECISION")?;
-    let (mut mlp, mut mixer) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
+    use std::collections::BTreeSet;
+    let (mut routed, mut other_mlp, mut mixer) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
     for (name, spec) in layers {
         let algo = spec.get("quant_algo").and_then(Value::as_str).unwrap_or("").to_uppercase();
-        let algo = if algo == "W4A16_NVFP4" { "NVFP4".to_string() } else { algo };
-        if name.contains("experts") || name.contains(".mlp.") || name.ends_with(".mlp") {
-            mlp.insert(algo);
+        let algo = match algo.as_str() {
+            "W4A16_NVFP4" => "NVFP4".to_string(),
+            // E4M3 with a power-of-two scale per 32 weights: priced as FP8 (see
+            // `WeightFormat::Nvfp4ExpertsFp8`).
+            "MXFP8" => "FP8".to_string(),
+            _ => algo,
+        };
+        if name.contains("shared_expert") {
+            other_mlp.insert(algo);
+        } else if name.contains("experts") {
+            routed.insert(algo);
+        } else if name.contains(".mlp.") || name.ends_with(".mlp") {
+            other_mlp.insert(algo);
         } else if name.contains("attn") || name.contains(".mixer.") {
             mixer.insert(algo);
         } else if !name.ends_with("lm_head") {
             return Err(format!("field `quantization_config.quantized_layers` names `{name}`, neither an MLP nor a token mixer"));
         }
     }
-    let one = |set: &std::collections::BTreeSet<String>| set.iter().map(String::as_str).collect::<Vec<_>>().join(", ");
-    match (one(&mlp).as_str(), one(&mixer).as_str()) {
-        ("NVFP4", "FP8") => Ok(WeightFormat::Nvfp4MlpFp8Attention),
-        ("NVFP4", "") => Ok(WeightFormat::Nvfp4Mlp),
-        (m, a) => Err(format!(
-            "field `quantization_config.quantized_layers` holds MLPs in [{m}] and token mixers in [{a}]; supported: NVFP4 MLPs with FP8 or bf16 mixers"
-        )),
+    let one = |set: &BTreeSet<String>| set.iter().map(String::as_str).collect::<Vec<_>>().join(", ");
+    let mlp: BTreeSet<String> = routed.union(&other_mlp).cloned().collect();
+    match (one(&routed).as_str(), one(&other_mlp).as_str(), one(&mixer).as_str()) {
+        ("NVFP4", "FP8", "FP8") => Ok(WeightFormat::Nvfp4ExpertsFp8),
+        _ => match (one(&mlp).as_str(), one(&mixer).as_str()) {
+            ("NVFP4", "FP8") => Ok(WeightFormat::Nvfp4MlpFp8Attention),
+            ("NVFP4", "") => Ok(WeightFormat::Nvfp4Mlp),
+            (m, a) => Err(format!(
+                "field `quantization_config.quantized_layers` holds MLPs in [{m}] and token mixers in [{a}]; supported: NVFP4 MLPs with FP8 (or MXFP8) or bf16 mixers, or NVFP4 routed experts with everything else in FP8 or MXFP8"
+            )),
+        },
     }
 }
 

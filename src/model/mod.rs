@@ -84,6 +84,11 @@ pub enum WeightFormat {
     /// NVFP4 MLPs (routed, shared and dense) and FP8 token-mixer projections: NVIDIA's
     /// ModelOpt `MIXED_PRECISION` releases of Qwen3.6 and Nemotron 3.5 Lightning.
     Nvfp4MlpFp8Attention,
+    /// NVFP4 routed experts, every other linear (attention's and the indexer's projections,
+    /// shared experts, dense MLPs) in 8-bit floats: NVIDIA's ModelOpt release of MiniMax-M3,
+    /// whose other linears are MXFP8 (E4M3 with a power-of-two scale per 32 weights, priced as
+    /// FP8: 3 % fewer bytes, and Blackwell's MXFP8 matrix rate is its FP8 rate).
+    Nvfp4ExpertsFp8,
 }
 
 impl WeightFormat {
@@ -100,6 +105,7 @@ impl WeightFormat {
             WeightFormat::Int4Experts => "int4 experts (W4A16, groups of 32)",
             WeightFormat::Nvfp4Mlp => "nvfp4 MLPs, bf16 attention",
             WeightFormat::Nvfp4MlpFp8Attention => "nvfp4 MLPs, fp8 attention",
+            WeightFormat::Nvfp4ExpertsFp8 => "nvfp4 experts, fp8 other linears",
         }
     }
 }

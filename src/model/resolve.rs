@@ -160,8 +160,14 @@ fn alias_in(models: &[ModelArch], id: &str) -> Option<ModelArch> {
     if let Some(w) = suffix_weights(id) {
         m.weights = w;
         m.fp8_kv_cache = modelopt_kv(id);
-        if w == WeightFormat::Nvfp4 && id.trim().to_lowercase().starts_with("nvidia/") && NVFP4_MLP_ONLY.contains(&m.model_type.as_str()) {
+        let nvidia_nvfp4 = w == WeightFormat::Nvfp4 && id.trim().to_lowercase().starts_with("nvidia/");
+        if nvidia_nvfp4 && NVFP4_MLP_ONLY.contains(&m.model_type.as_str()) {
             m.weights = WeightFormat::Nvfp4Mlp;
+        }
+        // nvidia/MiniMax-M3-NVFP4 (its hf_quant_config.json): NVFP4 routed experts, MXFP8
+        // everything else, and no KV cache quantization (`kv_cache_quant_algo: null`).
+        if nvidia_nvfp4 && m.model_type == "minimax_m3" {
+            (m.weights, m.fp8_kv_cache) = (WeightFormat::Nvfp4ExpertsFp8, false);
         }
     } else if suffix_weights(&m.id).is_some() {
         // The network is in the catalog only as a quantized republish (nvidia/Qwen3.6-27B-NVFP4);
@@ -256,6 +262,10 @@ mod tests {
                 "{id}"
             );
         }
+        // MiniMax-M3's: NVFP4 routed experts, the rest MXFP8 (priced as FP8), bf16 KV.
+        // (Mutation: drop the MiniMax-M3 rule and it reads as whole-NVFP4 with FP8 KV.)
+        let (m3, _) = resolve_model("nvidia/MiniMax-M3-NVFP4").unwrap();
+        assert_eq!((m3.weights, m3.fp8_kv_cache), (WeightFormat::Nvfp4ExpertsFp8, false));
         // Qwen3's excludes only its routers: the whole network in NVFP4, FP8 KV.
         let (q, _) = resolve_model("nvidia/Qwen3-32B-NVFP4").unwrap();
         assert_eq!((q.weights, q.fp8_kv_cache), (WeightFormat::Nvfp4, true));

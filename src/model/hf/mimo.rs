@@ -27,7 +27,11 @@ pub(super) fn mimo_v2_flash(f: &Fields) -> Result<Parsed, String> {
         }
     }
     let full = layer_attention(f, "num_attention_heads", "num_key_value_heads", "head_dim", "v_head_dim", None)?;
-    let window = f.u32_opt("sliding_window_size")?.map_or_else(|| f.u32("sliding_window"), Ok)?;
+    let window_key = if f.get("sliding_window_size").is_some() { "sliding_window_size" } else { "sliding_window" };
+    let window = f.u32(window_key)?;
+    if window == 0 {
+        return Err(format!("field `{}` is 0; expected a positive window", f.name(window_key)));
+    }
     let sliding = layer_attention(f, "swa_num_attention_heads", "swa_num_key_value_heads", "swa_head_dim", "swa_v_head_dim", Some(window))?;
     let dense = Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias: false, gated: true };
     let expert_i = f.u64("moe_intermediate_size")?;
@@ -56,16 +60,28 @@ pub(super) fn mimo_v2_flash(f: &Fields) -> Result<Parsed, String> {
 /// One kind of MiMo-V2-Flash attention layer from its own keys; a sliding layer's keys fall
 /// back to the full layers' where the config leaves them out.
 fn layer_attention(f: &Fields, heads: &str, kv_heads: &str, hd: &str, vd: &str, window: Option<u32>) -> Result<Attention, String> {
-    let or_full = |key: &str, full: &str| f.u32_opt(key)?.map_or_else(|| f.u32(full), Ok);
-    let head_dim = or_full(hd, "head_dim")?;
-    let value_head_dim = match f.u32_opt(vd)? {
-        Some(v) => Some(v),
-        None => f.u32_opt("v_head_dim")?,
+    // A field the config gives is named in any error about it; a missing one falls back.
+    let or_full = |key: &str, full: &str| -> Result<u32, String> {
+        let used = if f.get(key).is_some() { key } else { full };
+        match f.u32(used)? {
+            0 => Err(format!("field `{}` is 0; expected a positive integer", f.name(used))),
+            v => Ok(v),
+        }
     };
+    let head_dim = or_full(hd, "head_dim")?;
+    let value_head_dim = match (f.get(vd), f.get("v_head_dim")) {
+        (None, None) => None,
+        _ => Some(or_full(vd, "v_head_dim")?),
+    };
+    let heads_field = if f.get(heads).is_some() { heads } else { "num_attention_heads" };
+    let (heads, kv_heads) = (or_full(heads, "num_attention_heads")?, or_full(kv_heads, "num_key_value_heads")?);
+    if heads % kv_heads != 0 {
+        return Err(format!("field `{}` is {heads}; it must be a multiple of the {kv_heads} KV heads", f.name(heads_field)));
+    }
     let rotary = f.f64_opt("partial_rotary_factor")?.unwrap_or(1.0);
     Ok(Attention::Gqa {
-        heads: or_full(heads, "num_attention_heads")?,
-        kv_heads: or_full(kv_heads, "num_key_value_heads")?,
+        heads,
+        kv_heads,
         head_dim,
         qk_norm: false,
         bias: f.bool_or("attention_bias", false)?,

@@ -16,20 +16,8 @@ use serde_json::Value;
 pub(super) fn minimax_m3(f: &Fields) -> Result<Parsed, String> {
     let n = f.u32("num_hidden_layers")?;
     let moe_freq = f.u32_list("moe_layer_freq")?;
-    let sparse_cfg = f.get("sparse_attention_config").and_then(Value::as_object);
-    let sparse_on = sparse_cfg.and_then(|c| c.get("use_sparse_attention")).and_then(Value::as_bool).unwrap_or(false);
-    let sparse_freq = match sparse_cfg.and_then(|c| c.get("sparse_attention_freq")) {
-        Some(Value::Array(a)) if sparse_on => a
-            .iter()
-            .map(|v| v.as_u64().filter(|v| *v <= 1).map(|v| v as u32))
-            .collect::<Option<Vec<u32>>>()
-            .ok_or("field `sparse_attention_config.sparse_attention_freq` must be a list of 0 and 1")?,
-        _ => vec![0; n as usize],
-    };
-    for (key, list) in [("moe_layer_freq", &moe_freq), ("sparse_attention_config.sparse_attention_freq", &sparse_freq)] {
-        if list.len() != n as usize {
-            return Err(format!("field `{key}` has {} entries but `num_hidden_layers` is {n}", list.len()));
-        }
+    if moe_freq.len() != n as usize {
+        return Err(format!("field `moe_layer_freq` has {} entries but `num_hidden_layers` is {n}", moe_freq.len()));
     }
     if let Some((i, v)) = moe_freq.iter().enumerate().find(|(_, v)| **v > 1) {
         return Err(format!("field `moe_layer_freq[{i}]` is {v}; expected 0 or 1"));
@@ -38,16 +26,35 @@ pub(super) fn minimax_m3(f: &Fields) -> Result<Parsed, String> {
     if let Attention::Gqa { qk_norm, rotary_fraction, head_dim, .. } = &mut dense_attention {
         *qk_norm = f.bool_or("use_qk_norm", true)?;
         if let Some(rot) = f.u32_opt("rotary_dim")? {
+            if rot == 0 || rot > *head_dim {
+                return Err(format!("field `{}` is {rot}; expected 1 to `head_dim` ({head_dim})", f.name("rotary_dim")));
+            }
             *rotary_fraction = rot as f64 / *head_dim as f64;
         }
     }
+    let (sparse, sparse_freq) = match sparse_attention(f, n)? {
+        Some((sparse, freq)) => (Some(sparse), freq),
+        None => (None, vec![0; n as usize]),
+    };
     let mut sparse_attention = dense_attention.clone();
-    if let (Attention::Gqa { block_sparse, .. }, Some(cfg)) = (&mut sparse_attention, sparse_cfg) {
-        *block_sparse = Some(block_sparse_of(cfg)?);
+    if let Attention::Gqa { block_sparse, kv_heads, .. } = &mut sparse_attention {
+        if let Some(b) = sparse.filter(|b| b.index_heads != *kv_heads) {
+            return Err(format!(
+                "field `sparse_attention_config.sparse_num_index_heads` is {}; MiniMax Sparse Attention has one index head per KV head ({kv_heads})",
+                b.index_heads
+            ));
+        }
+        *block_sparse = sparse;
     }
     let dense = Mlp::Dense { intermediate_size: f.u64("dense_intermediate_size")?, bias: false, gated: true };
-    let shared = f.u64_opt("shared_intermediate_size")?.unwrap_or(0) * f.u64_opt("n_shared_experts")?.unwrap_or(1);
-    let moe = Mlp::swiglu_moe(f.u32("num_local_experts")?, f.u32("num_experts_per_tok")?, f.u64("moe_intermediate_size")?, shared);
+    let shared = match (f.u64_opt("n_shared_experts")?, f.u64_opt("shared_intermediate_size")?) {
+        (Some(0), _) | (None, None) => 0,
+        (count, Some(size)) => count.unwrap_or(1) * size,
+        (Some(count), None) => return Err(format!("field `shared_intermediate_size` is missing; `n_shared_experts` is {count}")),
+    };
+    // The multimodal release's text model names the expert width `intermediate_size`.
+    let expert_i = f.u64_opt("moe_intermediate_size")?.map_or_else(|| f.u64("intermediate_size"), Ok)?;
+    let moe = Mlp::swiglu_moe(f.u32("num_local_experts")?, f.u32("num_experts_per_tok")?, expert_i, shared);
     let mut groups: Vec<LayerGroup> = Vec::new();
     for (m, s) in moe_freq.iter().zip(&sparse_freq) {
         let attention = if *s == 1 { sparse_attention.clone() } else { dense_attention.clone() };
@@ -60,18 +67,65 @@ pub(super) fn minimax_m3(f: &Fields) -> Result<Parsed, String> {
     Ok((groups, None))
 }
 
-fn block_sparse_of(cfg: &serde_json::Map<String, Value>) -> Result<BlockSparse, String> {
-    let num = |k: &str| {
-        cfg.get(k)
-            .and_then(Value::as_u64)
-            .filter(|v| (1..=1 << 20).contains(v))
-            .map(|v| v as u32)
-            .ok_or_else(|| format!("field `sparse_attention_config.{k}` must be an integer from 1 to 1048576"))
+/// `sparse_attention_config`: absent, or with `use_sparse_attention` false, no layer is sparse;
+/// on, its block fields and the per-layer `sparse_attention_freq` (0 or 1, one per layer).
+fn sparse_attention(f: &Fields, n: u32) -> Result<Option<(BlockSparse, Vec<u32>)>, String> {
+    let cfg = match f.get("sparse_attention_config") {
+        None => return Ok(None),
+        Some(Value::Object(cfg)) => cfg,
+        Some(v) => return Err(format!("field `sparse_attention_config` is {v}; expected an object")),
     };
-    Ok(BlockSparse {
+    match cfg.get("use_sparse_attention") {
+        Some(Value::Bool(true)) => {}
+        Some(Value::Bool(false)) => return Ok(None),
+        Some(v) => return Err(format!("field `sparse_attention_config.use_sparse_attention` is {v}; expected true or false")),
+        None => return Err("field `sparse_attention_config.use_sparse_attention` is missing".into()),
+    }
+    let freq = match cfg.get("sparse_attention_freq") {
+        Some(Value::Array(a)) => a
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.as_f64()
+                    .filter(|x| *x == 0.0 || *x == 1.0)
+                    .map(|x| x as u32)
+                    .ok_or_else(|| format!("field `sparse_attention_config.sparse_attention_freq[{i}]` is {v}; expected 0 or 1"))
+            })
+            .collect::<Result<Vec<u32>, String>>()?,
+        Some(v) => return Err(format!("field `sparse_attention_config.sparse_attention_freq` is {v}; expected a list of 0 and 1")),
+        None => return Err("field `sparse_attention_config.sparse_attention_freq` is missing".into()),
+    };
+    if freq.len() != n as usize {
+        return Err(format!(
+            "field `sparse_attention_config.sparse_attention_freq` has {} entries but `num_hidden_layers` is {n}",
+            freq.len()
+        ));
+    }
+    let num = |k: &str| match cfg.get(k) {
+        Some(v) => v
+            .as_f64()
+            .filter(|x| x.fract() == 0.0 && (1.0..=MAX_BLOCK_FIELD).contains(x))
+            .map(|x| x as u32)
+            .ok_or_else(|| format!("field `sparse_attention_config.{k}` is {v}; expected an integer from 1 to {MAX_BLOCK_FIELD}")),
+        None => Err(format!("field `sparse_attention_config.{k}` is missing")),
+    };
+    let sparse = BlockSparse {
         index_heads: num("sparse_num_index_heads")?,
         index_head_dim: num("sparse_index_dim")?,
         block_size: num("sparse_block_size")?,
         top_blocks: num("sparse_topk_blocks")?,
-    })
+    };
+    if sparse.read_tokens() > crate::model::MAX_CONTEXT {
+        return Err(format!(
+            "fields `sparse_attention_config.sparse_block_size` ({}) × `sparse_topk_blocks` ({}) read {} tokens; at most {} is modelled",
+            sparse.block_size,
+            sparse.top_blocks,
+            sparse.read_tokens(),
+            crate::model::MAX_CONTEXT
+        ));
+    }
+    Ok(Some((sparse, freq)))
 }
+
+/// The largest index-head count, width, block size or block count read.
+const MAX_BLOCK_FIELD: f64 = 1_048_576.0;

@@ -206,10 +206,20 @@ fn modelopt_mixed_precision_reads_mlps_and_mixers_apart() {
     assert_eq!((m.weights, m.fp8_kv_cache), (WeightFormat::Nvfp4MlpFp8Attention, true));
     let mlp_only = r#""model.layers.0.mlp.experts":{"quant_algo":"W4A16_NVFP4","group_size":16},"lm_head":{"quant_algo":"W4A16_NVFP4"}"#;
     assert_eq!(parse_config(&with(mlp_only, ""), "x").unwrap().weights, WeightFormat::Nvfp4Mlp);
-    // MiniMax-M3's MXFP8 attention is not a format this tool prices: refused, named.
-    let mxfp8 = r#""model.layers.0.self_attn.q_proj":{"quant_algo":"MXFP8"},"model.layers.0.mlp.up_proj":{"quant_algo":"NVFP4"}"#;
-    let e = parse_config(&with(mxfp8, ""), "x").unwrap_err();
-    assert!(e.contains("MLPs in [NVFP4] and token mixers in [MXFP8]"), "{e}");
+    // MiniMax-M3's NVIDIA release: NVFP4 routed experts, MXFP8 attention, indexer, shared
+    // experts and dense MLPs (MXFP8 reads as FP8). (Mutation: class shared experts as routed
+    // and it reads as NVFP4 MLPs with FP8 attention.)
+    let m3 = r#""l.0.self_attn.index_q_proj":{"quant_algo":"MXFP8"},"l.0.mlp.up_proj":{"quant_algo":"MXFP8"},
+        "l.3.block_sparse_moe.shared_experts.w1":{"quant_algo":"MXFP8"},"l.3.block_sparse_moe.experts.0.w1":{"quant_algo":"NVFP4"}"#;
+    assert_eq!(parse_config(&with(m3, ""), "x").unwrap().weights, WeightFormat::Nvfp4ExpertsFp8);
+    // Qwen3.6's routed experts sit under `.mlp.`: still NVFP4 MLPs with FP8 mixers.
+    let qwen = r#""m.layers.0.mlp.experts.0.up_proj":{"quant_algo":"NVFP4"},"m.layers.0.mlp.shared_expert.up_proj":{"quant_algo":"NVFP4"},
+        "m.layers.0.self_attn.q_proj":{"quant_algo":"FP8"}"#;
+    assert_eq!(parse_config(&with(qwen, ""), "x").unwrap().weights, WeightFormat::Nvfp4MlpFp8Attention);
+    // A format this tool does not price is refused, named.
+    let int8 = r#""model.layers.0.self_attn.q_proj":{"quant_algo":"INT8"},"model.layers.0.mlp.up_proj":{"quant_algo":"NVFP4"}"#;
+    let e = parse_config(&with(int8, ""), "x").unwrap_err();
+    assert!(e.contains("MLPs in [NVFP4] and token mixers in [INT8]"), "{e}");
 }
 
 #[test]
@@ -303,4 +313,22 @@ fn step3p7_splits_full_and_sliding_layers_and_dense_and_moe_ones() {
     assert_eq!(count(&|g| matches!(g.mlp, Mlp::Dense { intermediate_size: 11264, .. })), 3);
     assert_eq!(count(&|g| matches!(g.mlp, Mlp::Moe { experts: 288, shared_intermediate_size: 1280, .. })), 42);
     assert_eq!(m.mtp.as_ref().map(|t| t.layers), Some(3));
+}
+
+#[test]
+fn minimax_m3_refuses_a_sparse_attention_config_it_cannot_read() {
+    // A sparse-attention config of the wrong shape is an error naming the field and the value,
+    // never a silently dense model. (Mutation: read a non-object `sparse_attention_config` as
+    // absent and the first case is accepted.)
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hf-configs/MiniMaxAI--MiniMax-M3.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let err = |v: &serde_json::Value| parse_config(&v.to_string(), "x").unwrap_err();
+    let mut list = v.clone();
+    list["sparse_attention_config"] = serde_json::json!([1, 2, 3]);
+    assert_eq!(err(&list), "field `sparse_attention_config` is [1,2,3]; expected an object");
+    let mut heads = v.clone();
+    heads["sparse_attention_config"]["sparse_num_index_heads"] = serde_json::json!(3);
+    assert!(err(&heads).contains("`sparse_attention_config.sparse_num_index_heads` is 3; MiniMax Sparse Attention has one index head per KV head (4)"));
+    v["sparse_attention_config"]["sparse_attention_freq"][5] = serde_json::json!(2);
+    assert_eq!(err(&v), "field `sparse_attention_config.sparse_attention_freq[5]` is 2; expected 0 or 1");
 }
