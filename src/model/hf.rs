@@ -539,6 +539,28 @@ fn mimo(f: &Fields) -> Result<Parsed, String> {
     Ok((layers, mtp))
 }
 
+/// DeepSeek's MoE fields: `n_routed_experts` experts of `moe_intermediate_size`,
+/// `num_experts_per_tok` routed, and `n_shared_experts` shared ones of the same width (missing
+/// or null: none).
+fn routed_and_shared_moe(f: &Fields) -> Result<Mlp, String> {
+    let expert_i = f.u64("moe_intermediate_size")?;
+    Ok(Mlp::swiglu_moe(
+        f.u32("n_routed_experts")?,
+        f.u32("num_experts_per_tok")?,
+        expert_i,
+        f.u64_opt("n_shared_experts")?.unwrap_or(0) * expert_i,
+    ))
+}
+
+/// Adds one layer to `groups`, counted with an identical group where there is one (layers of
+/// the same kinds cost the same wherever they sit).
+fn add_layer(groups: &mut Vec<LayerGroup>, attention: Attention, mlp: Mlp) {
+    match groups.iter_mut().find(|g| g.attention == attention && g.mlp == mlp) {
+        Some(g) => g.count += 1,
+        None => groups.push(LayerGroup { count: 1, attention, mlp }),
+    }
+}
+
 fn deepseek(f: &Fields) -> Result<Parsed, String> {
     let n = f.u32("num_hidden_layers")?;
     let attention = Attention::Mla {
@@ -551,13 +573,7 @@ fn deepseek(f: &Fields) -> Result<Parsed, String> {
         indexer: sparse_indexer(f)?,
     };
     let dense = Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias: false, gated: true };
-    let expert_i = f.u64("moe_intermediate_size")?;
-    let moe = Mlp::swiglu_moe(
-        f.u32("n_routed_experts")?,
-        f.u32("num_experts_per_tok")?,
-        expert_i,
-        f.u64_opt("n_shared_experts")?.unwrap_or(0) * expert_i,
-    );
+    let moe = routed_and_shared_moe(f)?;
     let first_dense = f.u32_opt("first_k_dense_replace")?.unwrap_or(0).min(n);
     let freq = f.u32_opt("moe_layer_freq")?.unwrap_or(1).max(1);
     let mut dense_count = 0;

@@ -34,21 +34,12 @@ pub(super) fn mimo_v2_flash(f: &Fields) -> Result<Parsed, String> {
     }
     let sliding = layer_attention(f, "swa_num_attention_heads", "swa_num_key_value_heads", "swa_head_dim", "swa_v_head_dim", Some(window))?;
     let dense = Mlp::Dense { intermediate_size: f.u64("intermediate_size")?, bias: false, gated: true };
-    let expert_i = f.u64("moe_intermediate_size")?;
-    let moe = Mlp::swiglu_moe(
-        f.u32("n_routed_experts")?,
-        f.u32("num_experts_per_tok")?,
-        expert_i,
-        f.u64_opt("n_shared_experts")?.unwrap_or(0) * expert_i,
-    );
+    let moe = super::routed_and_shared_moe(f)?;
     let mut groups: Vec<LayerGroup> = Vec::new();
     for (a, m) in pattern.iter().zip(&moe_freq) {
         let attention = if *a == 1 { sliding.clone() } else { full.clone() };
         let mlp = if *m == 1 { moe.clone() } else { dense.clone() };
-        match groups.iter_mut().find(|g| g.attention == attention && g.mlp == mlp) {
-            Some(g) => g.count += 1,
-            None => groups.push(LayerGroup { count: 1, attention, mlp }),
-        }
+        super::add_layer(&mut groups, attention, mlp);
     }
     let mtp = match f.u32_opt("num_nextn_predict_layers")? {
         Some(layers) if layers > 0 => Some(MtpBlock { layers, attention: sliding, mlp: dense }),

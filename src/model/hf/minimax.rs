@@ -59,10 +59,7 @@ pub(super) fn minimax_m3(f: &Fields) -> Result<Parsed, String> {
     for (m, s) in moe_freq.iter().zip(&sparse_freq) {
         let attention = if *s == 1 { sparse_attention.clone() } else { dense_attention.clone() };
         let mlp = if *m == 1 { moe.clone() } else { dense.clone() };
-        match groups.iter_mut().find(|g| g.attention == attention && g.mlp == mlp) {
-            Some(g) => g.count += 1,
-            None => groups.push(LayerGroup { count: 1, attention, mlp }),
-        }
+        super::add_layer(&mut groups, attention, mlp);
     }
     Ok((groups, None))
 }

@@ -33,10 +33,7 @@ pub(super) fn step3p7(f: &Fields) -> Result<Parsed, String> {
             other => return Err(format!("field `layer_types[{i}]` is `{other}`; expected full_attention or sliding_attention")),
         };
         let mlp = if (i as u32) < dense_count { dense.clone() } else { moe.clone() };
-        match groups.iter_mut().find(|g| g.attention == attention && g.mlp == mlp) {
-            Some(g) => g.count += 1,
-            None => groups.push(LayerGroup { count: 1, attention, mlp }),
-        }
+        super::add_layer(&mut groups, attention, mlp);
     }
     let mtp = match f.u32_opt("num_nextn_predict_layers")? {
         Some(layers) if layers > 0 => Some(MtpBlock { layers, attention: full, mlp: moe }),

@@ -320,7 +320,8 @@ fn minimax_m3_refuses_a_sparse_attention_config_it_cannot_read() {
     // A sparse-attention config of the wrong shape is an error naming the field and the value,
     // never a silently dense model. (Mutation: read a non-object `sparse_attention_config` as
     // absent and the first case is accepted.)
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hf-configs/MiniMaxAI--MiniMax-M3.json")).unwrap();
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hf-configs/MiniMaxAI--MiniMax-M3.json")).unwrap();
     let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let err = |v: &serde_json::Value| parse_config(&v.to_string(), "x").unwrap_err();
     let mut list = v.clone();
@@ -328,7 +329,8 @@ fn minimax_m3_refuses_a_sparse_attention_config_it_cannot_read() {
     assert_eq!(err(&list), "field `sparse_attention_config` is [1,2,3]; expected an object");
     let mut heads = v.clone();
     heads["sparse_attention_config"]["sparse_num_index_heads"] = serde_json::json!(3);
-    assert!(err(&heads).contains("`sparse_attention_config.sparse_num_index_heads` is 3; MiniMax Sparse Attention has one index head per KV head (4)"));
+    assert!(err(&heads)
+        .contains("`sparse_attention_config.sparse_num_index_heads` is 3; MiniMax Sparse Attention has one index head per KV head (4)"));
     v["sparse_attention_config"]["sparse_attention_freq"][5] = serde_json::json!(2);
     assert_eq!(err(&v), "field `sparse_attention_config.sparse_attention_freq[5]` is 2; expected 0 or 1");
 }
