@@ -1,5 +1,6 @@
 //! The config parser against published configs and hostile ones.
 use super::*;
+use crate::model::WeightFormat;
 
 const QWEN3_32B: &str = r#"{"model_type":"qwen3","hidden_size":5120,"intermediate_size":25600,
     "num_attention_heads":64,"num_key_value_heads":8,"head_dim":128,"num_hidden_layers":64,

@@ -55,7 +55,9 @@ pub(super) fn frontier_block(f: &Frontier, w: Option<usize>) -> String {
     if f.chosen.is_some_and(|c| !f.points[c].on_frontier) {
         s += "The chosen deployment is off the frontier: the points that beat it on both axes miss the TTFT limit, or are P/D plans that fell short when simulated as one system (below).\n";
     }
-    if f.chosen.is_none() {
+    if f.chosen.is_none() && f.points.is_empty() {
+        s += "No configuration runs (each layout's reason is above): nothing is chosen.\n";
+    } else if f.chosen.is_none() {
         s += "No configuration meets the SLO: nothing is chosen.\n";
         let most = f.points.iter().filter_map(|p| Some((p.max_request_rate_within_slo?, p))).max_by(|a, b| a.0.total_cmp(&b.0));
         if let Some((rate, p)) = most.filter(|m| m.0 > 0.0) {
