@@ -239,6 +239,10 @@ mod tests {
     fn minimax_m3_holds_its_published_weights_and_its_sparse_layers() {
         let m = find("MiniMaxAI/MiniMax-M3").unwrap();
         assert_within_1pct("MiniMax-M3", m.param_counts().0, 428e9);
+        // "~23B activated": 23.6 B without the two embedding tables (4 routed and the shared
+        // expert, attention and its index projections, the dense layers).
+        let tables = 2 * m.vocab_size * m.hidden_size;
+        assert!((22.5e9..24e9).contains(&((m.param_counts().1 - tables) as f64)), "{}", m.param_counts().1 - tables);
         let sparse: Vec<(u32, Option<u64>)> = m
             .layers
             .iter()
