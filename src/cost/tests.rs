@@ -363,8 +363,8 @@ fn block_sparse_attention_reads_its_top_blocks_and_caches_its_index_keys() {
     // MiniMax-M3's MSA layers read at most 16 blocks of 128 tokens: past 2,048 cached tokens a
     // decode step's sparse attention stops growing while the indexer, which scores every cached
     // token, keeps growing; the 3 dense layers keep reading everything. Every token stays
-    // cached: K and V of 4 heads × 128 and an index key of 4 × 128 in the 57 sparse layers,
-    // bf16, at TP 1. Mutation: price the sparse layers without their read window, or cache
+    // cached: K and V of 4 heads × 128 and one index key of 128 (a single key head) in the 57
+    // sparse layers, bf16, at TP 1. Mutation: price the sparse layers without their read window, or cache
     // them as a sliding window, and a bound fails.
     let reg = DeviceRegistry::builtin();
     let dev = reg.get("H200_SXM").unwrap();
@@ -379,6 +379,6 @@ fn block_sparse_attention_reads_its_top_blocks_and_caches_its_index_keys() {
     assert!(op(32768, "attention") > 2.0 * op(8192, "attention"));
     assert!(op(32768, "msa_indexer") > 2.0 * op(8192, "msa_indexer"));
     let (_, mem) = build_both(&model, dev, &ParallelConfig::dense(1, 1), &opts(LinearQuant::Disabled, true));
-    assert_eq!(mem.kv_bytes_per_token, 60.0 * 4.0 * 256.0 * 2.0 + 57.0 * 4.0 * 128.0 * 2.0);
+    assert_eq!(mem.kv_bytes_per_token, 60.0 * 4.0 * 256.0 * 2.0 + 57.0 * 128.0 * 2.0);
     assert_eq!(mem.state_bytes_per_seq, 0.0);
 }

@@ -239,7 +239,7 @@ mod tests {
     fn minimax_m3_holds_its_published_weights_and_its_sparse_layers() {
         let m = find("MiniMaxAI/MiniMax-M3").unwrap();
         assert_within_1pct("MiniMax-M3", m.param_counts().0, 428e9);
-        // "~23B activated": 23.6 B without the two embedding tables (4 routed and the shared
+        // "~23B activated": 23.5 B without the two embedding tables (4 routed and the shared
         // expert, attention and its index projections, the dense layers).
         let tables = 2 * m.vocab_size * m.hidden_size;
         assert!((22.5e9..24e9).contains(&((m.param_counts().1 - tables) as f64)), "{}", m.param_counts().1 - tables);
@@ -253,7 +253,7 @@ mod tests {
             .collect();
         assert_eq!(sparse, vec![(3, None), (57, Some(2048))]);
         // A sparse layer's projections by hand: Q, K and V of 6144 × (8192 + 1024), the output's
-        // 8192 × 6144, and the index query and key of 6144 × 4 × 128 each.
-        assert_eq!(m.layers[1].attention.params(6144), 6144 * 9216 + 8192 * 6144 + 2 * 6144 * 512);
+        // 8192 × 6144, the index query of 6144 × 4 × 128 and the one index key head's 6144 × 128.
+        assert_eq!(m.layers[1].attention.params(6144), 6144 * 9216 + 8192 * 6144 + 6144 * 5 * 128);
     }
 }

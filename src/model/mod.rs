@@ -87,7 +87,8 @@ pub enum WeightFormat {
     /// NVFP4 routed experts, every other linear (attention's and the indexer's projections,
     /// shared experts, dense MLPs) in 8-bit floats: NVIDIA's ModelOpt release of MiniMax-M3,
     /// whose other linears are MXFP8 (E4M3 with a power-of-two scale per 32 weights, priced as
-    /// FP8: 3 % fewer bytes, and Blackwell's MXFP8 matrix rate is its FP8 rate).
+    /// FP8: 3 % fewer bytes; Blackwell's MXFP8 matrix rate is its FP8 rate, and Hopper, which
+    /// has no MXFP8 instructions, reaches at most its FP8 rate).
     Nvfp4ExpertsFp8,
 }
 
@@ -180,9 +181,10 @@ pub enum Attention {
 }
 
 /// MiniMax Sparse Attention (MSA), as MiniMax-M3's `sparse_attention_config` and MiniMax's MSA
-/// kernels describe it: `index_heads` index heads of `index_head_dim` (one per KV head, split
-/// over TP as the KV heads are; MSA's kernels take 1, 2 or 4 local index heads) score each query
-/// against an index key cached per token beside K and V; the scores are pooled per block of
+/// kernels describe it: `index_heads` index query heads of `index_head_dim` (one per KV head,
+/// split over TP as the KV heads are; MSA's kernels take 1, 2 or 4 local index heads) score
+/// each query against one index key cached per token beside K and V (a single key head, the
+/// same on every rank); the scores are pooled per block of
 /// `block_size` tokens and the `top_blocks` best blocks (the query's own local block among them)
 /// are all the attention reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -200,9 +202,10 @@ impl BlockSparse {
         self.block_size as u64 * self.top_blocks as u64
     }
 
-    /// Parameters: the index query and key projections from the hidden state.
+    /// Parameters: the index query projection (`index_heads` heads) and the one index key
+    /// head's, both from the hidden state.
     pub fn params(&self, hidden: u64) -> u64 {
-        2 * hidden * self.index_heads as u64 * self.index_head_dim as u64
+        hidden * (self.index_heads as u64 + 1) * self.index_head_dim as u64
     }
 }
 
@@ -334,7 +337,7 @@ impl Attention {
         match *self {
             Attention::Gqa { heads, kv_heads, head_dim, output_gate, value_is_key, value_head_dim, block_sparse, .. } => {
                 let vd = value_head_dim.unwrap_or(head_dim) as u64;
-                let q = heads as u64 * head_dim as u64 * if output_gate { 2 } else { 1 };
+                let q = heads as u64 * (head_dim as u64 + if output_gate { vd } else { 0 });
                 let kv = kv_heads as u64 * (head_dim as u64 + if value_is_key { 0 } else { vd });
                 hidden * (q + kv) + heads as u64 * vd * hidden + block_sparse.map_or(0, |b| b.params(hidden))
             }

@@ -3,7 +3,7 @@
 //! absorbed form), linear attention (gated delta rule with its convolution state), the Mamba-2
 //! mixer and the rotary embedding. Each adds its KV cache or per-sequence state to the memory model.
 
-use super::measured::MlaDims;
+use super::measured::{AttentionWindow, MlaDims};
 use super::{Builder, TOK};
 use crate::cost::ops::{f, scaled, unit, Collective, Op, OpKind};
 use crate::hardware::kernels::KernelOp;
@@ -71,7 +71,8 @@ impl Builder<'_> {
         let (hd, vd) = (hd as f64, vd as f64);
         let q = self.attention_q;
         let kvb = self.opts.quant.kv.bytes();
-        let q_width = hq * hd * if gate_out { 2.0 } else { 1.0 };
+        // An output gate multiplies the attention's output: one value-wide gate per head.
+        let q_width = hq * hd + if gate_out { hq * vd } else { 0.0 };
         // The cache holds a key of `hd` and a value of `vd` per KV head and token.
         let kv_width = hkv * (hd + vd);
         let quant_in = if self.compile { q.act_quant() } else { ActQuant::None };
@@ -90,8 +91,12 @@ impl Builder<'_> {
         // A block-sparse layer reads at most its top blocks: priced as a window of that many
         // tokens (the top-k of DeepSeek Sparse Attention is priced so too); it caches them all.
         let read_window = match (window, sparse) {
-            (w, None) => w,
-            (w, Some(b)) => Some(w.map_or(b.read_tokens(), |w| (w as u64).min(b.read_tokens())).min(u32::MAX as u64) as u32),
+            (None, None) => AttentionWindow::Full,
+            (Some(w), None) => AttentionWindow::Sliding(w),
+            (w, Some(b)) => {
+                let top = w.map_or(b.read_tokens(), |w| (w as u64).min(b.read_tokens()));
+                AttentionWindow::TopBlocks(top.min(u32::MAX as u64) as u32)
+            }
         };
         if let Some(b) = sparse {
             self.msa_indexer(count, b, window);
@@ -111,7 +116,7 @@ impl Builder<'_> {
                 count,
                 g,
                 Collective::AllToAll,
-                unit(f::D_TOKENS, hq * (hd + 1.0) * 4.0 * (dcp - 1.0) / dcp),
+                unit(f::D_TOKENS, hq * (vd + 1.0) * 4.0 * (dcp - 1.0) / dcp),
             );
             self.kv_capacity_factor = dcp.min((tp / kv_heads as f64).max(1.0));
         }
@@ -130,19 +135,19 @@ impl Builder<'_> {
         self.track_width(hq * (2.0 * hd + vd) + kv_width);
     }
 
-    /// MiniMax Sparse Attention's indexer beside a GQA layer: the index query and key
-    /// projections (its heads split over TP as the KV heads are, so replicated past them), the
-    /// index key written to the cache at the KV cache's precision (a sliding layer keeps its
-    /// `window`), and the scores of every query against every cached index key (`head_dim` per
-    /// pair and local index head on the matrix units; the per-block max and the top-k selection
-    /// on the vector units).
+    /// MiniMax Sparse Attention's indexer beside a GQA layer: the index query projection (its
+    /// heads split over TP as the KV heads are, so replicated past them) and the one index key
+    /// head's (replicated on every rank, as the engines build it), that key written to the cache
+    /// at the KV cache's precision (a sliding layer keeps its `window`), and the scores of every
+    /// query against every cached index key (`head_dim` per pair and local index head on the
+    /// matrix units; the per-block max and the top-k selection on the vector units).
     fn msa_indexer(&mut self, count: f64, b: BlockSparse, window: Option<u32>) {
         let (ih, id) = ((b.index_heads as f64 / self.tp).max(1.0), b.index_head_dim as f64);
         let kvb = self.opts.quant.kv.bytes();
         let tok = unit(TOK, 1.0);
-        self.gemm("msa_index_qk_proj", count, TOK, self.h, 2.0 * ih * id, Some(self.attention_q), false);
+        self.gemm("msa_index_qk_proj", count, TOK, self.h, (ih + 1.0) * id, Some(self.attention_q), false);
         let kvq = if kvb < 2.0 { 1.0 } else { 0.0 };
-        let op = self.vector_op("msa_index_k_cache", count, tok, ih * id, kvq, 2.0 + kvb, false, 1.0);
+        let op = self.vector_op("msa_index_k_cache", count, tok, id, kvq, 2.0 + kvb, false, 1.0);
         self.ops.push(op);
         let mma_r = self.mma_rate(if kvb < 2.0 { Dtype::Fp8 } else { Dtype::Bf16 });
         let mut mma = [0.0; f::N];
@@ -153,18 +158,18 @@ impl Builder<'_> {
         gp[f::P_PAIRS] = 2.0 * ih / self.vec_bf16;
         gp[f::D_PAIRS] = 2.0 * ih / self.vec_bf16;
         mem[TOK] = (ih * id * 2.0 + b.top_blocks as f64 * 4.0) / self.hbm;
-        mem[f::P_CTX] = ih * id * kvb / self.hbm;
-        mem[f::D_CTX] = ih * id * kvb / self.hbm;
+        mem[f::P_CTX] = id * kvb / self.hbm;
+        mem[f::D_CTX] = id * kvb / self.hbm;
         self.causal(&mut mma, &mut gp);
         self.ops.push(Op {
             name: "msa_indexer",
             count,
             gate: TOK,
             fixed_s: self.fixed_mma,
-            window: None,
+            window: window.map(|w| w as f64),
             kind: OpKind::Roofline { mma, gp, mem },
         });
-        let per_token = count * self.copies * ih * id * kvb;
+        let per_token = count * self.copies * id * kvb;
         match window {
             Some(w) => self.state_per_seq += per_token * w as f64,
             None => self.kv_per_token += per_token,
@@ -206,7 +211,8 @@ impl Builder<'_> {
     /// full or sliding. Costs 2·pairs·heads·(hd + vd) matrix FLOPs (QKᵀ and PV),
     /// 4·pairs·heads vector FLOPs (softmax), Q/O traffic per token and KV read per context
     /// token. No causal halving, as in the original.
-    fn gqa_core(&mut self, count: f64, name: &'static str, hq: f64, (hd, vd): (f64, f64), kv_width: f64, kvb: f64, window: Option<u32>) {
+    fn gqa_core(&mut self, count: f64, name: &'static str, hq: f64, (hd, vd): (f64, f64), kv_width: f64, kvb: f64, reads: AttentionWindow) {
+        let window = reads.tokens();
         let mma_r = self.mma_rate(Dtype::Bf16);
         let deq = self.opts.quant.kv.dequant_flops_per_pair_head();
         let dcp = self.par.dcp.max(1) as f64;
@@ -230,7 +236,7 @@ impl Builder<'_> {
             kind: OpKind::Roofline { mma, gp, mem },
         };
         let hkv = kv_width / (hd + vd);
-        let op = self.measured_attention(op, hq, hkv, (hd, vd), window);
+        let op = self.measured_attention(op, hq, hkv, (hd, vd), reads);
         self.ops.push(op);
     }
 

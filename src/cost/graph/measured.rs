@@ -123,12 +123,20 @@ impl Builder<'_> {
 
     /// `op` (GQA attention over `hq` heads of `hd`, `hkv` KV heads) priced from the context and
     /// generation tables.
-    pub(super) fn measured_attention(&self, op: Op, hq: f64, hkv: f64, (hd, vd): (f64, f64), window: Option<u32>) -> Op {
+    pub(super) fn measured_attention(&self, op: Op, hq: f64, hkv: f64, (hd, vd): (f64, f64), window: AttentionWindow) -> Op {
         let Some(t) = self.tables else { return op };
         let kv_fp8 = !matches!(self.opts.quant.kv, KvQuant::Disabled);
-        let w = window.map_or(0, |w| w as u64);
+        // A sliding kernel of the layer's own window where one is measured; a block-sparse
+        // layer's read window is no sliding kernel's, so it takes the full-attention tables,
+        // looked up at the clamped length.
+        let (window, sliding) = match window {
+            AttentionWindow::Full => (None, false),
+            AttentionWindow::Sliding(w) => (Some(w), true),
+            AttentionWindow::TopBlocks(w) => (Some(w), false),
+        };
+        let w = window.filter(|_| sliding).map_or(0, |w| w as u64);
         let pick = |op: KernelOp| {
-            let exact = t.get(&TableId::attention(op, kv_fp8, w)).map(|g| (g, false));
+            let exact = t.get(&TableId::attention(op, kv_fp8, w)).filter(|_| w > 0 || window.is_none()).map(|g| (g, false));
             exact.or_else(|| t.get(&TableId::attention(op, kv_fp8, 0)).map(|g| (g, window.is_some())))
         };
         let (Some((ctx, _)), Some((gen, clamp_lookup))) = (pick(KernelOp::ContextAttention), pick(KernelOp::GenerationAttention)) else {
@@ -343,6 +351,24 @@ impl MlaDims {
             per_pair: hq * (4.0 * self.r + 2.0 * self.rope) / peak,
             per_ctx: (self.r + self.rope) * kvb / hbm,
             per_query: hq * (2.0 * self.r + self.rope) * 2.0 / hbm,
+        }
+    }
+}
+
+/// What a GQA layer's attention reads of its cache: all of it, a sliding window, or the top
+/// blocks a sparse-attention indexer picks (at most that many tokens).
+#[derive(Clone, Copy)]
+pub(super) enum AttentionWindow {
+    Full,
+    Sliding(u32),
+    TopBlocks(u32),
+}
+
+impl AttentionWindow {
+    pub(super) fn tokens(self) -> Option<u32> {
+        match self {
+            AttentionWindow::Full => None,
+            AttentionWindow::Sliding(w) | AttentionWindow::TopBlocks(w) => Some(w),
         }
     }
 }

@@ -23,8 +23,9 @@ pub(super) fn minimax_m3(f: &Fields) -> Result<Parsed, String> {
         return Err(format!("field `moe_layer_freq[{i}]` is {v}; expected 0 or 1"));
     }
     let mut dense_attention = super::gqa(f, None)?;
-    if let Attention::Gqa { qk_norm, rotary_fraction, head_dim, .. } = &mut dense_attention {
+    if let Attention::Gqa { qk_norm, rotary_fraction, head_dim, output_gate, .. } = &mut dense_attention {
         *qk_norm = f.bool_or("use_qk_norm", true)?;
+        *output_gate = f.bool_or("attention_output_gate", false)?;
         if let Some(rot) = f.u32_opt("rotary_dim")? {
             if rot == 0 || rot > *head_dim {
                 return Err(format!("field `{}` is {rot}; expected 1 to `head_dim` ({head_dim})", f.name("rotary_dim")));
@@ -40,7 +41,8 @@ pub(super) fn minimax_m3(f: &Fields) -> Result<Parsed, String> {
     if let Attention::Gqa { block_sparse, kv_heads, .. } = &mut sparse_attention {
         if let Some(b) = sparse.filter(|b| b.index_heads != *kv_heads) {
             return Err(format!(
-                "field `sparse_attention_config.sparse_num_index_heads` is {}; MiniMax Sparse Attention has one index head per KV head ({kv_heads})",
+                "field `{}.sparse_num_index_heads` is {}; this tool splits index heads over TP as the KV heads, one per KV head ({kv_heads})",
+                f.name("sparse_attention_config"),
                 b.index_heads
             ));
         }
@@ -67,16 +69,17 @@ pub(super) fn minimax_m3(f: &Fields) -> Result<Parsed, String> {
 /// `sparse_attention_config`: absent, or with `use_sparse_attention` false, no layer is sparse;
 /// on, its block fields and the per-layer `sparse_attention_freq` (0 or 1, one per layer).
 fn sparse_attention(f: &Fields, n: u32) -> Result<Option<(BlockSparse, Vec<u32>)>, String> {
+    let name = f.name("sparse_attention_config");
     let cfg = match f.get("sparse_attention_config") {
         None => return Ok(None),
         Some(Value::Object(cfg)) => cfg,
-        Some(v) => return Err(format!("field `sparse_attention_config` is {v}; expected an object")),
+        Some(v) => return Err(format!("field `{name}` is {v}; expected an object")),
     };
     match cfg.get("use_sparse_attention") {
         Some(Value::Bool(true)) => {}
         Some(Value::Bool(false)) => return Ok(None),
-        Some(v) => return Err(format!("field `sparse_attention_config.use_sparse_attention` is {v}; expected true or false")),
-        None => return Err("field `sparse_attention_config.use_sparse_attention` is missing".into()),
+        Some(v) => return Err(format!("field `{name}.use_sparse_attention` is {v}; expected true or false")),
+        None => return Err(format!("field `{name}.use_sparse_attention` is missing")),
     }
     let freq = match cfg.get("sparse_attention_freq") {
         Some(Value::Array(a)) => a
@@ -86,25 +89,22 @@ fn sparse_attention(f: &Fields, n: u32) -> Result<Option<(BlockSparse, Vec<u32>)
                 v.as_f64()
                     .filter(|x| *x == 0.0 || *x == 1.0)
                     .map(|x| x as u32)
-                    .ok_or_else(|| format!("field `sparse_attention_config.sparse_attention_freq[{i}]` is {v}; expected 0 or 1"))
+                    .ok_or_else(|| format!("field `{name}.sparse_attention_freq[{i}]` is {v}; expected 0 or 1"))
             })
             .collect::<Result<Vec<u32>, String>>()?,
-        Some(v) => return Err(format!("field `sparse_attention_config.sparse_attention_freq` is {v}; expected a list of 0 and 1")),
-        None => return Err("field `sparse_attention_config.sparse_attention_freq` is missing".into()),
+        Some(v) => return Err(format!("field `{name}.sparse_attention_freq` is {v}; expected a list of 0 and 1")),
+        None => return Err(format!("field `{name}.sparse_attention_freq` is missing")),
     };
     if freq.len() != n as usize {
-        return Err(format!(
-            "field `sparse_attention_config.sparse_attention_freq` has {} entries but `num_hidden_layers` is {n}",
-            freq.len()
-        ));
+        return Err(format!("field `{name}.sparse_attention_freq` has {} entries but `num_hidden_layers` is {n}", freq.len()));
     }
     let num = |k: &str| match cfg.get(k) {
         Some(v) => v
             .as_f64()
             .filter(|x| x.fract() == 0.0 && (1.0..=MAX_BLOCK_FIELD).contains(x))
             .map(|x| x as u32)
-            .ok_or_else(|| format!("field `sparse_attention_config.{k}` is {v}; expected an integer from 1 to {MAX_BLOCK_FIELD}")),
-        None => Err(format!("field `sparse_attention_config.{k}` is missing")),
+            .ok_or_else(|| format!("field `{name}.{k}` is {v}; expected an integer from 1 to {MAX_BLOCK_FIELD}")),
+        None => Err(format!("field `{name}.{k}` is missing")),
     };
     let sparse = BlockSparse {
         index_heads: num("sparse_num_index_heads")?,
@@ -114,14 +114,44 @@ fn sparse_attention(f: &Fields, n: u32) -> Result<Option<(BlockSparse, Vec<u32>)
     };
     if sparse.read_tokens() > crate::model::MAX_CONTEXT {
         return Err(format!(
-            "fields `sparse_attention_config.sparse_block_size` ({}) × `sparse_topk_blocks` ({}) read {} tokens; at most {} is modelled",
+            "fields `{name}.sparse_block_size` ({}) × `sparse_topk_blocks` ({}) read {} tokens; at most {} is modelled",
             sparse.block_size,
             sparse.top_blocks,
             sparse.read_tokens(),
             crate::model::MAX_CONTEXT
         ));
     }
+    unmodelled_variants(cfg, &name, &freq)?;
     Ok(Some((sparse, freq)))
+}
+
+/// MSA's variants this tool does not price, refused by name: an index value path in a sparse
+/// layer (`sparse_disable_index_value` 0 there adds index value and output projections; the
+/// dense layers' entries do not matter), initial blocks every query reads
+/// (`sparse_init_block`), a local block other than the one among the top blocks
+/// (`sparse_local_block`), and a block score other than the max of its tokens'.
+fn unmodelled_variants(cfg: &serde_json::Map<String, Value>, name: &str, sparse_layers: &[u32]) -> Result<(), String> {
+    let disabled = |v: &Value| matches!(v.as_f64(), Some(x) if x == 1.0) || matches!(v, Value::Bool(true));
+    let index_value = match cfg.get("sparse_disable_index_value") {
+        None => None,
+        Some(Value::Array(a)) => a.iter().zip(sparse_layers).find(|(v, s)| **s == 1 && !disabled(v)).map(|(v, _)| v),
+        Some(v) => Some(v).filter(|v| !disabled(v)),
+    };
+    if let Some(v) = index_value {
+        return Err(format!(
+            "field `{name}.sparse_disable_index_value` holds {v} for a sparse layer; only 1 (no index value path) is modelled"
+        ));
+    }
+    for (key, want) in [("sparse_init_block", 0.0), ("sparse_local_block", 1.0)] {
+        if let Some(v) = cfg.get(key).filter(|v| v.as_f64() != Some(want)) {
+            return Err(format!("field `{name}.{key}` is {v}; only {want} is modelled"));
+        }
+    }
+    match cfg.get("sparse_score_type") {
+        None => Ok(()),
+        Some(Value::String(t)) if t == "max" => Ok(()),
+        Some(v) => Err(format!("field `{name}.sparse_score_type` is {v}; only \"max\" is modelled")),
+    }
 }
 
 /// The largest index-head count, width, block size or block count read.

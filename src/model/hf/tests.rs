@@ -330,8 +330,16 @@ fn minimax_m3_refuses_a_sparse_attention_config_it_cannot_read() {
     assert_eq!(err(&list), "field `sparse_attention_config` is [1,2,3]; expected an object");
     let mut heads = v.clone();
     heads["sparse_attention_config"]["sparse_num_index_heads"] = serde_json::json!(3);
-    assert!(err(&heads)
-        .contains("`sparse_attention_config.sparse_num_index_heads` is 3; MiniMax Sparse Attention has one index head per KV head (4)"));
+    assert!(
+        err(&heads).contains("`sparse_attention_config.sparse_num_index_heads` is 3; this tool splits index heads over TP as the KV heads")
+    );
+    // An index value path in a sparse layer is not priced: refused, named.
+    let mut value = v.clone();
+    value["sparse_attention_config"]["sparse_disable_index_value"][10] = serde_json::json!(0);
+    assert_eq!(
+        err(&value),
+        "field `sparse_attention_config.sparse_disable_index_value` holds 0 for a sparse layer; only 1 (no index value path) is modelled"
+    );
     v["sparse_attention_config"]["sparse_attention_freq"][5] = serde_json::json!(2);
     assert_eq!(err(&v), "field `sparse_attention_config.sparse_attention_freq[5]` is 2; expected 0 or 1");
 }
