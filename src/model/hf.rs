@@ -472,13 +472,7 @@ fn sparse_indexer(f: &Fields) -> Result<Option<SparseIndexer>, String> {
 /// not in the published checkpoint (229 B parameters without them), so none is modelled.
 fn minimax_m2(f: &Fields) -> Result<Parsed, String> {
     let n = f.u32("num_hidden_layers")?;
-    let mut attention = gqa(f, None)?;
-    if let Attention::Gqa { qk_norm, rotary_fraction, head_dim, .. } = &mut attention {
-        *qk_norm = f.bool_or("use_qk_norm", true)?;
-        if let Some(rot) = f.u32_opt("rotary_dim")? {
-            *rotary_fraction = rot as f64 / *head_dim as f64;
-        }
-    }
+    let attention = minimax::minimax_gqa(f)?;
     let shared = f.u64_opt("shared_intermediate_size")?.unwrap_or(0);
     let mlp = Mlp::swiglu_moe(f.u32("num_local_experts")?, f.u32("num_experts_per_tok")?, f.u64("intermediate_size")?, shared);
     Ok((vec![LayerGroup { count: n, attention, mlp }], None))

@@ -120,12 +120,7 @@ impl Builder<'_> {
             );
             self.kv_capacity_factor = dcp.min((tp / kv_heads as f64).max(1.0));
         }
-        // Memory: a full layer caches every token; a sliding layer at most `window` per sequence.
-        let per_token = count * self.copies * kv_width * kvb;
-        match window {
-            Some(w) => self.state_per_seq += per_token * w as f64,
-            None => self.kv_per_token += per_token,
-        }
+        self.cache(count * self.copies * kv_width * kvb, window);
         if gate_out {
             let op = self.vector_op("attn_output_gate", count, tok, hq * vd, 4.0, 6.0, false, 1.0);
             self.ops.push(op);
@@ -169,7 +164,12 @@ impl Builder<'_> {
             window: window.map(|w| w as f64),
             kind: OpKind::Roofline { mma, gp, mem },
         });
-        let per_token = count * self.copies * id * kvb;
+        self.cache(count * self.copies * id * kvb, window);
+    }
+
+    /// Memory of `per_token` cached bytes a token: a full layer caches every token, a sliding
+    /// layer at most `window` per sequence.
+    fn cache(&mut self, per_token: f64, window: Option<u32>) {
         match window {
             Some(w) => self.state_per_seq += per_token * w as f64,
             None => self.kv_per_token += per_token,

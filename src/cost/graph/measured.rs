@@ -121,22 +121,24 @@ impl Builder<'_> {
         q.is_quantized() && matches!(self.gemm_table(Some(q)), Some((GemmDtype::Fp8 | GemmDtype::Fp8Block | GemmDtype::Nvfp4, _)))
     }
 
-    /// `op` (GQA attention over `hq` heads of `hd`, `hkv` KV heads) priced from the context and
-    /// generation tables.
-    pub(super) fn measured_attention(&self, op: Op, hq: f64, hkv: f64, (hd, vd): (f64, f64), window: AttentionWindow) -> Op {
+    /// `op` (GQA attention over `hq` heads, queries and keys `hd` wide and values `vd`, `hkv`
+    /// KV heads, reading what `reads` says of the cache) priced from the context and generation
+    /// tables.
+    pub(super) fn measured_attention(&self, op: Op, hq: f64, hkv: f64, (hd, vd): (f64, f64), reads: AttentionWindow) -> Op {
         let Some(t) = self.tables else { return op };
         let kv_fp8 = !matches!(self.opts.quant.kv, KvQuant::Disabled);
-        // A sliding kernel of the layer's own window where one is measured; a block-sparse
-        // layer's read window is no sliding kernel's, so it takes the full-attention tables,
-        // looked up at the clamped length.
-        let (window, sliding) = match window {
-            AttentionWindow::Full => (None, false),
-            AttentionWindow::Sliding(w) => (Some(w), true),
-            AttentionWindow::TopBlocks(w) => (Some(w), false),
+        // The table of the layer's own kernel where one is measured (full attention's, or the
+        // sliding kernel of its window); otherwise, and always for a block-sparse layer, whose
+        // read window is no sliding kernel's, the full-attention table looked up at the
+        // clamped length.
+        let own = match reads {
+            AttentionWindow::Full => Some(0),
+            AttentionWindow::Sliding(w) => Some(w as u64),
+            AttentionWindow::TopBlocks(_) => None,
         };
-        let w = window.filter(|_| sliding).map_or(0, |w| w as u64);
+        let window = reads.tokens();
         let pick = |op: KernelOp| {
-            let exact = t.get(&TableId::attention(op, kv_fp8, w)).filter(|_| w > 0 || window.is_none()).map(|g| (g, false));
+            let exact = own.and_then(|w| t.get(&TableId::attention(op, kv_fp8, w))).map(|g| (g, false));
             exact.or_else(|| t.get(&TableId::attention(op, kv_fp8, 0)).map(|g| (g, window.is_some())))
         };
         let (Some((ctx, _)), Some((gen, clamp_lookup))) = (pick(KernelOp::ContextAttention), pick(KernelOp::GenerationAttention)) else {

@@ -22,17 +22,7 @@ pub(super) fn minimax_m3(f: &Fields) -> Result<Parsed, String> {
     if let Some((i, v)) = moe_freq.iter().enumerate().find(|(_, v)| **v > 1) {
         return Err(format!("field `moe_layer_freq[{i}]` is {v}; expected 0 or 1"));
     }
-    let mut dense_attention = super::gqa(f, None)?;
-    if let Attention::Gqa { qk_norm, rotary_fraction, head_dim, output_gate, .. } = &mut dense_attention {
-        *qk_norm = f.bool_or("use_qk_norm", true)?;
-        *output_gate = f.bool_or("attention_output_gate", false)?;
-        if let Some(rot) = f.u32_opt("rotary_dim")? {
-            if rot == 0 || rot > *head_dim {
-                return Err(format!("field `{}` is {rot}; expected 1 to `head_dim` ({head_dim})", f.name("rotary_dim")));
-            }
-            *rotary_fraction = rot as f64 / *head_dim as f64;
-        }
-    }
+    let dense_attention = minimax_gqa(f)?;
     let (sparse, sparse_freq) = match sparse_attention(f, n)? {
         Some((sparse, freq)) => (Some(sparse), freq),
         None => (None, vec![0; n as usize]),
@@ -64,6 +54,24 @@ pub(super) fn minimax_m3(f: &Fields) -> Result<Parsed, String> {
         super::add_layer(&mut groups, attention, mlp);
     }
     Ok((groups, None))
+}
+
+/// MiniMax's GQA (M2 and M3): Q and K normalised (`use_qk_norm`; over the whole projection in
+/// M2, per head in M3, the same cost), rotary on `rotary_dim` of each head, an output gate where
+/// `attention_output_gate` says so.
+pub(super) fn minimax_gqa(f: &Fields) -> Result<Attention, String> {
+    let mut attention = super::gqa(f, None)?;
+    if let Attention::Gqa { qk_norm, rotary_fraction, head_dim, output_gate, .. } = &mut attention {
+        *qk_norm = f.bool_or("use_qk_norm", true)?;
+        *output_gate = f.bool_or("attention_output_gate", false)?;
+        if let Some(rot) = f.u32_opt("rotary_dim")? {
+            if rot == 0 || rot > *head_dim {
+                return Err(format!("field `{}` is {rot}; expected 1 to `head_dim` ({head_dim})", f.name("rotary_dim")));
+            }
+            *rotary_fraction = rot as f64 / *head_dim as f64;
+        }
+    }
+    Ok(attention)
 }
 
 /// `sparse_attention_config`: absent, or with `use_sparse_attention` false, no layer is sparse;
