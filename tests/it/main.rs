@@ -21,6 +21,7 @@ mod scenarios;
 mod schema;
 mod search;
 mod shard;
+mod silicon;
 mod timeline;
 mod util;
 mod validation;

@@ -1,0 +1,110 @@
+//! Priced steps against real GPUs: Llama-3.1-8B steps (a plain PyTorch decoder, bf16, CUDA
+//! graphs) timed on one H100 SXM and one H200 SXM (tests/fixtures/silicon), priced by `price`
+//! from the kernel tables `scripts/profile_kernels.py` measured on the same GPUs
+//! (profiles/torch-kernels) and from the built-in vLLM tables. docs/validation.md reads the
+//! same files.
+
+use super::util::cmd;
+use serde_json::Value;
+use std::path::PathBuf;
+
+fn repo(p: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(p).display().to_string()
+}
+
+/// `price meta-llama/Llama-3.1-8B` of one step under vllm, from the torch tables when `torch`.
+fn price(device: &str, step: &[&str], torch: bool) -> Value {
+    let mut args = vec!["price", "meta-llama/Llama-3.1-8B", "--device", device, "--serving-engine", "vllm"];
+    args.extend_from_slice(step);
+    let db = repo("profiles/torch-kernels");
+    if torch {
+        args.extend(["--performance-model", "profiling", "--profiling-database-path", &db]);
+    }
+    args.extend(["--output", "json"]);
+    let out = cmd().args(&args).assert().success().get_output().stdout.clone();
+    serde_json::from_slice(&out).expect("price --output json is JSON")
+}
+
+/// (batch, length, measured ms) of the graph-timed rows of a silicon CSV
+/// (`model,layers_built,batch,context|prompt,ms_median,…,graph,…`).
+fn measured(system: &str, file: &str) -> Vec<(u32, u32, f64)> {
+    let text = std::fs::read_to_string(repo(&format!("tests/fixtures/silicon/{system}/{file}"))).unwrap();
+    let rows: Vec<(u32, u32, f64)> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|f| f[6] == "yes" && !f[4].is_empty())
+        .map(|f| (f[2].parse().unwrap(), f[3].parse().unwrap(), f[4].parse().unwrap()))
+        .collect();
+    assert!(rows.len() >= 5, "{system}/{file}: {rows:?}");
+    rows
+}
+
+fn ops_ms(v: &Value, pick: impl Fn(&Value) -> bool) -> f64 {
+    v["operators"].as_array().unwrap().iter().filter(|o| pick(o)).map(|o| o["ms"].as_f64().unwrap()).sum()
+}
+
+#[test]
+fn the_torch_tables_price_the_same_gpus_kernels_of_a_decode_step() {
+    // The H100's profiled eager decode step (32 × 1 token at 2,048, kernels.csv): FlashAttention
+    // 3.511 ms, cuBLAS GEMMs (nvjet kernels and their split-K reduction) summed below. The
+    // tables were measured on that GPU by the same torch: each family within 6 %.
+    // Mutation (tried): price decode attention from the context-attention table: 116 ms.
+    let text = std::fs::read_to_string(repo("tests/fixtures/silicon/h100_sxm/kernels.csv")).unwrap();
+    let (mut flash, mut gemm) = (0.0, 0.0);
+    for line in text.lines().skip(1) {
+        let us: f64 = line.rsplit(',').next().unwrap().parse().unwrap();
+        if line.contains("flash_fwd") {
+            flash += us / 1e3;
+        } else if line.contains("nvjet") || line.contains("splitKreduce") {
+            gemm += us / 1e3;
+        }
+    }
+    let v = price("H100_SXM", &["--decode", "32x2048"], true);
+    let attention = ops_ms(&v, |o| o["kind"] == "attention");
+    let gemms = ops_ms(&v, |o| o["kind"] == "gemm");
+    assert!((attention / flash - 1.0).abs() < 0.06, "attention priced {attention} ms, measured {flash} ms");
+    assert!((gemms / gemm - 1.0).abs() < 0.06, "GEMMs priced {gemms} ms, measured {gemm} ms");
+    let sources: Vec<&str> =
+        v["operators"].as_array().unwrap().iter().filter(|o| o["kind"] == "attention").map(|o| o["source"].as_str().unwrap()).collect();
+    assert_eq!(sources, ["silicon"], "attention at a measured shape is a measured point");
+}
+
+#[test]
+fn weight_bound_decode_steps_priced_from_the_torch_tables_match_the_gpu() {
+    // Decode steps of at most 8 sequences and 16,384 cached tokens read little but the weights;
+    // priced from the same GPU's torch tables each is within 0.88–1.06 of the timed step on
+    // both GPUs (what is left is the torch decoder's unfused element-wise kernels).
+    // Mutation (tried): price decode attention from the context-attention table: the H100's
+    // 1 × 512 step comes out at 1.080.
+    for system in ["h100_sxm", "h200_sxm"] {
+        let device = if system == "h100_sxm" { "H100_SXM" } else { "H200_SXM" };
+        for (b, l, ms) in measured(system, "decode.csv").into_iter().filter(|&(b, l, _)| b <= 8 && b * l <= 16_384) {
+            let step = format!("{b}x{l}");
+            let ratio = price(device, &["--decode", &step], true)["device_ms"].as_f64().unwrap() / ms;
+            assert!((0.88..=1.06).contains(&ratio), "{device} decode {step}: priced / measured {ratio:.3}");
+        }
+    }
+}
+
+#[test]
+fn the_built_in_tables_price_real_steps_inside_the_acceptance_ranges() {
+    // Issue 22's acceptance for the shipped vLLM tables: weight-bound decode steps within
+    // 0.80–1.02 of the GPU, prefills of at least 512 tokens within 0.70–1.05 (the timed
+    // decoder's unfused element-wise kernels and the 700 W power cap make the GPU's steps
+    // slower than an engine's). Mutation (tried): price decode attention from the
+    // context-attention table: the H100's 8 × 512 step comes out at 1.245.
+    for system in ["h100_sxm", "h200_sxm"] {
+        let device = if system == "h100_sxm" { "H100_SXM" } else { "H200_SXM" };
+        for (b, l, ms) in measured(system, "decode.csv").into_iter().filter(|&(b, l, _)| b <= 8 && b * l <= 16_384) {
+            let step = format!("{b}x{l}");
+            let ratio = price(device, &["--decode", &step], false)["device_ms"].as_f64().unwrap() / ms;
+            assert!((0.80..=1.02).contains(&ratio), "{device} decode {step}: priced / measured {ratio:.3}");
+        }
+        for (b, p, ms) in measured(system, "prefill.csv").into_iter().filter(|&(_, p, _)| p >= 512) {
+            let step = format!("{b}x{p}");
+            let ratio = price(device, &["--prefill", &step], false)["device_ms"].as_f64().unwrap() / ms;
+            assert!((0.70..=1.05).contains(&ratio), "{device} prefill {step}: priced / measured {ratio:.3}");
+        }
+    }
+}
