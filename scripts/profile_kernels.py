@@ -248,8 +248,11 @@ def gemm_candidates(run):
         w = run.randn(n, k).to(e4m3).t()
         if block is None:
             return (w,)
-        scales = torch.ones(k // 128, n // 128, device=run.dev)  # unit 128x128-block scales
-        return w, (scales.t() if block == "outer" else scales.t().contiguous())
+        # unit 128x128-block scales, [k-blocks, n-blocks] with the k-blocks contiguous: torch's
+        # recipe API wants the k-blocks padded to a multiple of 4 ("padded"), the older
+        # _scaled_mm the exact count ("exact"); they coincide when k is a multiple of 512
+        kb = k // 128 if block == "exact" else -(-(k // 128) // 4) * 4
+        return w, torch.ones(n // 128, kb, device=run.dev).t()
 
     def quant_tensor(x):  # dynamic per-tensor quantization of the activations
         scale = x.abs().amax().float().div(448.0).clamp_min(1e-12)
@@ -281,7 +284,7 @@ def gemm_candidates(run):
         calls.insert(0, ("torch.nn.functional.scaled_mm", block_call_recipe))
     cands["fp8_block"] = [(f"{name}(e4m3,1x128,128x128)+dynamic_quant", bf16,
                            lambda n, k, b=layout: fp8_w(n, k, b), call)
-                          for layout in ("outer", "row") for name, call in calls]
+                          for layout in ("padded", "exact") for name, call in calls]
     if run.sm >= 100 and hasattr(torch, "float4_e2m1fn_x2"):
         cands["nvfp4"] = nvfp4_candidates(run, one)
     else:
@@ -320,7 +323,7 @@ def gemm_flavours(run):
     scales, lands near the plain product of its operands."""
     chosen = {}
     for name, cands in gemm_candidates(run).items():
-        error = "no candidate"
+        errors = []
         for source, make_x, make_w, call in cands:
             try:
                 x, w = make_x(128, 256), make_w(256, 256)
@@ -332,9 +335,10 @@ def gemm_flavours(run):
                 chosen[name] = (source, make_x, make_w, call)
                 break
             except Exception as exc:
-                error = first_line(exc)
+                errors.append(f"{source}: {first_line(exc, 100)}")
         else:
-            run.note(f"gemm {name}: skipped, no torch call runs it here ({error})")
+            tried = "; ".join(errors) or "no candidate"
+            run.note(f"gemm {name}: skipped, no torch call runs it here ({tried})")
     return chosen
 
 
