@@ -354,3 +354,60 @@ fn a_modelopt_checkpoint_directory_is_priced_as_its_hf_quant_config_says() {
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     assert!(text.contains("Quantization: linear NVFP4, FP8 (attention projections); KV FP8"), "{text}");
 }
+
+/// `price MiniMaxAI/MiniMax-M3` at TP 8 / EP 8 on the fixture device and database, whose MSA
+/// module tables (tests/fixtures/kernels/db/tiny_gpu/msa) hold MiniMax-M3's attention block at
+/// 8 local heads: decode at batch 16 and 32 × KV 4,096 and 8,192 (40, 50, 60, 80 µs), prefill of
+/// one prompt of 1,024 and 4,096 tokens (100 and 400 µs). A row of another model (16 × 6,144,
+/// 9 ms) and a context row with a cached prefix (2,048 tokens after 128, 7 ms) are in the files
+/// too and must not be read.
+fn minimax_m3(extra: &[&str]) -> Value {
+    let (device, db) = (fixture("device.yaml"), fixture("db"));
+    let mut args = vec!["price", "MiniMaxAI/MiniMax-M3", "--device", "TINY_GPU", "--device-file", &device, "--tp", "8", "--ep", "8"];
+    args.extend(["--serving-engine", "vllm", "--performance-model", "profiling", "--profiling-database-path", &db, "--output", "json"]);
+    args.extend_from_slice(extra);
+    let out = cmd().args(&args).assert().success().get_output().stdout.clone();
+    serde_json::from_slice(&out).expect("price --output json is JSON")
+}
+
+#[test]
+fn minimax_m3_sparse_layers_are_priced_as_the_measured_attention_block() {
+    // 57 sparse layers, each one `msa_attention` call in place of its projections, indexer,
+    // attention and o_proj. Mutations (tried): read the other model's row (24 × 6,144 then
+    // blends its 9 ms), the prefix row (2,048 then reads 7 ms), or key a decode by its cached
+    // tokens instead of cached + 1 (32 × 8,192 leaves the grid): each fails an assertion here.
+    let v = minimax_m3(&["--decode", "32x8192"]);
+    let m = op(&v, "msa_attention");
+    assert!(close(m["ms"].as_f64().unwrap(), 57.0 * 0.080), "{m}");
+    assert_eq!((m["source"].as_str(), m["kind"].as_str(), m["count"].as_f64()), (Some("silicon"), Some("attention"), Some(57.0)));
+    let names: Vec<&str> = v["operators"].as_array().unwrap().iter().map(|o| o["name"].as_str().unwrap()).collect();
+    for gone in ["msa_indexer", "sparse_attention", "msa_index_qk_proj"] {
+        assert!(!names.contains(&gone), "{gone} is inside the measured block: {names:?}");
+    }
+    // The three dense layers keep their own operators, and the TP all-reduce stays a collective.
+    assert_eq!(op(&v, "qkv_proj")["count"].as_f64(), Some(3.0));
+    assert_eq!(op(&v, "attn_all_reduce")["count"].as_f64(), Some(60.0));
+    // Between the measured batches and lengths: the bilinear blend, (40 + 50 + 60 + 80) / 4 µs.
+    let m = op(&minimax_m3(&["--decode", "24x6144"]), "msa_attention").clone();
+    assert!(close(m["ms"].as_f64().unwrap(), 57.0 * 0.0575), "{m}");
+    assert_eq!(m["source"], "interpolated");
+    // Halfway between the lengths at batch 16, where only the other model was measured.
+    let m = op(&minimax_m3(&["--decode", "16x6144"]), "msa_attention").clone();
+    assert!(close(m["ms"].as_f64().unwrap(), 57.0 * 0.045), "{m}");
+    // A prompt of 4,096 is the step-0 row (400 µs), 2,048 a third of the way from 1,024.
+    let m = op(&minimax_m3(&["--prefill", "1x4096"]), "msa_attention").clone();
+    assert!(close(m["ms"].as_f64().unwrap(), 57.0 * 0.400), "{m}");
+    let m = op(&minimax_m3(&["--prefill", "1x2048"]), "msa_attention").clone();
+    assert!(close(m["ms"].as_f64().unwrap(), 57.0 * 0.200), "{m}");
+}
+
+#[test]
+fn a_sparse_layer_the_module_tables_did_not_measure_keeps_its_operators() {
+    // An INT8 KV cache has no module table (bf16 and FP8 only): the layer is priced operator by
+    // operator. Mutation (tried): fall back to the bf16 table for INT8 and `msa_attention`
+    // appears here.
+    let v = minimax_m3(&["--decode", "32x8192", "--quantize-attention-action", "INT8"]);
+    let names: Vec<&str> = v["operators"].as_array().unwrap().iter().map(|o| o["name"].as_str().unwrap()).collect();
+    assert!(!names.contains(&"msa_attention") && names.contains(&"msa_indexer") && names.contains(&"sparse_attention"), "{names:?}");
+    assert_eq!(op(&v, "qkv_proj")["count"].as_f64(), Some(60.0));
+}

@@ -4,6 +4,7 @@
 //! mixer and the rotary embedding. Each adds its KV cache or per-sequence state to the memory model.
 
 use super::measured::{AttentionWindow, MlaDims};
+use super::msa_module::SparseLayer;
 use super::{Builder, TOK};
 use crate::cost::ops::{f, scaled, unit, Collective, Op, OpKind};
 use crate::hardware::kernels::KernelOp;
@@ -77,6 +78,7 @@ impl Builder<'_> {
         let kv_width = hkv * (hd + vd);
         let quant_in = if self.compile { q.act_quant() } else { ActQuant::None };
         self.norm("input_norm", count, TOK, h, true, quant_in);
+        let block_start = self.ops.len();
         let tok = unit(TOK, 1.0);
         // Values that are the keys need no projection of their own (the cache still holds both).
         let v_width = if value_is_key { 0.0 } else { hkv * vd };
@@ -128,6 +130,11 @@ impl Builder<'_> {
         self.act_quant("o_input_quant", count, tok, hq * vd, q);
         self.row_parallel("o_proj", "attn_all_reduce", count, tok, hq * vd, h, Some(q), bias);
         self.track_width(hq * (2.0 * hd + vd) + kv_width);
+        if let Some(sparse) = sparse {
+            let (head_dim, value_dim) = (hd as u32, vd as u32);
+            let layer = SparseLayer { heads, kv_heads, head_dim, value_dim, window, gate_out, sparse };
+            self.msa_module(count, block_start, &layer);
+        }
     }
 
     /// MiniMax Sparse Attention's indexer beside a GQA layer: the index query projection (its

@@ -36,7 +36,7 @@ struct GemmRates {
 
 impl Builder<'_> {
     /// Datasheet matrix FLOP/s of `dt` (falling back as `mma_rate` does), no efficiency.
-    fn peak(&self, dt: Dtype) -> f64 {
+    pub(super) fn peak(&self, dt: Dtype) -> f64 {
         let chain: &[Dtype] = match dt {
             Dtype::Fp4 => &[Dtype::Fp4, Dtype::Fp8, Dtype::Int8, Dtype::Bf16],
             Dtype::Fp8 | Dtype::Int8 => &[dt, Dtype::Fp8, Dtype::Int8, Dtype::Bf16],
@@ -45,7 +45,7 @@ impl Builder<'_> {
         chain.iter().find_map(|&d| self.dev.matrix_tflops.get(d)).unwrap_or(1.0) * 1e12
     }
 
-    fn datasheet_hbm(&self) -> f64 {
+    pub(super) fn datasheet_hbm(&self) -> f64 {
         self.dev.memory_bandwidth.bytes_per_s
     }
 

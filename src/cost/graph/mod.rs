@@ -18,6 +18,7 @@
 //! | `comm` | collectives on a communication group, the TP reduction after a row-parallel linear (all-reduce, or reduce-scatter + all-gather) and its fused matmul + all-reduce stream |
 //! | `roofline` | how one operator's shape becomes roofline coefficients: GEMMs (quantized or bf16, a missing dtype peak), element-wise ops, activation quantization |
 //! | `measured` | where the device's kernels were measured: GEMMs, attention, routed experts and collectives priced from the kernel tables instead |
+//! | `msa_module` | MiniMax-M3's sparse attention layers as one block priced from the measured module tables, in place of the operators `attention` laid out |
 //!
 //! The pricing seam: the builders decide which operators run, with which shapes and counts;
 //! `roofline` (and `comm` for collectives) turns a shape into an [`Op`]'s coefficients. A
@@ -35,6 +36,7 @@ mod comm;
 mod dense;
 mod measured;
 mod moe;
+mod msa_module;
 mod norm;
 mod roofline;
 mod vision;

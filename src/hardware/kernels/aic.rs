@@ -82,11 +82,12 @@ impl AicDatabase {
         let root = self.data.join(system);
         let version = self.current_version(system, engine);
         let mut acc = Accumulator::default();
-        let families: [(&str, &[&str]); 4] = [
+        let families: [(&str, &[&str]); 5] = [
             ("gemm", &["gemm_perf"]),
             ("attention", &["context_attention_perf", "generation_attention_perf"]),
             ("moe", &["moe_perf"]),
             ("mla", &["context_mla_perf", "generation_mla_perf"]),
+            ("msa", &["msa_context_module_perf", "msa_generation_module_perf"]),
         ];
         for (family, files) in families {
             for dir in versions_from(&root.join(family).join(engine), version.as_deref()) {
@@ -461,6 +462,8 @@ fn ingest(file: &str, engine: &str, c: &Columns, acc: &mut Accumulator) -> Resul
         "moe_perf" => moe(c, acc),
         "context_mla_perf" => mla(c, acc, KernelOp::ContextMla),
         "generation_mla_perf" => mla(c, acc, KernelOp::GenerationMla),
+        "msa_context_module_perf" => msa(c, acc, KernelOp::ContextMsa),
+        "msa_generation_module_perf" => msa(c, acc, KernelOp::GenerationMsa),
         _ => Ok(()),
     }
 }
@@ -571,6 +574,47 @@ fn mla(c: &Columns, acc: &mut Accumulator, op: KernelOp) -> Result<(), String> {
             .iter()
             .map(|&i| {
                 let len = if op == KernelOp::GenerationMla { isl[i] + step.map_or(0, |s| s[i]) } else { isl[i] };
+                Ok((vec![heads[i] as f64, b[i] as f64, len as f64], secs(lat[i], i)?))
+            })
+            .collect::<Result<_, String>>()?;
+        acc.add(TableId::new(op, variant), pts);
+    }
+    Ok(())
+}
+
+/// The model whose attention block the MSA module tables time.
+const MSA_MODEL: &str = "MiniMaxAI/MiniMax-M3";
+
+/// MiniMax Sparse Attention's whole block (MiniMax-M3's): local heads, batch and the prompt
+/// (context: prompts with nothing cached, `step` 0) or KV length (generation: the cached tokens
+/// in `step` and the new one), by KV-cache and projection dtype.
+fn msa(c: &Columns, acc: &mut Accumulator, op: KernelOp) -> Result<(), String> {
+    let (heads, b, isl, lat) = (c.int("num_heads")?, c.int("batch_size")?, c.int("isl")?, c.float("latency")?);
+    let (kv, gemm) = (c.str("kv_cache_dtype")?, c.str("gemm_type")?);
+    let step = c.ints.get("step");
+    let model = c.opt_str("model");
+    let generation = op == KernelOp::GenerationMsa;
+    let keep = |i: usize| {
+        if model.is_some_and(|m| m[i] != MSA_MODEL) || (!generation && step.is_some_and(|s| s[i] != 0)) {
+            return None;
+        }
+        let kv_fp8 = match kv[i].as_str() {
+            "bfloat16" | "float16" => false,
+            "fp8" => true,
+            _ => return None,
+        };
+        let gemm_fp8 = match gemm[i].as_str() {
+            "bfloat16" | "float16" => false,
+            "fp8_block" => true,
+            _ => return None,
+        };
+        Some(TableId::msa(op, kv_fp8, gemm_fp8).variant)
+    };
+    for (variant, rows) in by_kernel_density(c, keep) {
+        let pts = rows
+            .iter()
+            .map(|&i| {
+                let len = if generation { isl[i] + step.map_or(0, |s| s[i]) } else { isl[i] };
                 Ok((vec![heads[i] as f64, b[i] as f64, len as f64], secs(lat[i], i)?))
             })
             .collect::<Result<_, String>>()?;

@@ -19,6 +19,7 @@
 //! | `moe/<dtype>/<distribution>` | moe_tp, moe_ep, hidden, intermediate, top-k, experts, tokens per expert |
 //! | `all_reduce`, `all_gather`, `reduce_scatter`, `all_to_all` (NCCL); `custom_all_reduce` (the engine's) | GPUs, bytes |
 //! | `context_mla/<kv dtype>`, `generation_mla/<kv dtype>` (MLA's core kernel at DeepSeek-V3's dimensions) | q heads (per GPU), batch, prompt tokens or KV length |
+//! | `context_msa_module/<kv dtype>/<gemm dtype>`, `generation_msa_module/…` (MiniMax-M3's whole attention block) | q heads (per GPU), batch, prompt tokens or KV length |
 //!
 //! Latencies are seconds per call of one operator (one layer) on one GPU. MoE tables are keyed
 //! by tokens per expert (tokens entering the MoE group × top-k / experts) rather than tokens:
@@ -58,10 +59,16 @@ pub enum KernelOp {
     /// MLA's core kernel in decode (absorbed form over the latent cache), DeepSeek-V3's
     /// dimensions.
     GenerationMla,
+    /// MiniMax Sparse Attention's whole block in prefill, as measured at MiniMax-M3's
+    /// dimensions: the QKV and index projections, norms, rotary, the indexer, attention over
+    /// the top blocks and o_proj of one layer on one GPU (no TP reduction).
+    ContextMsa,
+    /// The same block in decode.
+    GenerationMsa,
 }
 
 impl KernelOp {
-    pub const ALL: [KernelOp; 11] = [
+    pub const ALL: [KernelOp; 13] = [
         KernelOp::Gemm,
         KernelOp::ContextAttention,
         KernelOp::GenerationAttention,
@@ -73,6 +80,8 @@ impl KernelOp {
         KernelOp::CustomAllReduce,
         KernelOp::ContextMla,
         KernelOp::GenerationMla,
+        KernelOp::ContextMsa,
+        KernelOp::GenerationMsa,
     ];
 
     pub fn name(self) -> &'static str {
@@ -88,6 +97,8 @@ impl KernelOp {
             KernelOp::CustomAllReduce => "custom_all_reduce",
             KernelOp::ContextMla => "context_mla",
             KernelOp::GenerationMla => "generation_mla",
+            KernelOp::ContextMsa => "context_msa_module",
+            KernelOp::GenerationMsa => "generation_msa_module",
         }
     }
 
@@ -101,7 +112,7 @@ impl KernelOp {
             KernelOp::Gemm => 3,
             KernelOp::ContextAttention | KernelOp::GenerationAttention => 5,
             KernelOp::Moe => 7,
-            KernelOp::ContextMla | KernelOp::GenerationMla => 3,
+            KernelOp::ContextMla | KernelOp::GenerationMla | KernelOp::ContextMsa | KernelOp::GenerationMsa => 3,
             _ => 2,
         }
     }
@@ -127,6 +138,12 @@ impl TableId {
     }
     pub fn mla(op: KernelOp, kv_fp8: bool) -> Self {
         TableId::new(op, if kv_fp8 { "fp8" } else { "bfloat16" })
+    }
+    /// MiniMax-M3's attention block measured with a bf16 or FP8 KV cache and bf16 or
+    /// block-FP8 projections.
+    pub fn msa(op: KernelOp, kv_fp8: bool, gemm_fp8: bool) -> Self {
+        let kv = if kv_fp8 { "fp8" } else { "bfloat16" };
+        TableId::new(op, format!("{kv}/{}", if gemm_fp8 { "fp8_block" } else { "bfloat16" }))
     }
     pub fn moe(dtype: MoeDtype, distribution: &str) -> Self {
         TableId::new(KernelOp::Moe, format!("{}/{distribution}", dtype.name()))

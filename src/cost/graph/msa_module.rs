@@ -1,0 +1,163 @@
+//! MiniMax-M3's sparse attention layers priced as one measured block.
+//!
+//! NVIDIA AIConfigurator's database times the whole attention block of a MiniMax-M3 sparse
+//! layer on one GPU (`msa_context_module_perf`, `msa_generation_module_perf`): the QKV and
+//! index projections, the q/k norms and rotary, the KV and index-key writes, the indexer's
+//! scores and top-k, attention over the top blocks and o_proj, at each local head count, batch
+//! and prompt or KV length, with a bf16 or FP8 KV cache and bf16 or block-FP8 projections.
+//! Where such a table exists for the device and engine, the operators the builder laid out for
+//! that block are replaced by one operator, `msa_attention`, looked up there; the TP reduction
+//! after o_proj stays a collective of its own (the tables are one GPU's, TP 1).
+//!
+//! Only the block the tables measured is replaced: MiniMax-M3's widths (hidden 6,144, 64 query
+//! and 4 KV heads of 128, 4 index heads of 128, 16 top blocks of 128 tokens), no output gate, no
+//! decode context parallelism. Anything else keeps its operators.
+//!
+//! The block's roofline, used where a lookup leaves the measured grid, is the part of its work
+//! that grows with the context: the indexer's scores over every cached index key (matrix and
+//! vector units) and reading those keys. A prompt longer than the tables is carried from the
+//! longest measured one by it; a chunk after a cached prefix is looked up at the full-prompt
+//! length with as many indexer pairs (2,048 new tokens after 6,144 cached: a prompt of 5,418).
+//! The measured block grows faster than linearly with the prompt (on H200 under vLLM 0.24,
+//! 0.11, 0.63 and 2.81 ms at 1,024, 4,096 and 16,384 tokens), so the pairs are what a chunk
+//! is matched on; that length also runs the projections for more tokens than the chunk has,
+//! so a chunk is priced high rather than low. It is a lower bound of the block's time, used as
+//! the floor of a decode lookup.
+
+use super::{Builder, TOK};
+use crate::cost::ops::measured::{AttentionRoof, AttentionSide, Lookup, Measured};
+use crate::cost::ops::{add, Op, OpKind};
+use crate::hardware::kernels::{Dense, Grid, KernelOp, TableId};
+use crate::hardware::Dtype;
+use crate::model::BlockSparse;
+use crate::quant::{KvQuant, LinearQuant};
+
+/// MiniMax-M3's attention block, the one the MSA module tables time.
+const MEASURED_BLOCK: (u32, u32, u32, u32) = (6144, 64, 4, 128);
+const MEASURED_SPARSE: BlockSparse = BlockSparse { index_heads: 4, index_head_dim: 128, block_size: 128, top_blocks: 16 };
+
+/// The attention layer as `gqa` laid it out, for the check that it is the measured block.
+pub(super) struct SparseLayer {
+    pub heads: u32,
+    pub kv_heads: u32,
+    pub head_dim: u32,
+    pub value_dim: u32,
+    pub window: Option<u32>,
+    pub gate_out: bool,
+    pub sparse: BlockSparse,
+}
+
+impl SparseLayer {
+    fn is_measured_block(&self, hidden: f64) -> bool {
+        let (h, heads, kv, hd) = MEASURED_BLOCK;
+        hidden == h as f64
+            && (self.heads, self.kv_heads, self.head_dim, self.value_dim) == (heads, kv, hd, hd)
+            && self.window.is_none()
+            && !self.gate_out
+            && self.sparse == MEASURED_SPARSE
+    }
+}
+
+impl Builder<'_> {
+    /// Replace the operators of the sparse layer laid out from `start` (after its input norm,
+    /// through o_proj and its TP reduction) with one `msa_attention` priced from the module
+    /// tables, where they exist and measured this block; the reduction's collectives follow it.
+    pub(super) fn msa_module(&mut self, count: f64, start: usize, layer: &SparseLayer) {
+        if !layer.is_measured_block(self.h) || self.par.dcp > 1 {
+            return;
+        }
+        let Some(t) = self.tables else { return };
+        let gemm_fp8 = match self.attention_q {
+            LinearQuant::Disabled => false,
+            LinearQuant::Fp8 | LinearQuant::Fp8Block => true,
+            _ => return,
+        };
+        let kv_fp8 = match self.opts.quant.kv {
+            KvQuant::Disabled => false,
+            KvQuant::Fp8 => true,
+            KvQuant::Int8 => return,
+        };
+        let (Some(ctx), Some(gen)) =
+            (t.get(&TableId::msa(KernelOp::ContextMsa, kv_fp8, gemm_fp8)), t.get(&TableId::msa(KernelOp::GenerationMsa, kv_fp8, gemm_fp8)))
+        else {
+            return;
+        };
+        // A fused matmul + all-reduce holds o_proj inside the collective's stream: not split.
+        if self.ops[start..].iter().any(|o| matches!(o.kind, OpKind::Overlap { .. })) {
+            return;
+        }
+        let tail = self.ops.split_off(start);
+        let (comm, block): (Vec<Op>, Vec<Op>) = tail.into_iter().partition(is_collective);
+        let roofline = summed_roofline(&block);
+        let hq = layer.heads as f64 / self.tp;
+        let per_index_head = layer.sparse.index_heads as f64 / layer.heads as f64;
+        let (id, kvb) = (layer.sparse.index_head_dim as f64, self.opts.quant.kv.bytes());
+        let (peak, hbm) = (self.peak(Dtype::Bf16), self.datasheet_hbm());
+        // Index heads split over TP as the KV heads are (at least one per rank); per (query,
+        // cached token) pair and local index head, the score on the matrix units and its block
+        // max and top-k on the vector units, as the indexer's own operator prices them.
+        let vec = self.vec_bf16;
+        let roof_at = |heads: f64| AttentionRoof {
+            per_pair: (heads * per_index_head).max(1.0) * (2.0 * id / peak + 2.0 / vec),
+            per_ctx: id * kvb / hbm,
+            per_query: 0.0,
+        };
+        // Coordinates (heads, batch, length).
+        let prefill_roof = |x: &[f64]| {
+            let (b, s) = (x[1], x[2]);
+            roof_at(x[0]).at(b * s * (s + 1.0) / 2.0, b * s, b * s)
+        };
+        let decode_roof = |x: &[f64]| {
+            let (b, len) = (x[1], x[2]);
+            roof_at(x[0]).at(b * len, b * len, b)
+        };
+        let side = |grid: &Grid, roof: &dyn Fn(&[f64]) -> f64| AttentionSide {
+            table: Dense::<2>::slice(grid, &[hq], roof),
+            measured: roof_at(hq),
+            actual: roof_at(hq),
+        };
+        let lookup = Lookup::Attention {
+            prefill: Some(side(ctx, &prefill_roof)),
+            decode: Some(side(gen, &decode_roof)),
+            window: None,
+            clamp_lookup: false,
+            dcp: 1.0,
+        };
+        self.ops.push(Op {
+            name: "msa_attention",
+            count,
+            gate: TOK,
+            fixed_s: 0.0,
+            window: None,
+            kind: OpKind::Measured(Box::new(Measured { roofline, lookup })),
+        });
+        self.ops.extend(comm);
+    }
+}
+
+fn is_collective(op: &Op) -> bool {
+    match &op.kind {
+        OpKind::Collective { .. } => true,
+        OpKind::Measured(m) => matches!(m.roofline, OpKind::Collective { .. }),
+        _ => false,
+    }
+}
+
+/// The block's roofline for the breakdown's proportions: the sum of its operators' roofline
+/// coefficients (each operator's own, or the one its measured table replaced).
+fn summed_roofline(ops: &[Op]) -> OpKind {
+    let zero = [0.0; crate::cost::ops::f::N];
+    let (mut mma, mut gp, mut mem) = (zero, zero, zero);
+    for op in ops {
+        let kind = match &op.kind {
+            OpKind::Measured(m) => &m.roofline,
+            k => k,
+        };
+        if let OpKind::Roofline { mma: a, gp: b, mem: c } = kind {
+            mma = add(&mma, a);
+            gp = add(&gp, b);
+            mem = add(&mem, c);
+        }
+    }
+    OpKind::Roofline { mma, gp, mem }
+}
