@@ -358,9 +358,9 @@ fn a_modelopt_checkpoint_directory_is_priced_as_its_hf_quant_config_says() {
 /// `price MiniMaxAI/MiniMax-M3` at TP 8 / EP 8 on the fixture device and database, whose MSA
 /// module tables (tests/fixtures/kernels/db/tiny_gpu/msa) hold MiniMax-M3's attention block at
 /// 8 local heads: decode at batch 16 and 32 × KV 4,096 and 8,192 (40, 50, 60, 80 µs), prefill of
-/// one prompt of 1,024 and 4,096 tokens (100 and 400 µs). A row of another model (16 × 6,144,
-/// 9 ms) and a context row with a cached prefix (2,048 tokens after 128, 7 ms) are in the files
-/// too and must not be read.
+/// one prompt of 1,024, 2,048 and 4,096 tokens (100, 150 and 400 µs). A row of another model
+/// (16 × 6,144, 9 ms) and a context row with a cached prefix (3,072 tokens after 128, 7 ms) are
+/// in the files too and must not be read.
 fn minimax_m3(extra: &[&str]) -> Value {
     let (device, db) = (fixture("device.yaml"), fixture("db"));
     let mut args = vec!["price", "MiniMaxAI/MiniMax-M3", "--device", "TINY_GPU", "--device-file", &device, "--tp", "8", "--ep", "8"];
@@ -374,7 +374,7 @@ fn minimax_m3(extra: &[&str]) -> Value {
 fn minimax_m3_sparse_layers_are_priced_as_the_measured_attention_block() {
     // 57 sparse layers, each one `msa_attention` call in place of its projections, indexer,
     // attention and o_proj. Mutations (tried): read the other model's row (24 × 6,144 then
-    // blends its 9 ms), the prefix row (2,048 then reads 7 ms), or key a decode by its cached
+    // blends its 9 ms), the prefix row (3,072 then reads 7 ms), or key a decode by its cached
     // tokens instead of cached + 1 (32 × 8,192 leaves the grid): each fails an assertion here.
     let v = minimax_m3(&["--decode", "32x8192"]);
     let m = op(&v, "msa_attention");
@@ -394,11 +394,25 @@ fn minimax_m3_sparse_layers_are_priced_as_the_measured_attention_block() {
     // Halfway between the lengths at batch 16, where only the other model was measured.
     let m = op(&minimax_m3(&["--decode", "16x6144"]), "msa_attention").clone();
     assert!(close(m["ms"].as_f64().unwrap(), 57.0 * 0.045), "{m}");
-    // A prompt of 4,096 is the step-0 row (400 µs), 2,048 a third of the way from 1,024.
+    // A prompt of 4,096 is the step-0 row (400 µs), 3,072 halfway from 2,048 (150 µs).
     let m = op(&minimax_m3(&["--prefill", "1x4096"]), "msa_attention").clone();
     assert!(close(m["ms"].as_f64().unwrap(), 57.0 * 0.400), "{m}");
-    let m = op(&minimax_m3(&["--prefill", "1x2048"]), "msa_attention").clone();
-    assert!(close(m["ms"].as_f64().unwrap(), 57.0 * 0.200), "{m}");
+    let m = op(&minimax_m3(&["--prefill", "1x3072"]), "msa_attention").clone();
+    assert!(close(m["ms"].as_f64().unwrap(), 57.0 * 0.275), "{m}");
+}
+
+#[test]
+fn a_chunk_after_a_cached_prefix_costs_what_it_adds_to_the_prompt() {
+    // 2,048 new tokens after 2,048 cached: the 4,096-token prompt's 400 µs less the 2,048-token
+    // one's 150 µs, more than a 2,048-token prompt alone (150 µs) and less than 2,048 separate
+    // decodes at 4,096. Mutation (tried): look the chunk up at its own length: 150 µs.
+    let m = op(&minimax_m3(&["--prefill", "1x2048@2048"]), "msa_attention").clone();
+    assert!(close(m["ms"].as_f64().unwrap(), 57.0 * 0.250), "{m}");
+    assert_eq!(m["source"], "extrapolated");
+    // A step with a prompt and decodes pays the block's per-call cost once: less than the two
+    // apart, at least the larger. Mutation (tried): add the two sides whole.
+    let mixed = op(&minimax_m3(&["--prefill", "1x4096", "--decode", "32x8192"]), "msa_attention")["ms"].as_f64().unwrap();
+    assert!((57.0 * 0.400..57.0 * (0.400 + 0.080) - 1e-9).contains(&mixed), "{mixed}");
 }
 
 #[test]

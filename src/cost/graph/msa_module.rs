@@ -13,16 +13,20 @@
 //! and 4 KV heads of 128, 4 index heads of 128, 16 top blocks of 128 tokens), no output gate, no
 //! decode context parallelism. Anything else keeps its operators.
 //!
-//! The block's roofline, used where a lookup leaves the measured grid, is the part of its work
-//! that grows with the context: the indexer's scores over every cached index key (matrix and
-//! vector units) and reading those keys. A prompt longer than the tables is carried from the
-//! longest measured one by it; a chunk after a cached prefix is looked up at the full-prompt
-//! length with as many indexer pairs (2,048 new tokens after 6,144 cached: a prompt of 5,418).
-//! The measured block grows faster than linearly with the prompt (on H200 under vLLM 0.24,
-//! 0.11, 0.63 and 2.81 ms at 1,024, 4,096 and 16,384 tokens), so the pairs are what a chunk
-//! is matched on; that length also runs the projections for more tokens than the chunk has,
-//! so a chunk is priced high rather than low. It is a lower bound of the block's time, used as
-//! the floor of a decode lookup.
+//! How a step is looked up (`cost::ops::measured`, `Lookup::Block`): prompts with nothing
+//! cached and decode sequences are the tables' own shapes; a chunk after a cached prefix is
+//! what the context table says extending the prompt by the chunk adds (2,048 new tokens after
+//! 2,048 cached: the 4,096-token prompt's time less the 2,048-token one's), between the time of
+//! a prompt as long as the chunk and that of its tokens as separate decodes; a step with
+//! prefills and decodes pays the block's per-call cost (one sequence at the shortest KV in the
+//! generation table) once.
+//!
+//! The block's roofline, which carries a shape beyond the measured grid (a prompt longer than
+//! the tables), is the projections' matrix work per token, the indexer's scores over every
+//! cached index key and reading those keys: at the longest measured prompts the block grows
+//! about linearly (on H200 under vLLM 0.24, 2.08 times from 16,384 to 32,768 tokens), as the
+//! projections do. It is a lower bound of the block's time, used as the floor of a decode
+//! lookup.
 
 use super::{Builder, TOK};
 use crate::cost::ops::measured::{AttentionRoof, AttentionSide, Lookup, Measured};
@@ -67,9 +71,10 @@ impl Builder<'_> {
             return;
         }
         let Some(t) = self.tables else { return };
-        let gemm_fp8 = match self.attention_q {
-            LinearQuant::Disabled => false,
-            LinearQuant::Fp8 | LinearQuant::Fp8Block => true,
+        let gemm = match self.attention_q {
+            LinearQuant::Disabled => "bfloat16",
+            LinearQuant::Fp8 | LinearQuant::Fp8Block => "fp8_block",
+            LinearQuant::Nvfp4 => "nvfp4",
             _ => return,
         };
         let kv_fp8 = match self.opts.quant.kv {
@@ -78,7 +83,7 @@ impl Builder<'_> {
             KvQuant::Int8 => return,
         };
         let (Some(ctx), Some(gen)) =
-            (t.get(&TableId::msa(KernelOp::ContextMsa, kv_fp8, gemm_fp8)), t.get(&TableId::msa(KernelOp::GenerationMsa, kv_fp8, gemm_fp8)))
+            (t.get(&TableId::msa(KernelOp::ContextMsa, kv_fp8, gemm)), t.get(&TableId::msa(KernelOp::GenerationMsa, kv_fp8, gemm)))
         else {
             return;
         };
@@ -96,11 +101,19 @@ impl Builder<'_> {
         // Index heads split over TP as the KV heads are (at least one per rank); per (query,
         // cached token) pair and local index head, the score on the matrix units and its block
         // max and top-k on the vector units, as the indexer's own operator prices them.
+        // Per query token, the projections' matrix work (QKV, index query and key, o_proj,
+        // at this rank's widths), so that the roofline grows with the prompt as the measured
+        // block does at its longest prompts (2.08 times from 16,384 to 32,768 tokens on H200).
         let vec = self.vec_bf16;
+        let proj = |heads: f64| {
+            let kv = (heads * layer.kv_heads as f64 / layer.heads as f64).max(1.0);
+            let hd = layer.head_dim as f64;
+            2.0 * self.h * (2.0 * heads * hd + 2.0 * kv * hd + ((heads * per_index_head).max(1.0) + 1.0) * id) / peak
+        };
         let roof_at = |heads: f64| AttentionRoof {
             per_pair: (heads * per_index_head).max(1.0) * (2.0 * id / peak + 2.0 / vec),
             per_ctx: id * kvb / hbm,
-            per_query: 0.0,
+            per_query: proj(heads),
         };
         // Coordinates (heads, batch, length).
         let prefill_roof = |x: &[f64]| {
@@ -116,13 +129,11 @@ impl Builder<'_> {
             measured: roof_at(hq),
             actual: roof_at(hq),
         };
-        let lookup = Lookup::Attention {
-            prefill: Some(side(ctx, &prefill_roof)),
-            decode: Some(side(gen, &decode_roof)),
-            window: None,
-            clamp_lookup: false,
-            dcp: 1.0,
-        };
+        let (prefill, decode) = (side(ctx, &prefill_roof), side(gen, &decode_roof));
+        // One sequence at the shortest measured KV length (AIConfigurator's step 1: 2 tokens):
+        // the block's launches and weight reads with next to no work of its own.
+        let once = decode.table.at([1.0, 2.0], |y| roof_at(hq).at(y[0] * y[1], y[0] * y[1], y[0])).seconds;
+        let lookup = Lookup::Block { prefill, decode, once };
         self.ops.push(Op {
             name: "msa_attention",
             count,

@@ -17,6 +17,8 @@
 //!   chunks on the context table at the full-prompt length that does the same roofline work (a
 //!   cached prefix, uneven chunks), carried by the roofline ratio to another kernel's widths
 //!   than the table's (MLA).
+//! - a measured attention block (`Block`: MiniMax-M3's sparse layer whole) on its own context
+//!   and generation tables, a chunk after a cached prefix as what it adds to the prompt.
 
 use super::{dot, f, Coef, Features, OpKind};
 use crate::hardware::kernels::{Dense, Priced, Source};
@@ -87,6 +89,15 @@ pub enum Lookup {
         /// Decode attention split over decode-context-parallel ranks.
         dcp: f64,
     },
+    /// A whole measured attention block (MiniMax-M3's sparse layer: projections, indexer,
+    /// attention, o_proj) on its context and generation tables; see [`block`].
+    Block {
+        prefill: AttentionSide,
+        decode: AttentionSide,
+        /// What one call of the block costs whatever its shape (launches and the projections'
+        /// weight reads), paid once by a step that has both prefill and decode work.
+        once: f64,
+    },
 }
 
 /// One phase of an attention kernel: its table sliced over (sequences, length), the roofline
@@ -124,6 +135,7 @@ impl Measured {
                 }
                 out
             }
+            Lookup::Block { prefill, decode, once } => block(x, prefill, decode, *once),
         }
     }
 
@@ -131,7 +143,7 @@ impl Measured {
     pub fn reads(&self) -> u16 {
         match &self.lookup {
             Lookup::Count { coef, .. } => super::nonzero_mask(coef),
-            Lookup::Attention { .. } => {
+            Lookup::Attention { .. } | Lookup::Block { .. } => {
                 [f::P_SEQS, f::P_TOKENS, f::P_CTX, f::P_PAIRS, f::P_QSQ, f::D_SEQS, f::D_TOKENS, f::D_CTX, f::D_PAIRS]
                     .iter()
                     .fold(0, |m, i| m | 1 << i)
@@ -250,6 +262,43 @@ fn generation(x: &Features, side: &AttentionSide, window: Option<f64>, clamp_loo
     }
     p.seconds = p.seconds.max(actual);
     p
+}
+
+/// A measured attention block. Prompts with nothing cached are the context table's own shape.
+/// A chunk of q new tokens after c − q cached ones is priced as what the table says extending a
+/// prompt from c − q to c tokens adds (the same tokens and pairs), at least the table's time for
+/// a q-token prompt and at most what its q tokens cost as q one-token decodes at context c (a
+/// chunk reads one shared context, separate decodes read one each). Decode sequences are the
+/// generation table's, as attention's are. A step with both pays the block's per-call cost
+/// once.
+fn block(x: &Features, prefill: &AttentionSide, decode: &AttentionSide, once: f64) -> Priced {
+    let p = (x[f::P_SEQS] > 0.0).then(|| block_prefill(x, prefill, decode));
+    let d = (x[f::D_SEQS] > 0.0).then(|| generation(x, decode, None, false, 1.0));
+    match (p, d) {
+        (Some(p), Some(d)) => {
+            let seconds = (p.seconds + d.seconds - once).max(p.seconds.max(d.seconds));
+            Priced { seconds, source: p.source.worst(d.source) }
+        }
+        (Some(one), None) | (None, Some(one)) => one,
+        (None, None) => Priced { seconds: 0.0, source: Source::Silicon },
+    }
+}
+
+fn block_prefill(x: &Features, side: &AttentionSide, decode: &AttentionSide) -> Priced {
+    let (b, tokens) = (x[f::P_SEQS], x[f::P_TOKENS]);
+    let (q, c) = (tokens / b, x[f::P_CTX] / b);
+    let r = &side.measured;
+    let prompt = |s: f64| side.table.at([b, s], |y| r.at(y[0] * y[1] * (y[1] + 1.0) / 2.0, y[0] * y[1], y[0] * y[1]));
+    let own = prompt(q);
+    if c - q < 0.5 {
+        return own;
+    }
+    let (whole, cached) = (prompt(c), prompt(c - q));
+    let rd = &decode.measured;
+    let as_decodes = decode.table.at([tokens, c], |y| rd.at(y[0] * y[1], y[0] * y[1], y[0]));
+    let seconds = own.seconds.max(whole.seconds - cached.seconds).min(as_decodes.seconds.max(0.0));
+    let source = own.source.worst(whole.source).worst(cached.source).worst(Source::Extrapolated);
+    Priced { seconds, source }
 }
 
 #[cfg(test)]

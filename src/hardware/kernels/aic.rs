@@ -603,12 +603,12 @@ fn msa(c: &Columns, acc: &mut Accumulator, op: KernelOp) -> Result<(), String> {
             "fp8" => true,
             _ => return None,
         };
-        let gemm_fp8 = match gemm[i].as_str() {
-            "bfloat16" | "float16" => false,
-            "fp8_block" => true,
+        let dtype = match gemm[i].as_str() {
+            "bfloat16" | "float16" => "bfloat16",
+            d @ ("fp8_block" | "nvfp4") => d,
             _ => return None,
         };
-        Some(TableId::msa(op, kv_fp8, gemm_fp8).variant)
+        Some(TableId::msa(op, kv_fp8, dtype).variant)
     };
     for (variant, rows) in by_kernel_density(c, keep) {
         let pts = rows

@@ -139,11 +139,10 @@ impl TableId {
     pub fn mla(op: KernelOp, kv_fp8: bool) -> Self {
         TableId::new(op, if kv_fp8 { "fp8" } else { "bfloat16" })
     }
-    /// MiniMax-M3's attention block measured with a bf16 or FP8 KV cache and bf16 or
-    /// block-FP8 projections.
-    pub fn msa(op: KernelOp, kv_fp8: bool, gemm_fp8: bool) -> Self {
-        let kv = if kv_fp8 { "fp8" } else { "bfloat16" };
-        TableId::new(op, format!("{kv}/{}", if gemm_fp8 { "fp8_block" } else { "bfloat16" }))
+    /// MiniMax-M3's attention block measured with a bf16 or FP8 KV cache and projections of
+    /// `gemm` (`bfloat16`, `fp8_block` or `nvfp4`, the database's names).
+    pub fn msa(op: KernelOp, kv_fp8: bool, gemm: &str) -> Self {
+        TableId::new(op, format!("{}/{gemm}", if kv_fp8 { "fp8" } else { "bfloat16" }))
     }
     pub fn moe(dtype: MoeDtype, distribution: &str) -> Self {
         TableId::new(KernelOp::Moe, format!("{}/{distribution}", dtype.name()))
