@@ -347,7 +347,11 @@ def gemm_table(run):
     nk = SMOKE["gemm_nk"] if run.smoke else [(n, k) for n in GEMM_WIDTHS for k in GEMM_WIDTHS]
     cases = [dict(gemm_dtype=d, m=m, n=n, k=k) for n, k in nk for d in flavours
              for m in (SMOKE["gemm_m"] if run.smoke else GEMM_M)
-             if d == "bfloat16" or (n % 128 == 0 and k % 128 == 0)]
+             if d == "bfloat16" or (n % 128 == 0 and k % 128 == 0)
+             # cuBLAS's block-scaled path wants the activation scales' outer stride (m floats)
+             # 16-byte aligned and torch wants it exactly m: on an H200 (torch 2.11, CUDA 13)
+             # every m not a multiple of 4 failed; the reader carries m = 4's utilisation down
+             if d != "fp8_block" or m % 4 == 0]
     slot = {}
 
     def build(c):
