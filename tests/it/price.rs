@@ -425,3 +425,30 @@ fn a_sparse_layer_the_module_tables_did_not_measure_keeps_its_operators() {
     assert!(!names.contains(&"msa_attention") && names.contains(&"msa_indexer") && names.contains(&"sparse_attention"), "{names:?}");
     assert_eq!(op(&v, "qkv_proj")["count"].as_f64(), Some(60.0));
 }
+
+#[test]
+fn a_sparse_layer_that_differs_from_the_measured_block_keeps_its_operators() {
+    // MiniMax-M3's config read from a file is the measured block; the same widths without the
+    // per-head q/k norms are not what the tables timed, so each layer keeps its nine operators.
+    // Mutation (tried): drop the q/k-norm check from `is_measured_block` and `msa_attention`
+    // replaces the norm-less layer too.
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hf-configs/MiniMaxAI--MiniMax-M3.json");
+    let text = std::fs::read_to_string(src).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let names_of = |config: &str| {
+        let path = dir.path().join("config.json");
+        std::fs::write(&path, config).unwrap();
+        let (device, db) = (fixture("device.yaml"), fixture("db"));
+        let p = path.display().to_string();
+        let mut args = vec!["price", &p, "--device", "TINY_GPU", "--device-file", &device, "--tp", "8", "--ep", "8"];
+        args.extend(["--serving-engine", "vllm", "--performance-model", "profiling", "--profiling-database-path", &db]);
+        args.extend(["--output", "json", "--decode", "32x8192"]);
+        let out = cmd().args(&args).assert().success().get_output().stdout.clone();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        v["operators"].as_array().unwrap().iter().map(|o| o["name"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+    };
+    assert!(names_of(&text).contains(&"msa_attention".to_string()));
+    assert!(text.contains("\"use_qk_norm\": true"));
+    let names = names_of(&text.replace("\"use_qk_norm\": true", "\"use_qk_norm\": false"));
+    assert!(!names.contains(&"msa_attention".to_string()) && names.contains(&"sparse_attention".to_string()), "{names:?}");
+}

@@ -132,7 +132,19 @@ impl Builder<'_> {
         self.track_width(hq * (2.0 * hd + vd) + kv_width);
         if let Some(sparse) = sparse {
             let (head_dim, value_dim) = (hd as u32, vd as u32);
-            let layer = SparseLayer { heads, kv_heads, head_dim, value_dim, window, gate_out, sparse };
+            let layer = SparseLayer {
+                heads,
+                kv_heads,
+                head_dim,
+                value_dim,
+                window,
+                gate_out,
+                sparse,
+                qk_norm,
+                bias,
+                rotary_fraction: rot,
+                value_is_key,
+            };
             self.msa_module(count, block_start, &layer);
         }
     }

@@ -10,8 +10,12 @@
 //! after o_proj stays a collective of its own (the tables are one GPU's, TP 1).
 //!
 //! Only the block the tables measured is replaced: MiniMax-M3's widths (hidden 6,144, 64 query
-//! and 4 KV heads of 128, 4 index heads of 128, 16 top blocks of 128 tokens), no output gate, no
-//! decode context parallelism. Anything else keeps its operators.
+//! and 4 KV heads of 128, 4 index heads of 128, 16 top blocks of 128 tokens), per-head q/k
+//! norms, rotary over half of each head, no projection bias, no output gate, a value projection
+//! of its own, no decode context parallelism. Anything else keeps its operators, and so does a
+//! layer whose o_proj runs fused with its TP all-reduce (the compile pass `matmul_allreduce`):
+//! the fused operator holds o_proj inside the collective's stream, and the measured block,
+//! o_proj included, cannot be split from it.
 //!
 //! How a step is looked up (`cost::ops::measured`, `Lookup::Block`): prompts with nothing
 //! cached and decode sequences are the tables' own shapes; a chunk after a cached prefix is
@@ -38,6 +42,7 @@ use crate::quant::{KvQuant, LinearQuant};
 
 /// MiniMax-M3's attention block, the one the MSA module tables time.
 const MEASURED_BLOCK: (u32, u32, u32, u32) = (6144, 64, 4, 128);
+const MEASURED_ROTARY_FRACTION: f64 = 0.5;
 const MEASURED_SPARSE: BlockSparse = BlockSparse { index_heads: 4, index_head_dim: 128, block_size: 128, top_blocks: 16 };
 
 /// The attention layer as `gqa` laid it out, for the check that it is the measured block.
@@ -49,6 +54,10 @@ pub(super) struct SparseLayer {
     pub window: Option<u32>,
     pub gate_out: bool,
     pub sparse: BlockSparse,
+    pub qk_norm: bool,
+    pub bias: bool,
+    pub rotary_fraction: f64,
+    pub value_is_key: bool,
 }
 
 impl SparseLayer {
@@ -59,6 +68,12 @@ impl SparseLayer {
             && self.window.is_none()
             && !self.gate_out
             && self.sparse == MEASURED_SPARSE
+            // per-head q/k norms, no projection bias, rotary over half of each head, a value
+            // projection of its own: what the measured block ran
+            && self.qk_norm
+            && !self.bias
+            && self.rotary_fraction == MEASURED_ROTARY_FRACTION
+            && !self.value_is_key
     }
 }
 
