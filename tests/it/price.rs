@@ -429,9 +429,10 @@ fn a_sparse_layer_the_module_tables_did_not_measure_keeps_its_operators() {
 #[test]
 fn a_sparse_layer_that_differs_from_the_measured_block_keeps_its_operators() {
     // MiniMax-M3's config read from a file is the measured block; the same widths without the
-    // per-head q/k norms are not what the tables timed, so each layer keeps its nine operators.
-    // Mutation (tried): drop the q/k-norm check from `is_measured_block` and `msa_attention`
-    // replaces the norm-less layer too.
+    // q/k norms, with rotary over a quarter of each head, or with a projection bias are not what
+    // the tables timed, so each layer keeps its nine operators. Mutations (tried, each): drop
+    // the q/k-norm, the rotary or the bias check from `is_measured_block` and `msa_attention`
+    // replaces that variant's layers too.
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hf-configs/MiniMaxAI--MiniMax-M3.json");
     let text = std::fs::read_to_string(src).unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -448,7 +449,15 @@ fn a_sparse_layer_that_differs_from_the_measured_block_keeps_its_operators() {
         v["operators"].as_array().unwrap().iter().map(|o| o["name"].as_str().unwrap().to_string()).collect::<Vec<_>>()
     };
     assert!(names_of(&text).contains(&"msa_attention".to_string()));
-    assert!(text.contains("\"use_qk_norm\": true"));
-    let names = names_of(&text.replace("\"use_qk_norm\": true", "\"use_qk_norm\": false"));
-    assert!(!names.contains(&"msa_attention".to_string()) && names.contains(&"sparse_attention".to_string()), "{names:?}");
+    let variants = [
+        ("\"use_qk_norm\": true", "\"use_qk_norm\": false"),
+        ("\"rotary_dim\": 64", "\"rotary_dim\": 32"),
+        ("\"use_qk_norm\": true", "\"use_qk_norm\": true, \"attention_bias\": true"),
+    ];
+    for (from, to) in variants {
+        assert!(text.contains(from), "{from}");
+        let names = names_of(&text.replace(from, to));
+        let kept = !names.contains(&"msa_attention".to_string()) && names.contains(&"sparse_attention".to_string());
+        assert!(kept, "{to}: {names:?}");
+    }
 }

@@ -141,7 +141,7 @@ fn block_fp8_gemms(batch: u32) -> Vec<(String, f64, String)> {
 #[test]
 fn the_h200_torch_tables_price_block_scaled_fp8_from_their_rows() {
     // The H200's table holds block-scaled FP8 rows for m = 4, 8, 12 … (cuBLAS refused the other
-    // m): o_proj of Qwen3-32B at TP 1 is m × 5,120 × 8,192, measured at m = 4 in 0.038672 ms
+    // m): o_proj of Qwen3-32B at TP 1 is m × 8,192 × 5,120 (M × K × N), measured at m = 4 in 0.038672 ms
     // (gemm_perf.parquet). One sequence carries that row's utilisation down: the same weights
     // read, so within 1 % of it. Mutation (tried): the reader skips torch's fp8_block rows as it
     // skips vLLM's eager ones (EAGER_GEMMS): o_proj at m = 4 comes out "extrapolated".
