@@ -502,11 +502,7 @@ fn attention(c: &Columns, acc: &mut Accumulator, op: KernelOp) -> Result<(), Str
         if attn_dtype.is_some_and(|a| a[i] != "bfloat16") {
             return None;
         }
-        let fp8 = match kv_dtype[i].as_str() {
-            "bfloat16" | "float16" => false,
-            "fp8" => true,
-            _ => return None,
-        };
+        let fp8 = kv_fp8(&kv_dtype[i])?;
         Some(TableId::attention(op, fp8, window.map_or(0, |w| w[i]).max(0) as u64).variant)
     };
     for (variant, rows) in by_kernel_density(c, keep) {
@@ -561,25 +557,34 @@ fn moe(c: &Columns, acc: &mut Accumulator) -> Result<(), String> {
 /// MLA's core kernel: local heads, batch and the prompt (context) or KV length (generation:
 /// the cached tokens in `step` and the new one).
 fn mla(c: &Columns, acc: &mut Accumulator, op: KernelOp) -> Result<(), String> {
-    let (heads, b, isl, lat) = (c.int("num_heads")?, c.int("batch_size")?, c.int("isl")?, c.float("latency")?);
     let kv = c.str("kv_cache_dtype")?;
-    let step = c.ints.get("step");
-    let keep = |i: usize| match kv[i].as_str() {
-        "bfloat16" | "float16" => Some(TableId::mla(op, false).variant),
-        "fp8" => Some(TableId::mla(op, true).variant),
-        _ => None,
-    };
+    let keep = |i: usize| Some(TableId::mla(op, kv_fp8(&kv[i])?).variant);
     for (variant, rows) in by_kernel_density(c, keep) {
-        let pts = rows
-            .iter()
-            .map(|&i| {
-                let len = if op == KernelOp::GenerationMla { isl[i] + step.map_or(0, |s| s[i]) } else { isl[i] };
-                Ok((vec![heads[i] as f64, b[i] as f64, len as f64], secs(lat[i], i)?))
-            })
-            .collect::<Result<_, String>>()?;
-        acc.add(TableId::new(op, variant), pts);
+        acc.add(TableId::new(op, variant), heads_batch_length(c, &rows, op == KernelOp::GenerationMla)?);
     }
     Ok(())
+}
+
+/// A table's KV-cache dtype: FP8 or not; `None` for one no table here keys (INT8, FP4).
+fn kv_fp8(dtype: &str) -> Option<bool> {
+    match dtype {
+        "bfloat16" | "float16" => Some(false),
+        "fp8" => Some(true),
+        _ => None,
+    }
+}
+
+/// The MLA and MSA tables' points (local heads, batch, length) of `rows`: the prompt's tokens in
+/// context, the cached tokens (`step`) and the new one in generation.
+fn heads_batch_length(c: &Columns, rows: &[usize], generation: bool) -> Result<Vec<(Vec<f64>, f64)>, String> {
+    let (heads, b, isl, lat) = (c.int("num_heads")?, c.int("batch_size")?, c.int("isl")?, c.float("latency")?);
+    let step = c.ints.get("step");
+    rows.iter()
+        .map(|&i| {
+            let len = if generation { isl[i] + step.map_or(0, |s| s[i]) } else { isl[i] };
+            Ok((vec![heads[i] as f64, b[i] as f64, len as f64], secs(lat[i], i)?))
+        })
+        .collect()
 }
 
 /// The model whose attention block the MSA module tables time.
@@ -589,7 +594,6 @@ const MSA_MODEL: &str = "MiniMaxAI/MiniMax-M3";
 /// (context: prompts with nothing cached, `step` 0) or KV length (generation: the cached tokens
 /// in `step` and the new one), by KV-cache and projection dtype.
 fn msa(c: &Columns, acc: &mut Accumulator, op: KernelOp) -> Result<(), String> {
-    let (heads, b, isl, lat) = (c.int("num_heads")?, c.int("batch_size")?, c.int("isl")?, c.float("latency")?);
     let (kv, gemm) = (c.str("kv_cache_dtype")?, c.str("gemm_type")?);
     let step = c.ints.get("step");
     let model = c.opt_str("model");
@@ -598,27 +602,15 @@ fn msa(c: &Columns, acc: &mut Accumulator, op: KernelOp) -> Result<(), String> {
         if model.is_some_and(|m| m[i] != MSA_MODEL) || (!generation && step.is_some_and(|s| s[i] != 0)) {
             return None;
         }
-        let kv_fp8 = match kv[i].as_str() {
-            "bfloat16" | "float16" => false,
-            "fp8" => true,
-            _ => return None,
-        };
         let dtype = match gemm[i].as_str() {
             "bfloat16" | "float16" => "bfloat16",
             d @ ("fp8_block" | "nvfp4") => d,
             _ => return None,
         };
-        Some(TableId::msa(op, kv_fp8, dtype).variant)
+        Some(TableId::msa(op, kv_fp8(&kv[i])?, dtype).variant)
     };
     for (variant, rows) in by_kernel_density(c, keep) {
-        let pts = rows
-            .iter()
-            .map(|&i| {
-                let len = if generation { isl[i] + step.map_or(0, |s| s[i]) } else { isl[i] };
-                Ok((vec![heads[i] as f64, b[i] as f64, len as f64], secs(lat[i], i)?))
-            })
-            .collect::<Result<_, String>>()?;
-        acc.add(TableId::new(op, variant), pts);
+        acc.add(TableId::new(op, variant), heads_batch_length(c, &rows, generation)?);
     }
     Ok(())
 }
