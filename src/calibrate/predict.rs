@@ -108,7 +108,7 @@ impl Predictor {
     /// The share of its GPUs' time a run's measured request rate needs to prefill its prompts
     /// alone: requests per second ([`MeasuredRun::requests_per_s`]) × the device time of a
     /// prompt in a step that batches prompts up to the engine's token budget, priced as `price`
-    /// prices it (measured kernels where the engine and device have them), over the
+    /// prices it at burst clocks (measured kernels where the engine and device have them), over the
     /// attention-DP replicas. A lower bound
     /// on what the run used: no decode work, no host time. `None` when the run cannot be
     /// planned.
@@ -120,7 +120,8 @@ impl Predictor {
             decodes: Vec::new(),
             prefills: vec![crate::outcome::price::PrefillSpec { prompts, tokens: run.isl, cached: 0 }],
         };
-        let priced = crate::search::price::price(&plan, run.target.parallel, &step);
+        // At burst clocks: a lower bound stays one under a power limit.
+        let priced = crate::search::price::price(&plan, run.target.parallel, &step, false);
         let s_per_prompt = priced.device_ms * 1e-3 / prompts as f64;
         let share = run.requests_per_s() * s_per_prompt / run.target.parallel.dp.max(1) as f64;
         share.is_finite().then_some(share)
@@ -211,6 +212,12 @@ impl StepCostModel for Recorder<'_> {
 
     fn step_seconds(&self, shape: &BatchShape) -> f64 {
         self.step_parts(shape).serial()
+    }
+
+    // Mutation: leave this out and the fit simulates every run at burst clocks, while `calibrate`
+    // without `--fit` does not (the fit's "after" table then differs from a plain run's).
+    fn power_limit(&self) -> Option<crate::hardware::PowerLimit> {
+        self.inner.power_limit()
     }
 
     fn step_parts(&self, shape: &BatchShape) -> StepParts {

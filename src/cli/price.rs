@@ -73,6 +73,11 @@ pub struct PriceArgs {
     /// A kernel database directory (NVIDIA AIConfigurator's layout, or scripts/profile_kernels.py's).
     #[arg(long, visible_alias = "profiling-database", value_name = "DIR")]
     pub profiling_database_path: Option<PathBuf>,
+    /// `sustained`: the step repeated back to back, at the clocks a power-limited device
+    /// (H100, H200: measured) holds under that load; `burst`: after idle, at full clocks, as
+    /// the kernel tables were timed. [default: sustained]
+    #[arg(long, value_name = "CLOCKS")]
+    pub clocks: Option<String>,
     /// text or json. [default: text]
     #[arg(long, value_name = "FORMAT")]
     pub output: Option<String>,
@@ -216,6 +221,11 @@ pub fn run(args: &PriceArgs) -> Result<PriceOutput, PlanError> {
         Some("json") => true,
         Some(o) => return Err(PlanError::invalid("--output", o, "not one of text, json")),
     };
+    let sustained = match args.clocks.as_deref().map(str::to_lowercase).as_deref() {
+        None | Some("sustained") => true,
+        Some("burst") => false,
+        Some(c) => return Err(PlanError::invalid("--clocks", c, "not one of sustained, burst")),
+    };
     let (tp, ep, dp) = (layout_value("--tp", args.tp)?, layout_value("--ep", args.ep)?, layout_value("--dp", args.dp)?);
     let step = step_spec(args)?;
     let raw = RawArgs::try_parse_from(plan_argv(args, tp * dp)).map_err(|e| PlanError::Args(e.to_string()))?;
@@ -228,7 +238,7 @@ pub fn run(args: &PriceArgs) -> Result<PriceOutput, PlanError> {
         plan.quant = crate::quant::QuantConfig { kv, mxfp4_group_size: plan.quant.mxfp4_group_size, ..checkpoint };
     }
     let par = layout(&plan, tp, ep, dp, args)?;
-    let priced = crate::search::price::price(&plan, par, &step);
+    let priced = crate::search::price::price(&plan, par, &step, sustained);
     let text = if json { crate::report::price::json(&priced).map_err(PlanError::from)? } else { crate::report::price::text(&priced) };
     Ok(PriceOutput { text, warnings: plan.warnings })
 }

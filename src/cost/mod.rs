@@ -19,7 +19,7 @@ pub use crate::hardware::kernels::KernelRef;
 pub use memory::MemoryModel;
 pub use ops::{Breakdown, Features, OpTime};
 
-use crate::hardware::DeviceProfile;
+use crate::hardware::{DeviceProfile, PowerLimit};
 use crate::model::ModelArch;
 use crate::quant::QuantConfig;
 use ops::f;
@@ -238,6 +238,11 @@ pub struct StepParts {
     pub device_s: f64,
     pub host_s: f64,
     pub gap_s: f64,
+    /// Seconds the step's matrix work takes at the device's effective matrix rate (every
+    /// operator's roofline matrix time, [`ops::Op::matrix_seconds`]): over `device_s`, the
+    /// tensor-core load that decides how far a power-limited device's clocks fall
+    /// ([`PowerLimit`]). Only filled where the device has a power limit: 0 otherwise.
+    pub matrix_s: f64,
 }
 
 impl StepParts {
@@ -273,6 +278,11 @@ pub trait StepCostModel: Send + Sync {
     fn step_parts(&self, shape: &BatchShape) -> StepParts {
         StepParts { device_s: self.step_seconds(shape), ..StepParts::default() }
     }
+    /// The device's power limit, where its sustained clocks were measured: a simulation slows
+    /// its steps by the recent load (`None`: every step at the burst rate).
+    fn power_limit(&self) -> Option<PowerLimit> {
+        None
+    }
 }
 
 /// The per-operator roofline model of one candidate on one device.
@@ -291,6 +301,8 @@ pub struct RooflineCost {
     pub per_seq_s: f64,
     /// Notes about approximations taken while building (e.g. a dtype peak missing).
     pub warnings: Vec<String>,
+    /// The device's power limit (its sustained clocks), where measured.
+    pub power: Option<PowerLimit>,
     /// `ops` as [`StepCostModel::step_seconds`] prices them (built with them, by
     /// [`RooflineCost::from_ops`]).
     fast: Vec<ops::FastOp>,
@@ -307,7 +319,7 @@ impl RooflineCost {
     pub fn from_ops(ops: Vec<ops::Op>, host_s: f64, warnings: Vec<String>) -> Self {
         let fast = ops::FastOp::of(&ops);
         let memo = memo::StepMemo::of(&ops);
-        RooflineCost { ops, host_s, step_host_s: 0.0, per_seq_s: 0.0, warnings, fast, memo }
+        RooflineCost { ops, host_s, step_host_s: 0.0, per_seq_s: 0.0, warnings, power: None, fast, memo }
     }
 
     /// The operator graph.
@@ -345,6 +357,10 @@ impl StepCostModel for RooflineCost {
         self.step_parts(shape).serial()
     }
 
+    fn power_limit(&self) -> Option<PowerLimit> {
+        self.power
+    }
+
     fn step_parts(&self, shape: &BatchShape) -> StepParts {
         let x = shape.features();
         if x[f::ONE] == 0.0 {
@@ -355,7 +371,8 @@ impl StepCostModel for RooflineCost {
         // Mutation: read one dot product under another's mask, or leave a count the experts
         // read out of the memo's key, and this fires in the cost tests.
         debug_assert_eq!(secs.to_bits(), self.ops.iter().map(|op| op.seconds(&x)).sum::<f64>().to_bits());
-        StepParts { device_s: secs, host_s: self.host_work_seconds(shape), gap_s: self.host_s }
+        let matrix_s = if self.power.is_some() { self.ops.iter().map(|op| op.matrix_seconds(&x)).sum() } else { 0.0 };
+        StepParts { device_s: secs, host_s: self.host_work_seconds(shape), gap_s: self.host_s, matrix_s }
     }
 }
 

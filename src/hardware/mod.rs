@@ -8,11 +8,13 @@
 pub mod calibration;
 mod comm;
 pub mod kernels;
+pub mod power;
 mod registry;
 pub mod runtime;
 mod version;
 
 pub use comm::CommGroup;
+pub use power::{PowerLimit, PowerWindow};
 pub use registry::{DeviceError, DeviceRegistry};
 
 use crate::units::{Bandwidth, Bytes};
@@ -198,6 +200,10 @@ pub struct DeviceProfile {
     /// names it (`h200_sxm`); empty = no tables, the roofline alone.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub kernel_system: String,
+    /// How the clocks give way under sustained load at the power limit, where it was measured;
+    /// `None`: the burst rate at every load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_limit: Option<PowerLimit>,
 }
 
 fn one() -> f64 {
@@ -404,6 +410,9 @@ impl DeviceProfile {
         non_negative("kv_transfer.latency_us", self.kv_transfer.latency_us)?;
         physical("kv_transfer.latency_us", self.kv_transfer.latency_us, OVERHEAD_US_RANGE)?;
         frac("kv_transfer.efficiency", self.kv_transfer.efficiency)?;
+        if let Some(p) = &self.power_limit {
+            p.validate()?;
+        }
         Ok(())
     }
 }

@@ -21,6 +21,21 @@ pub struct StepSpec {
     pub prefills: Vec<PrefillSpec>,
 }
 
+/// The clocks a step is priced at. The kernel tables hold burst rates (each shape timed alone,
+/// after idle); under sustained load a power-limited device lowers its clocks.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum Clocks {
+    /// Repeated back to back on a device whose sustained clocks were measured: every operator
+    /// takes `slowdown` times its burst time, set by the step's tensor-core load (its matrix
+    /// work at the device's effective matrix rate over its device time at burst clocks).
+    Sustained { tensor_core_load: f64, slowdown: f64 },
+    /// Repeated back to back on a device without a measured power limit: the burst rate.
+    Unlimited,
+    /// After idle, at full clocks (`--clocks burst`).
+    Burst,
+}
+
 /// One operator kind of the step, over all its calls.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PricedOperator {
@@ -62,6 +77,8 @@ pub struct StepPrice {
     /// `device_ms` plus the host time not hidden: max(device, host − gap) + gap with
     /// overlapped scheduling, their sum without.
     pub step_ms: f64,
+    /// The clocks the step is priced at.
+    pub clocks: Clocks,
     pub operators: Vec<PricedOperator>,
     /// Notes on approximations taken (a dtype peak missing, a layout the engine would not run).
     pub warnings: Vec<String>,

@@ -5,7 +5,7 @@
 
 use super::table::new_table;
 use super::ExportError;
-use crate::outcome::price::StepPrice;
+use crate::outcome::price::{Clocks, StepPrice};
 use std::fmt::Write as _;
 
 pub fn json(p: &StepPrice) -> Result<String, ExportError> {
@@ -19,6 +19,16 @@ fn step_line(p: &StepPrice) -> String {
         parts.push(format!("prefill {} × {} tokens{cached}", f.prompts, f.tokens));
     }
     parts.join(", ")
+}
+
+fn clocks_line(c: &Clocks) -> String {
+    match *c {
+        Clocks::Sustained { tensor_core_load, slowdown } => format!(
+            "the step repeated back to back under the device's power limit: {slowdown:.3} × its burst time (tensor-core load {tensor_core_load:.2}; `--clocks burst` for full clocks)"
+        ),
+        Clocks::Unlimited => "at the kernel tables' burst clocks (no power limit measured for this device)".into(),
+        Clocks::Burst => "at burst clocks (after idle)".into(),
+    }
 }
 
 pub fn text(p: &StepPrice) -> String {
@@ -50,7 +60,7 @@ pub fn text(p: &StepPrice) -> String {
     } else {
         "added to the device time".to_string()
     };
-    let _ = writeln!(out, "Device time: {:.4} ms", p.device_ms);
+    let _ = writeln!(out, "Device time: {:.4} ms, {}", p.device_ms, clocks_line(&p.clocks));
     let _ = writeln!(out, "Host time:   {:.4} ms, {hidden}", p.host_ms);
     let _ = writeln!(out, "Step time:   {:.4} ms", p.step_ms);
     for w in &p.warnings {

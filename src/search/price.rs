@@ -5,7 +5,7 @@
 use super::engine::CandidateCtx;
 use super::Candidate;
 use crate::cost::{BatchShape, ParallelConfig, PhaseLoad};
-use crate::outcome::price::{PricedOperator, StepPrice, StepSpec};
+use crate::outcome::price::{Clocks, PricedOperator, StepPrice, StepSpec};
 use crate::outcome::Phase;
 use crate::plan::Plan;
 use crate::quant::NamedEnum;
@@ -26,15 +26,23 @@ pub fn step_shape(step: &StepSpec) -> BatchShape {
     shape
 }
 
-/// The step of `par` on the plan's first device under its serving engine.
-pub fn price(plan: &Plan, par: ParallelConfig, step: &StepSpec) -> StepPrice {
+/// The step of `par` on the plan's first device under its serving engine; with `sustained`,
+/// repeated back to back at the clocks a power-limited device holds under it (every operator
+/// slowed alike: the clock is the device's), else at burst clocks.
+pub fn price(plan: &Plan, par: ParallelConfig, step: &StepSpec, sustained: bool) -> StepPrice {
     let device = &plan.devices[0];
     let ctx = CandidateCtx::new(plan, device, Candidate { parallel: par, mtp: 0 }, Phase::Aggregated);
     let eff = plan.effective(device);
     let shape = step_shape(step);
-    let ops = ctx.cost.priced_ops(&shape);
+    let burst = crate::cost::StepCostModel::step_parts(&ctx.cost, &shape);
+    let limit = ctx.cost.power.filter(|_| sustained);
+    let factor = limit.map_or(1.0, |l| l.steady_factor(burst.device_s, burst.matrix_s));
+    let mut ops = ctx.cost.priced_ops(&shape);
+    for o in &mut ops {
+        o.seconds *= factor;
+    }
     let device_s: f64 = ops.iter().map(|o| o.seconds).sum();
-    let parts = crate::cost::StepParts { device_s, ..crate::cost::StepCostModel::step_parts(&ctx.cost, &shape) };
+    let parts = crate::cost::StepParts { device_s, ..burst };
     let step_s = if ctx.overlap_scheduling { parts.overlapped() } else { parts.serial() };
     let q = &plan.quant;
     let quantization = format!("linear {}; KV {}", q.describe_linears(), q.kv.name());
@@ -55,6 +63,14 @@ pub fn price(plan: &Plan, par: ParallelConfig, step: &StepSpec) -> StepPrice {
         host_gap_ms: parts.gap_s * 1e3,
         overlap_scheduling: ctx.overlap_scheduling,
         step_ms: step_s * 1e3,
+        clocks: match (limit, sustained) {
+            (Some(_), _) => Clocks::Sustained {
+                tensor_core_load: if burst.device_s > 0.0 { burst.matrix_s / burst.device_s } else { 0.0 },
+                slowdown: factor,
+            },
+            (None, true) => Clocks::Unlimited,
+            (None, false) => Clocks::Burst,
+        },
         operators: merged(ops.into_iter().map(|o| PricedOperator {
             name: o.name.to_string(),
             kind: o.kind,

@@ -24,7 +24,7 @@
 
 use super::slo_check::OpenLoopDeployment;
 use crate::cost::{BatchShape, PhaseLoad, StepCostModel};
-use crate::sim::{wall_seconds, InstanceConfig};
+use crate::sim::{steady_seconds, InstanceConfig};
 
 /// Fixed-point iterations for the running batch at one rate.
 const FIXED_POINT_ITERATIONS: usize = 200;
@@ -68,7 +68,7 @@ impl LoadModel<'_> {
             if shape.is_empty() {
                 return 0.0;
             }
-            wall_seconds(self.cfg, self.cost, &shape)
+            steady_seconds(self.cfg, self.cost, &shape)
         };
         let lo = b.floor().max(0.0);
         let w = b - lo;

@@ -4,19 +4,21 @@
 //! fail. [`simulate`] runs ahead; [`simulate_detailed`] keeps the records and so never does.
 //!
 //! The cases cover the four policies, overlapped scheduling, a cost that grows with the
-//! decodes' context (as attention does) beside fixed costs and the roofline model, several
+//! decodes' context (as attention does) on a power-limited device (each step's clocks follow
+//! the instance's recent load) beside fixed costs and the roofline model, several
 //! instances, constant arrivals (with a fixed step time, arrivals that fall on step ends, and
 //! same-nanosecond ties between instances) and bursty ones, variable output lengths, the prefix cache, a KV pool tight enough to preempt, MTP
 //! (walked decodes: never repeated) and a step limit the run ends near.
 //! Mutation: push the repeated step's token log entry at `end + 1` in `Simulation::run_ahead`,
-//! or let it run ahead past an arrival at the step's end (`t >= end`), and the latencies
-//! differ.
+//! let it run ahead past an arrival at the step's end (`t >= end`), or leave the power window
+//! where it was after a step run ahead, and the latencies differ.
 
 use super::config::SchedulerKind;
 use super::simulation::STEPS_RUN_AHEAD;
 use super::*;
-use crate::cost::{BatchShape, Breakdown, CostOptions, FixedCost, ParallelConfig, RooflineCost, StepCostModel, StepTime};
+use crate::cost::{BatchShape, Breakdown, CostOptions, FixedCost, ParallelConfig, RooflineCost, StepCostModel, StepParts, StepTime};
 use crate::hardware::DeviceRegistry;
+use crate::hardware::PowerLimit;
 use crate::model::catalog;
 use crate::quant::LinearQuant;
 use crate::workload::arrival::{ArrivalProcess, RequestFactory, SharedPrefix};
@@ -26,7 +28,8 @@ use proptest::prelude::*;
 use std::sync::OnceLock;
 
 /// A step that costs more the more context its decodes and chunks read, so that every
-/// repeated decode step is priced anew.
+/// repeated decode step is priced anew; on a power-limited device whose window is a few steps
+/// long, its tokens loading the tensor cores, so that every step's clocks differ.
 struct ContextCost {
     per_step_s: f64,
     per_token_s: f64,
@@ -41,6 +44,15 @@ impl StepCostModel for ContextCost {
         let context = (shape.decode.context + shape.prefill.context) as f64;
         let seconds = self.per_step_s + self.per_token_s * shape.tokens() as f64 + self.per_context_s * context;
         StepTime { seconds, breakdown: Breakdown { fixed: seconds, ..Default::default() } }
+    }
+
+    fn step_parts(&self, shape: &BatchShape) -> StepParts {
+        let device_s = self.step_seconds(shape);
+        StepParts { device_s, matrix_s: 200.0 * self.per_token_s * shape.tokens() as f64, ..StepParts::default() }
+    }
+
+    fn power_limit(&self) -> Option<PowerLimit> {
+        Some(PowerLimit { onset: 0.1, slowdown: 1.0, window_ms: 10.0 })
     }
 }
 

@@ -27,7 +27,7 @@ impl StepCostModel for SplitCost {
         if shape.is_empty() {
             return StepParts::default();
         }
-        StepParts { device_s: self.device_s + self.per_token_s * shape.tokens() as f64, host_s: self.host_s, gap_s: 0.0 }
+        StepParts { device_s: self.device_s + self.per_token_s * shape.tokens() as f64, host_s: self.host_s, gap_s: 0.0, matrix_s: 0.0 }
     }
 }
 
@@ -194,4 +194,50 @@ fn a_closed_loop_larger_than_the_kv_pool_queues_and_preempts_under_vllm() {
     assert!(reqs.iter().all(|r| r.finish.is_some() && r.generated == r.output));
     assert!(rep.preemptions > 0, "the pool is too small for every request at once");
     assert!(rep.latency.queueing.mean > 0.0);
+}
+
+/// 1 ms of device work a step, all of it matrix work, on a device whose clocks fall by half at
+/// full load over a 5 ms window.
+struct LoadedCost;
+
+impl StepCostModel for LoadedCost {
+    fn step(&self, shape: &BatchShape) -> StepTime {
+        StepTime { seconds: self.step_parts(shape).serial(), breakdown: Default::default() }
+    }
+
+    fn step_parts(&self, shape: &BatchShape) -> StepParts {
+        if shape.is_empty() {
+            return StepParts::default();
+        }
+        StepParts { device_s: 1e-3, host_s: 0.0, gap_s: 0.0, matrix_s: 1e-3 }
+    }
+
+    fn power_limit(&self) -> Option<crate::hardware::PowerLimit> {
+        Some(crate::hardware::PowerLimit { onset: 0.0, slowdown: 0.5, window_ms: 5.0 })
+    }
+}
+
+#[test]
+fn a_power_limited_device_slows_as_its_load_builds_and_recovers_when_idle() {
+    // One request of 200 output tokens: 200 back-to-back steps of 1 ms at burst clocks and full
+    // tensor-core load. The first step runs near burst (the window starts empty: 1.05 ms), each
+    // later one longer, the last at the steady 1.5 ms. A second request sent after 100 ms of
+    // idle starts again near burst.
+    // Mutation (tried): start the window full in `PowerWindow::step` (`before` = the step's own
+    // load): the first step takes 1.5 ms.
+    let c = vllm(1);
+    let (_, _, steps) = run(&c, &LoadedCost, burst(4, 200));
+    let lengths: Vec<f64> = steps.iter().map(|s| (s.end - s.start) as f64 / 1e6).collect();
+    assert!((lengths[0] - 1.0).abs() < 0.06, "first step {} ms", lengths[0]);
+    assert!(lengths.windows(2).all(|w| w[1] >= w[0]), "steps never shorten under steady load: {lengths:?}");
+    assert!((lengths[199] - 1.5).abs() < 1e-6, "steady step {} ms", lengths[199]);
+    // Two requests 0.4 s apart: the second's first step follows 0.1 s of idle (20 windows).
+    let mut c = vllm(1);
+    c.run = RunParams::closed(0);
+    c.run.num_requests = 2;
+    let arrivals = ArrivalProcess::Constant { rate: 2.5 };
+    let (_, _, steps) = run(&c, &LoadedCost, RequestFactory::new(Lengths::Fixed(4), Lengths::Fixed(200), None, arrivals, 0));
+    let after_idle = steps.windows(2).find(|w| w[1].start > w[0].end + 50_000_000).expect("an idle gap").to_vec();
+    let first_back = (after_idle[1].end - after_idle[1].start) as f64 / 1e6;
+    assert!((first_back - 1.0).abs() < 0.06, "the first step after idle: {first_back} ms");
 }

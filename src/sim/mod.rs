@@ -53,7 +53,7 @@ pub use simulation::{
     simulate, simulate_detailed, simulate_detailed_staged, simulate_report, simulate_scheduled, simulate_staged, simulate_system,
     CLIENT_JITTER_NS, MAX_STEP_SECONDS,
 };
-pub use step_time::wall_seconds;
+pub use step_time::{steady_seconds, wall_seconds};
 
 #[cfg(test)]
 mod tests;

@@ -17,7 +17,7 @@
 use super::config::{InstanceConfig, Pipeline};
 use super::error::SimError;
 use super::queue::Nanos;
-use super::step_time::wall_seconds;
+use super::step_time::steady_seconds;
 use crate::cost::BatchShape;
 
 /// When each stage of one replica is next free.
@@ -46,11 +46,13 @@ impl Stages {
     }
 }
 
-/// Each stage's time for a batch of `shape`, ns (at least 1), and the send between stages.
+/// Each stage's time for a batch of `shape`, ns (at least 1), and the send between stages. A
+/// power-limited stage runs at the clocks the batch holds repeated back to back
+/// ([`steady_seconds`]): a pipeline at load keeps every stage busy.
 pub fn stage_times(cfg: &InstanceConfig, p: &Pipeline, shape: &BatchShape, out: &mut Vec<Nanos>) -> Result<Nanos, SimError> {
     out.clear();
     for cost in &p.stages {
-        out.push(to_ns(wall_seconds(cfg, *cost, shape))?);
+        out.push(to_ns(steady_seconds(cfg, *cost, shape))?);
     }
     let send = p.send.seconds(shape.tokens());
     // A send may take no time (one device, or a test's zero send); a stage always takes some.

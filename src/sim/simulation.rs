@@ -34,6 +34,7 @@ use super::records::{RequestState, Requests, StepRecord};
 use super::steady::Window;
 use super::{link, pipeline, router};
 use crate::cost::StepCostModel;
+use crate::hardware::PowerWindow;
 use crate::workload::arrival::{rng, ArrivalProcess, NewRequest, RequestFactory, Stream};
 use stats::{KvUse, Mark, StepStats, Tally};
 
@@ -181,6 +182,9 @@ struct Simulation<'s, 'a> {
     next_arrival: Option<Nanos>,
     /// Per instance: the start times of the steps it last ran ahead to (see [`ahead`]).
     ahead: Vec<Vec<Nanos>>,
+    /// Per instance: its devices' recent load, which sets how far a power-limited device's
+    /// clocks have fallen ([`PowerWindow`]).
+    power: Vec<PowerWindow>,
     /// Open loop without a client-side cap: arrivals are drawn one at a time, each queued when
     /// the one before it arrives (not all at t = 0), under the sequence number it had when
     /// they were all queued first, so events still pop in the same order.
@@ -311,6 +315,7 @@ impl<'s, 'a> Simulation<'s, 'a> {
             fast_forward,
             next_arrival: None,
             ahead: vec![Vec::new(); n_instances],
+            power: vec![PowerWindow::default(); n_instances],
             lazy_open: false,
             open_total,
             folds: !closed || bench_total.is_some(),

@@ -12,24 +12,48 @@
 //!
 //! Without graphs and without overlap a step takes device + host seconds, what the cost model's
 //! `step_seconds` prices (the original tool's convention, kept bit for bit).
+//!
+//! A device with a measured power limit runs slower under sustained compute-bound load
+//! ([`crate::hardware::PowerLimit`]): [`throttled_seconds`] takes the factor its device time
+//! takes, which the simulation draws from each instance's recent load.
 
 use super::config::{CudaGraphs, GraphUnit, InstanceConfig};
 use crate::cost::{BatchShape, StepCostModel, StepParts};
 
-/// Seconds a step of `shape` takes on an instance configured as `cfg`, priced by `cost`.
+/// Seconds a step of `shape` takes on an instance configured as `cfg`, priced by `cost`, at
+/// the device's burst clocks.
 #[inline]
 pub fn wall_seconds(cfg: &InstanceConfig, cost: &dyn StepCostModel, shape: &BatchShape) -> f64 {
-    match (&cfg.graphs, cfg.overlap_scheduling) {
-        (None, false) => cost.step_parts(shape).serial(),
-        (None, true) => cost.step_parts(shape).overlapped(),
-        (Some(g), overlap) => {
-            let (parts, launch_s) = graphed(g, cost, shape);
-            if overlap {
-                parts.device_s.max(parts.host_s + launch_s) + parts.gap_s
-            } else {
-                parts.host_s + parts.gap_s + parts.device_s.max(launch_s)
-            }
-        }
+    throttled_seconds(cfg, cost, shape, |_| 1.0)
+}
+
+/// [`wall_seconds`] of a step repeated back to back: a power-limited device runs it at the
+/// clocks its own load holds ([`crate::hardware::PowerLimit::steady_factor`]).
+pub fn steady_seconds(cfg: &InstanceConfig, cost: &dyn StepCostModel, shape: &BatchShape) -> f64 {
+    let limit = cost.power_limit();
+    throttled_seconds(cfg, cost, shape, |p| limit.map_or(1.0, |l| l.steady_factor(p.device_s, p.matrix_s)))
+}
+
+/// [`wall_seconds`] with the device's part multiplied by `throttle` of the step's parts (as
+/// the engine runs it, padding included): the factor its clocks take under the power limit.
+#[inline]
+pub fn throttled_seconds(
+    cfg: &InstanceConfig,
+    cost: &dyn StepCostModel,
+    shape: &BatchShape,
+    throttle: impl FnOnce(&StepParts) -> f64,
+) -> f64 {
+    let (mut parts, launch_s) = match &cfg.graphs {
+        None => (cost.step_parts(shape), 0.0),
+        Some(g) => graphed(g, cost, shape),
+    };
+    // × 1.0 leaves the float as it was: a device without a power limit prices the same bits.
+    parts.device_s *= throttle(&parts);
+    match (cfg.graphs.is_some(), cfg.overlap_scheduling) {
+        (false, false) => parts.serial(),
+        (false, true) => parts.overlapped(),
+        (true, true) => parts.device_s.max(parts.host_s + launch_s) + parts.gap_s,
+        (true, false) => parts.host_s + parts.gap_s + parts.device_s.max(launch_s),
     }
 }
 

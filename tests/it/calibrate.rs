@@ -433,10 +433,11 @@ fn contradictory_repeated_and_impossible_runs_are_dropped_and_reported_on_stderr
 fn a_runs_prefill_share_is_its_request_rate_times_the_priced_prompts() {
     // The share the check prints, recomputed from `price`: 112 requests over a mean end-to-end
     // latency of 71.91 + 99 × 11.25 ms, each 1,000-token prompt at an eighth of the priced
-    // step of 8 of them (vLLM's budget of 8,192 tokens on an H200). Fails if the share used
-    // the TTFT alone as the latency, or the whole step per prompt.
+    // step of 8 of them (vLLM's budget of 8,192 tokens on an H200) at burst clocks (a lower
+    // bound stays one under the power limit). Fails if the share used the TTFT alone as the
+    // latency, the whole step per prompt, or the sustained clocks.
     let out = cmd()
-        .args(["price", "nvidia/Llama-3.1-8B-Instruct-FP8", "--device", "H200_SXM", "--prefill", "8x1000"])
+        .args(["price", "nvidia/Llama-3.1-8B-Instruct-FP8", "--device", "H200_SXM", "--prefill", "8x1000", "--clocks", "burst"])
         .args(["--serving-engine", "vllm", "--output", "json"])
         .assert()
         .success()

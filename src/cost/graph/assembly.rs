@@ -61,7 +61,8 @@ pub fn build_stage(
         act_bytes_per_sampled: sampled,
         sampled_vocab: if span.last { b.vocab } else { 0.0 },
     };
-    let cost = RooflineCost::from_ops(b.ops, dev.host_overhead_us * 1e-6, b.warnings);
+    let mut cost = RooflineCost::from_ops(b.ops, dev.host_overhead_us * 1e-6, b.warnings);
+    cost.power = dev.power_limit;
     (cost, mem)
 }
 

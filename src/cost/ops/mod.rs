@@ -360,6 +360,30 @@ impl Op {
         y
     }
 
+    /// Seconds the matrix units would be busy with all `count` calls at the device's effective
+    /// matrix rate: the roofline's matrix time, whatever bounds the operator and whatever a
+    /// table measured. Over a step's device time it is the step's tensor-core load, which a
+    /// power-limited device's clocks follow.
+    pub fn matrix_seconds(&self, x: &Features) -> f64 {
+        if x[self.gate] <= 0.0 {
+            return 0.0;
+        }
+        let clamped;
+        let x = match self.window {
+            Some(_) => {
+                clamped = self.windowed(x);
+                &clamped
+            }
+            None => x,
+        };
+        let one = match &self.kind {
+            OpKind::Overlap { streams, .. } => streams.iter().flatten().map(|o| o.matrix_seconds(x)).sum(),
+            OpKind::Measured(m) => kind_time(&m.roofline, x).cube,
+            kind => kind_time(kind, x).cube,
+        };
+        one.max(0.0) * self.count
+    }
+
     /// Bit `i` set where the operator's seconds may depend on feature `i` (its gate
     /// included): a term whose coefficient is zero adds ±0 whatever the feature, so it is not
     /// read.

@@ -29,7 +29,7 @@ use super::event_loop::step_ns;
 use super::Simulation;
 use crate::sim::error::SimError;
 use crate::sim::queue::Nanos;
-use crate::sim::step_time::wall_seconds;
+use crate::sim::step_time::throttled_seconds;
 
 #[cfg(test)]
 thread_local! {
@@ -48,12 +48,18 @@ impl<'s, 'a> Simulation<'s, 'a> {
         let grp = &self.sys.groups[self.group_of[i as usize]];
         let inst = &mut self.instances[i as usize];
         let ahead = &mut self.ahead[i as usize];
+        let (limit, window) = (grp.cost.power_limit(), &mut self.power[i as usize]);
         // The steps it ran ahead to before all started by now: they count as planned.
         ahead.clear();
         while self.next_arrival.is_none_or(|t| t > end) && inst.repeatable() {
             // A step too slow to price ends the run only if the step-by-step run gets there.
             let shape = inst.repeated_shape(&grp.cfg);
-            let Ok(ns) = step_ns(wall_seconds(&grp.cfg, grp.cost, &shape)) else { break };
+            // The power window moves only with a step that is taken (a step too slow to price
+            // ends the run here, as the step-by-step run would end it).
+            let mut moved = *window;
+            let throttle = |p: &crate::cost::StepParts| limit.map_or(1.0, |l| moved.step(&l, end, p.device_s, p.matrix_s));
+            let Ok(ns) = step_ns(throttled_seconds(&grp.cfg, grp.cost, &shape, throttle)) else { break };
+            *window = moved;
             self.tokens_out += inst.repeat_decodes(&grp.cfg, end, shape);
             // No front end: the client gets the tokens when the step ends.
             inst.token_log.push(end);

@@ -11,7 +11,7 @@ use crate::sim::pipeline::stage_times;
 use crate::sim::queue::{Event, Nanos};
 use crate::sim::records::{DecodeSegment, StepRecord};
 use crate::sim::router::Set;
-use crate::sim::step_time::wall_seconds;
+use crate::sim::step_time::throttled_seconds;
 use crate::util::round_to_u64;
 
 /// Longest engine step the simulator accepts, in seconds. Real steps take milliseconds; a
@@ -288,7 +288,12 @@ impl<'s, 'a> Simulation<'s, 'a> {
         }
         let now = self.now;
         let ns = match &grp.pipeline {
-            None => step_ns(wall_seconds(&grp.cfg, grp.cost, &inst.shape))?,
+            None => {
+                let (limit, window) = (grp.cost.power_limit(), &mut self.power[touched as usize]);
+                step_ns(throttled_seconds(&grp.cfg, grp.cost, &inst.shape, |p| {
+                    limit.map_or(1.0, |l| window.step(&l, now, p.device_s, p.matrix_s))
+                }))?
+            }
             Some(p) => {
                 // The batch runs through the replica's stages, after the batches planned before it.
                 let send = stage_times(&grp.cfg, p, &inst.shape, &mut self.stage_ns)?;
