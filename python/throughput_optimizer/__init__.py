@@ -342,12 +342,14 @@ def price(
             when left out).
         **options: ``price``'s other flags: ``serving_engine="sglang"``,
             ``quantize_linear_action="FP8"``, ``calibration="none"``,
-            ``performance_model="analytic"`` …
+            ``performance_model="analytic"``, ``clocks="burst"`` (after idle; the default is
+            the step repeated back to back, at the clocks a power-limited device holds) …
 
     Returns:
         What ``price --output json`` prints, as a dict: the step (``step``), its device time,
-        host time and step time (``device_ms``, ``host_ms``, ``step_ms``) and every operator
-        with its time and where that time came from (``operators``).
+        host time and step time (``device_ms``, ``host_ms``, ``step_ms``), the clocks it is
+        priced at (``clocks``) and every operator with its time and where that time came
+        from (``operators``).
 
     Raises:
         UsageError: a bad flag or value, or neither ``decode`` nor ``prefill``.
