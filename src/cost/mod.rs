@@ -308,6 +308,8 @@ pub struct RooflineCost {
     fast: Vec<ops::FastOp>,
     /// Which of `fast` are memoised per step counts (built with them).
     memo: memo::StepMemo,
+    /// The step's matrix work in O(features), for a power-limited device (built with `ops`).
+    matrix: ops::MatrixLoad,
 }
 
 impl RooflineCost {
@@ -319,7 +321,8 @@ impl RooflineCost {
     pub fn from_ops(ops: Vec<ops::Op>, host_s: f64, warnings: Vec<String>) -> Self {
         let fast = ops::FastOp::of(&ops);
         let memo = memo::StepMemo::of(&ops);
-        RooflineCost { ops, host_s, step_host_s: 0.0, per_seq_s: 0.0, warnings, power: None, fast, memo }
+        let matrix = ops::MatrixLoad::of(&ops);
+        RooflineCost { ops, host_s, step_host_s: 0.0, per_seq_s: 0.0, warnings, power: None, fast, memo, matrix }
     }
 
     /// The operator graph.
@@ -371,7 +374,12 @@ impl StepCostModel for RooflineCost {
         // Mutation: read one dot product under another's mask, or leave a count the experts
         // read out of the memo's key, and this fires in the cost tests.
         debug_assert_eq!(secs.to_bits(), self.ops.iter().map(|op| op.seconds(&x)).sum::<f64>().to_bits());
-        let matrix_s = if self.power.is_some() { self.ops.iter().map(|op| op.matrix_seconds(&x)).sum() } else { 0.0 };
+        let matrix_s = if self.power.is_some() { self.matrix.seconds(&self.ops, &x) } else { 0.0 };
+        // Mutation: drop the gate test in `MatrixLoad::seconds`, and this fires on a decode step.
+        debug_assert!(self.power.is_none() || {
+            let each: f64 = self.ops.iter().map(|op| op.matrix_seconds(&x)).sum();
+            (matrix_s - each).abs() <= 1e-9 * each.abs().max(1e-9)
+        });
         StepParts { device_s: secs, host_s: self.host_work_seconds(shape), gap_s: self.host_s, matrix_s }
     }
 }

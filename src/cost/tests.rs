@@ -162,6 +162,44 @@ fn memoised_steps_cost_the_same_bits_as_evaluated_ones_across_models() {
     assert_eq!(compared, 2 * 10 * 2 + 10 * 2 * 10);
 }
 
+#[test]
+fn the_matrix_load_sums_every_operators_matrix_time() {
+    // The power limit reads a step's matrix work from `MatrixLoad` (one coefficient vector per
+    // gate, the rest live); it must be each operator's `matrix_seconds` summed, for a dense
+    // model, routed experts (gpt-oss, also sliding-window attention) and MLA with experts
+    // (DeepSeek), decode, prefill and mixed steps.
+    // Mutation (tried): drop the gate test in `MatrixLoad::seconds` and a decode-only step
+    // counts the prefill attention's matrix work (off by 30 % on gpt-oss's 64 × 4,000 decode).
+    let reg = DeviceRegistry::builtin();
+    let dev = reg.get("TEST_DEVICE").unwrap();
+    let mut models = Vec::new();
+    for (id, tp) in [("Qwen/Qwen3-32B", 2), ("openai/gpt-oss-120b", 4), ("deepseek-ai/DeepSeek-V3.1", 8)] {
+        let m = catalog::find(id).unwrap();
+        let mut par = ParallelConfig::dense(8, tp);
+        if m.is_moe() {
+            par = ParallelConfig { ep: 8, moe_tp: 1, ..par };
+        }
+        models.push((id, RooflineCost::new(&m, dev, &par, &opts(LinearQuant::W8A8Dynamic, true))));
+    }
+    let mut shapes = vec![prefill(1, 4000), prefill(2, 700)];
+    for (seqs, ctx) in [(1, 100), (64, 4000), (255, 12_345)] {
+        let decode = BatchShape { decode: PhaseLoad::uniform(seqs, 1, ctx), sampled: seqs, ..Default::default() };
+        let mut mixed = decode;
+        mixed.prefill = PhaseLoad::uniform(1, 512, 8192);
+        mixed.sampled += 1;
+        shapes.extend([decode, mixed]);
+    }
+    for (id, cost) in &models {
+        let load = super::ops::MatrixLoad::of(cost.ops());
+        for s in &shapes {
+            let x = s.features();
+            let each: f64 = cost.ops().iter().map(|op| op.matrix_seconds(&x)).sum();
+            let fast = load.seconds(cost.ops(), &x);
+            assert!(each > 0.0 && (fast / each - 1.0).abs() < 1e-9, "{id} {s:?}: {fast} against {each}");
+        }
+    }
+}
+
 /// gpt-oss-120b on eight H100s, TP 8: the decode step of `tokens` tokens under both MoE
 /// communication patterns, and one attention-DP layout where the engines' pattern cannot apply.
 mod moe_all_reduce {

@@ -257,8 +257,10 @@ impl Effective {
             ),
             None => "no front end".to_string(),
         };
+        // A device whose clocks under its power limit were measured is priced at them.
+        let clocks = if self.device.power_limit.is_some() { "; clocks follow the load (measured power limit)" } else { "" };
         format!(
-            "{}: {kinds}{} µs per step, {per_seq}; {frontend}; HBM efficiency {}{admits}",
+            "{}: {kinds}{} µs per step, {per_seq}; {frontend}; HBM efficiency {}{clocks}{admits}",
             self.source,
             crate::hardware::trim_float(self.device.host_overhead_us),
             crate::hardware::trim_float(self.device.memory_efficiency),

@@ -91,6 +91,60 @@ pub enum FastOp {
     Full(usize),
 }
 
+/// The step's matrix work (Σ [`Op::matrix_seconds`]) on the simulator's hot path: the operators
+/// whose matrix time is linear in the features (a roofline's, or a measured kernel's roofline,
+/// without a window) are summed into one coefficient vector per gate, the others (experts,
+/// overlapped streams, windowed attention) evaluated one by one.
+#[derive(Debug, Clone, Default)]
+pub struct MatrixLoad {
+    by_gate: Vec<(usize, Coef)>,
+    live: Vec<usize>,
+}
+
+impl MatrixLoad {
+    pub fn of(ops: &[Op]) -> MatrixLoad {
+        let mut load = MatrixLoad::default();
+        for (i, op) in ops.iter().enumerate() {
+            let mma = match (&op.kind, op.window) {
+                (OpKind::Roofline { mma, .. }, None) => mma,
+                (OpKind::Measured(m), None) => match &m.roofline {
+                    OpKind::Roofline { mma, .. } => mma,
+                    OpKind::Collective { .. } => continue,
+                    _ => {
+                        load.live.push(i);
+                        continue;
+                    }
+                },
+                (OpKind::Collective { .. }, _) => continue,
+                _ => {
+                    load.live.push(i);
+                    continue;
+                }
+            };
+            let at = match load.by_gate.iter().position(|(g, _)| *g == op.gate) {
+                Some(at) => at,
+                None => {
+                    load.by_gate.push((op.gate, [0.0; f::N]));
+                    load.by_gate.len() - 1
+                }
+            };
+            let c = &mut load.by_gate[at].1;
+            for (c, m) in c.iter_mut().zip(mma) {
+                *c += m * op.count;
+            }
+        }
+        load
+    }
+
+    /// Seconds of matrix work in a step on features `x`: Σ [`Op::matrix_seconds`] over `ops`
+    /// (to rounding; never below 0).
+    pub fn seconds(&self, ops: &[Op], x: &Features) -> f64 {
+        let linear: f64 = self.by_gate.iter().filter(|(g, _)| x[*g] > 0.0).map(|(_, c)| dot(c, x)).sum();
+        let live: f64 = self.live.iter().map(|&i| ops[i].matrix_seconds(x)).sum();
+        (linear + live).max(0.0)
+    }
+}
+
 impl FastOp {
     pub fn of(ops: &[Op]) -> Vec<FastOp> {
         ops.iter()
