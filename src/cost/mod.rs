@@ -376,10 +376,12 @@ impl StepCostModel for RooflineCost {
         debug_assert_eq!(secs.to_bits(), self.ops.iter().map(|op| op.seconds(&x)).sum::<f64>().to_bits());
         let matrix_s = if self.power.is_some() { self.matrix.seconds(&self.ops, &x) } else { 0.0 };
         // Mutation: drop the gate test in `MatrixLoad::seconds`, and this fires on a decode step.
-        debug_assert!(self.power.is_none() || {
-            let each: f64 = self.ops.iter().map(|op| op.matrix_seconds(&x)).sum();
-            (matrix_s - each).abs() <= 1e-9 * each.abs().max(1e-9)
-        });
+        debug_assert!(
+            self.power.is_none() || {
+                let each: f64 = self.ops.iter().map(|op| op.matrix_seconds(&x)).sum();
+                (matrix_s - each).abs() <= 1e-9 * each.abs().max(1e-9)
+            }
+        );
         StepParts { device_s: secs, host_s: self.host_work_seconds(shape), gap_s: self.host_s, matrix_s }
     }
 }

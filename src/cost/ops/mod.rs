@@ -422,14 +422,8 @@ impl Op {
         if x[self.gate] <= 0.0 {
             return 0.0;
         }
-        let clamped;
-        let x = match self.window {
-            Some(_) => {
-                clamped = self.windowed(x);
-                &clamped
-            }
-            None => x,
-        };
+        let clamped = self.window.map(|_| self.windowed(x));
+        let x = clamped.as_ref().unwrap_or(x);
         let one = match &self.kind {
             OpKind::Overlap { streams, .. } => streams.iter().flatten().map(|o| o.matrix_seconds(x)).sum(),
             OpKind::Measured(m) => kind_time(&m.roofline, x).cube,
@@ -465,14 +459,8 @@ impl Op {
             return OpTime::default();
         }
         // Only sliding-window attention clamps its features; everything else reads them as is.
-        let clamped;
-        let x = match self.window {
-            Some(_) => {
-                clamped = self.windowed(x);
-                &clamped
-            }
-            None => x,
-        };
+        let clamped = self.window.map(|_| self.windowed(x));
+        let x = clamped.as_ref().unwrap_or(x);
         let mut t = match &self.kind {
             OpKind::Overlap { .. } => {
                 let mut b = Breakdown::default();
