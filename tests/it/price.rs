@@ -462,3 +462,20 @@ fn a_sparse_layer_that_differs_from_the_measured_block_keeps_its_operators() {
         assert!(kept, "{to}: {names:?}");
     }
 }
+
+#[test]
+fn a_measured_sliding_window_attention_loads_the_tensor_cores_within_its_window() {
+    // gpt-oss-120b's alternate layers attend to a 128-token window; on the H200 their attention
+    // is priced from the kernel tables, which keep the window in their lookup. The power
+    // limit's tensor-core load counts their matrix work within it, as the kernel does: a
+    // 8,192-token prefill at TP 4 loads the tensor cores 0.35 of its time.
+    // Mutation (tried): ignore the lookup's window in `Op::matrix_seconds`: 0.39.
+    let out = cmd()
+        .args(["price", "openai/gpt-oss-120b", "--device", "H200_SXM", "--tp", "4", "--prefill", "1x8192"])
+        .args(["--serving-engine", "vllm", "--output", "json"])
+        .assert()
+        .success();
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let load = v["clocks"]["tensor_core_load"].as_f64().unwrap();
+    assert!((0.33..0.37).contains(&load), "tensor-core load {load}");
+}

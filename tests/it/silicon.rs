@@ -183,7 +183,7 @@ fn the_power_limits_reproduce_the_measured_mix_probe() {
     // decode step's (as `price` gives it) and the GEMM graph's (1: the 8,192-row GEMM runs
     // faster than the profile's effective matrix rate, 817 TFLOP/s against 0.803 × 989)
     // weighted by their shares of the time; every mix within 1.5 % of its measured slowdown.
-    // Mutation (tried): the H200's slowdown 0.26 → 0.22 puts its all-GEMM row 3.3 % short.
+    // Mutation (tried): the H200's slowdown 0.26 → 0.22 puts its all-GEMM row 2.6 % short.
     let registry = throughput_optimizer::hardware::DeviceRegistry::builtin();
     for (system, device) in [("h100_sxm", "H100_SXM"), ("h200_sxm", "H200_SXM")] {
         let limit = registry.get(device).unwrap().power_limit.expect("a measured power limit");

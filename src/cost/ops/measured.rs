@@ -139,6 +139,14 @@ impl Measured {
         }
     }
 
+    /// The sliding window the kernel's lookup clamps to, if any.
+    pub fn window(&self) -> Option<f64> {
+        match &self.lookup {
+            Lookup::Attention { window, .. } => *window,
+            _ => None,
+        }
+    }
+
     /// Features the lookup reads (for the step memo: a count-only operator is memoised).
     pub fn reads(&self) -> u16 {
         match &self.lookup {

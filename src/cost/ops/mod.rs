@@ -107,7 +107,7 @@ impl MatrixLoad {
         for (i, op) in ops.iter().enumerate() {
             let mma = match (&op.kind, op.window) {
                 (OpKind::Roofline { mma, .. }, None) => mma,
-                (OpKind::Measured(m), None) => match &m.roofline {
+                (OpKind::Measured(m), None) if m.window().is_none() => match &m.roofline {
                     OpKind::Roofline { mma, .. } => mma,
                     OpKind::Collective { .. } => continue,
                     _ => {
@@ -397,21 +397,26 @@ pub struct Op {
     pub kind: OpKind,
 }
 
+/// `x` with context and attention pairs clamped to a sliding window of `window` tokens.
+fn windowed(x: &Features, window: Option<f64>) -> Features {
+    let mut y = *x;
+    if let Some(w) = window {
+        y[f::P_CTX] = y[f::P_CTX].min(y[f::P_SEQS] * w);
+        y[f::D_CTX] = y[f::D_CTX].min(y[f::D_SEQS] * w);
+        y[f::P_PAIRS] = y[f::P_PAIRS].min(y[f::P_TOKENS] * w);
+        y[f::D_PAIRS] = y[f::D_PAIRS].min(y[f::D_TOKENS] * w);
+        // The causal saving (half of Σ chunk² per sequence, see `causal` in the graph)
+        // happens only inside the window: at most half a window² per sequence. Without this
+        // clamp a long prefill chunk's saving exceeded its clamped pairs and the matrix
+        // time went negative.
+        y[f::P_QSQ] = y[f::P_QSQ].min(y[f::P_SEQS] * w * w);
+    }
+    y
+}
+
 impl Op {
     fn windowed(&self, x: &Features) -> Features {
-        let mut y = *x;
-        if let Some(w) = self.window {
-            y[f::P_CTX] = y[f::P_CTX].min(y[f::P_SEQS] * w);
-            y[f::D_CTX] = y[f::D_CTX].min(y[f::D_SEQS] * w);
-            y[f::P_PAIRS] = y[f::P_PAIRS].min(y[f::P_TOKENS] * w);
-            y[f::D_PAIRS] = y[f::D_PAIRS].min(y[f::D_TOKENS] * w);
-            // The causal saving (half of Σ chunk² per sequence, see `causal` in the graph)
-            // happens only inside the window: at most half a window² per sequence. Without this
-            // clamp a long prefill chunk's saving exceeded its clamped pairs and the matrix
-            // time went negative.
-            y[f::P_QSQ] = y[f::P_QSQ].min(y[f::P_SEQS] * w * w);
-        }
-        y
+        windowed(x, self.window)
     }
 
     /// Seconds the matrix units would be busy with all `count` calls at the device's effective
@@ -422,7 +427,13 @@ impl Op {
         if x[self.gate] <= 0.0 {
             return 0.0;
         }
-        let clamped = self.window.map(|_| self.windowed(x));
+        // A measured sliding-window attention keeps its window in its lookup; its roofline reads
+        // the clamped features as the kernel does.
+        let window = self.window.or(match &self.kind {
+            OpKind::Measured(m) => m.window(),
+            _ => None,
+        });
+        let clamped = window.map(|w| windowed(x, Some(w)));
         let x = clamped.as_ref().unwrap_or(x);
         let one = match &self.kind {
             OpKind::Overlap { streams, .. } => streams.iter().flatten().map(|o| o.matrix_seconds(x)).sum(),
