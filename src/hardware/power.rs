@@ -7,7 +7,8 @@
 //! the burst rate. How much slower a device runs follows its tensor-core load over the power
 //! controller's window: the time its matrix work takes at the profile's effective matrix rate,
 //! as a share of the time that passes (1 for a large GEMM, 0.06–0.07 for a memory-bound decode
-//! step of Llama-3.1-8B at 32 × 2,048). The same decode step and GEMM graph replayed back to
+//! step of Llama-3.1-8B at 32 × 2,048 as the GPU timed it; 0.09 as the engines' fused kernels,
+//! which `price` prices, run it). The same decode step and GEMM graph replayed back to
 //! back in fixed proportions (a mix probe on one H100 SXM and one H200 SXM, 700 W limit) slow
 //! both parts alike, by a factor that grows linearly with the load once it passes an onset
 //! ([`PowerLimit::factor`]). The load is the matrix work's, not the compute-bound kernels'
