@@ -92,7 +92,8 @@ impl PowerWindow {
         let load = (matrix_s / device_s).clamp(0.0, 1.0);
         // Mean over the step of load + (before − load)·e^(−t/τ), t from 0 to the step's length.
         let x = device_s / tau;
-        let carried = (1.0 - (-x).exp()) / x;
+        // −expm1(−x) keeps its digits for the short steps (x ≈ 1e−4) that 1 − e^(−x) loses.
+        let carried = -(-x).exp_m1() / x;
         let factor = limit.factor(load + (before - load) * carried);
         let span = device_s * factor;
         self.load = load + (before - load) * (-span / tau).exp();
