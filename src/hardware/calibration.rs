@@ -391,7 +391,18 @@ impl EngineProfile {
         let entry = if calibrated { self.device(&device.name) } else { None };
         let (dev, o, source) = match entry {
             Some(c) => {
-                let fit = c.fit.as_ref().map(|f| format!(", fitted on {} measured runs", f.runs)).unwrap_or_default();
+                // The fit's own residual travels with it: a user reads how well this entry
+                // reproduced its training runs beside the fact that it was fitted.
+                let fit = c
+                    .fit
+                    .as_ref()
+                    .map(|f| {
+                        format!(
+                            ", fitted on {} measured runs (median error after the fit: TTFT {:.1} %, TPOT {:.1} %)",
+                            f.runs, f.ttft_median_pct[1], f.tpot_median_pct[1]
+                        )
+                    })
+                    .unwrap_or_default();
                 (c.apply(device), c.overheads, format!("{} × {} calibration{fit}", self.engine, device.name))
             }
             None => {

@@ -290,6 +290,9 @@ fn the_report_names_the_execution_profile() {
     ];
     let on = run_ok(&args);
     assert!(on.contains("Execution profile: vllm × H100_SXM calibration, fitted on"), "{on}");
+    // The entry's own residual after its fit (vllm.yaml, H100_SXM: `fit.ttft_median_pct` 14.8 →
+    // 12.7, `tpot_median_pct` 6.2 → 3.3). Mutation tried: print the before-fit figures (index 0).
+    assert!(on.contains("fitted on 140 measured runs (median error after the fit: TTFT 12.7 %, TPOT 3.3 %): "), "{on}");
     let off = run_ok(&[&args[..], &["--calibration", "none"]].concat());
     assert!(off.contains("Execution profile: vllm defaults, calibration off: fused graph"), "{off}");
 }
@@ -305,7 +308,7 @@ fn an_engine_version_selects_the_release_defaults() {
     assert!(current.contains("; overlapped scheduling\n"), "{current}");
     let old = run_ok(&[&args[..], &["--serving-engine", "vllm@0.11"]].concat());
     assert!(!old.contains("overlapped"), "{old}");
-    assert!(old.contains("calibration, fitted on ") && old.contains(" measured runs (release 0.11.0)"), "{old}");
+    assert!(old.contains("calibration, fitted on ") && old.contains(" %) (release 0.11.0)"), "{old}");
     usage_error(&[&args[..], &["--serving-engine", "vllm@next"]].concat(), &["--serving-engine", "`next`"]);
     // SGLang's overlap scheduler is on from 0.4 (`disable_overlap_schedule` false).
     let sglang = run_ok(&[&args[..], &["--serving-engine", "sglang"]].concat());
