@@ -11,6 +11,9 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
 
+/// The serving engines a measured run may name (`engine` column; vLLM JSON results are vllm).
+pub const MEASURED_ENGINES: [&str; 3] = ["vllm", "sglang", "trtllm"];
+
 /// Columns a CSV must have; `id`, `engine_version`, `precision`, `attention_dp`, `moe_tp`,
 /// `moe_ep` and `num_prompts` are optional.
 pub const REQUIRED_COLUMNS: [&str; 9] = ["engine", "model", "gpu", "isl", "osl", "concurrency", "tp", "ttft_ms", "tpot_ms"];
@@ -106,7 +109,7 @@ impl Record<'_> {
         let v = self.required(col)?;
         let x: f64 = v.parse().map_err(|_| self.err(col, format!("`{v}` is not a number")))?;
         if x.fract() != 0.0 || !(1.0..=1e9).contains(&x) {
-            return Err(self.err(col, format!("must be a positive integer, got {v}")));
+            return Err(self.err(col, format!("must be an integer from 1 to 1000000000, got {v}")));
         }
         Ok(x as u64)
     }
@@ -139,6 +142,11 @@ impl Record<'_> {
     /// The checked run, its model, GPU, precision and layout resolved.
     fn run(&self, res: &Resolver) -> Result<MeasuredRun, CalibrateError> {
         let engine = self.required("engine")?.to_lowercase();
+        // Only the engines the simulator has a scheduler and a profile for: another engine's
+        // run predicted as vLLM's would be scored (and fitted) as if it were one.
+        if !MEASURED_ENGINES.contains(&engine.as_str()) {
+            return Err(self.err("engine", format!("`{engine}` is not an engine the simulator models: {}", MEASURED_ENGINES.join(", "))));
+        }
         let model_id = self.required("model")?;
         let model = res
             .model(model_id)
@@ -150,6 +158,15 @@ impl Record<'_> {
                 format!("`{gpu}` is not a known GPU: h100_sxm, h200_sxm, b200_sxm or a device profile name (see --list-devices)"),
             )
         })?;
+        if engine == "trtllm" && !device.vendor.eq_ignore_ascii_case("nvidia") {
+            return Err(self.err(
+                "engine",
+                format!(
+                    "trtllm: TensorRT-LLM runs on NVIDIA GPUs only, and `{gpu}` is a {} device; vllm or sglang serve it",
+                    device.vendor
+                ),
+            ));
+        }
         let checkpoint = res.checkpoint(model_id, model);
         let precision =
             Precision::parse(self.text("precision")).map_err(|m| self.err("precision", m))?.unwrap_or(Precision::of(checkpoint.weights));
@@ -207,7 +224,17 @@ pub fn read_csv(text: &str, file: &str, res: &Resolver) -> Result<Vec<MeasuredRu
             expected: REQUIRED_COLUMNS.join(", "),
         });
     }
-    let known: Vec<&'static str> = REQUIRED_COLUMNS.iter().copied().chain(OPTIONAL_COLUMNS).collect();
+    if let Some((i, dup)) = header.iter().enumerate().find(|(i, h)| !h.is_empty() && header[..*i].contains(h)) {
+        return Err(CalibrateError::Read {
+            file: file.to_string(),
+            message: format!(
+                "column `{dup}` appears twice in the header (columns {} and {})",
+                header.iter().position(|h| h == dup).unwrap_or(0) + 1,
+                i + 1
+            ),
+        });
+    }
+    let known = known_columns();
     let mut runs = Vec::new();
     for (i, rec) in rdr.records().enumerate() {
         let rec = rec.map_err(read_err)?;
@@ -220,6 +247,21 @@ pub fn read_csv(text: &str, file: &str, res: &Resolver) -> Result<Vec<MeasuredRu
         runs.push(Record { file, row: i + 1, values }.run(res)?);
     }
     Ok(runs)
+}
+
+fn known_columns() -> Vec<&'static str> {
+    REQUIRED_COLUMNS.iter().copied().chain(OPTIONAL_COLUMNS).collect()
+}
+
+/// The columns of a CSV header that calibrate does not read (a typo of an optional column
+/// would otherwise fall back to its default unseen), as a note for stderr.
+fn unread_columns_note(text: &str, file: &str) -> Option<String> {
+    let mut rdr = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(text.as_bytes());
+    let known = known_columns();
+    let header = rdr.headers().ok()?;
+    let unread: Vec<String> =
+        header.iter().map(|h| h.trim().to_lowercase()).filter(|h| !known.contains(&h.as_str())).map(|h| format!("`{h}`")).collect();
+    (!unread.is_empty()).then(|| format!("{file}: columns not read: {} (calibrate reads {})", unread.join(", "), known.join(", ")))
 }
 
 const OPTIONAL_COLUMNS: [&str; 14] = [
@@ -289,8 +331,28 @@ pub fn read_vllm_json(text: &str, file: &str, res: &Resolver) -> Result<Measured
     put("model", "model_id", get("model_id"));
     put("ttft_ms", "mean_ttft_ms", get("mean_ttft_ms"));
     put("tpot_ms", "mean_tpot_ms", get("mean_tpot_ms"));
-    let engine = get("engine");
-    put("engine", "engine", if engine.is_empty() { "vllm".into() } else { engine });
+    // Without `--metadata engine=…` the client's backend says which server it spoke to:
+    // vLLM's own and the generic OpenAI ones are taken as vLLM (this is vLLM's client);
+    // another engine's backend as that engine; any other server is refused.
+    match (get("engine"), get("backend")) {
+        (e, _) if !e.is_empty() => put("engine", "engine", e),
+        (_, b) => {
+            let engine = match b.as_str() {
+                "" | "vllm" | "openai" | "openai-chat" => "vllm",
+                "sglang" => "sglang",
+                "tensorrt-llm" => "trtllm",
+                other => {
+                    return Err(CalibrateError::field(
+                        file,
+                        1,
+                        "backend",
+                        format!("`{other}` is a server the simulator does not model; pass `--metadata engine=vllm` (or sglang, trtllm) to vllm bench serve if one of those served it"),
+                    ))
+                }
+            };
+            put("engine", "backend", engine.to_string());
+        }
+    }
     for key in ["id", "engine_version", "gpu", "precision", "tp", "attention_dp", "moe_tp", "moe_ep"] {
         put(key, key, get(key));
     }
@@ -306,26 +368,38 @@ pub fn read_vllm_json(text: &str, file: &str, res: &Resolver) -> Result<Measured
     rec.run(res)
 }
 
+/// The runs of the measured files, and what a user should hear about how they were read.
+#[derive(Debug, Clone)]
+pub struct MeasuredFiles {
+    pub runs: Vec<MeasuredRun>,
+    /// One line per CSV file with columns calibrate does not read.
+    pub notes: Vec<String>,
+}
+
 /// Every run of the given files, in order: `.json` files (or any file starting with `{`) are
 /// read as vLLM results, the others as CSV, their names resolved by `res`. Nothing is returned
 /// unless every file is valid.
-pub fn read_files(paths: &[impl AsRef<Path>], res: &Resolver) -> Result<Vec<MeasuredRun>, CalibrateError> {
+pub fn read_files(paths: &[impl AsRef<Path>], res: &Resolver) -> Result<MeasuredFiles, CalibrateError> {
     let mut runs = Vec::new();
+    let mut notes = Vec::new();
     for p in paths {
         let p = p.as_ref();
         let file = p.display().to_string();
-        let text = std::fs::read_to_string(p)
-            .map_err(|e| CalibrateError::Read { file: file.clone(), message: format!("cannot read the file: {e}") })?;
+        // A regular file of at most the trace cap (a measured file of a million runs is ~200
+        // MB): never /dev/zero, a FIFO or a sparse giant read into memory.
+        let text = crate::util::read_bounded(p, crate::util::MAX_TRACE_BYTES)
+            .map_err(|e| CalibrateError::Read { file: file.clone(), message: e.to_string() })?;
         let json = p.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) || text.trim_start().starts_with('{');
         if json {
             runs.push(read_vllm_json(&text, &file, res)?);
         } else {
             runs.extend(read_csv(&text, &file, res)?);
+            notes.extend(unread_columns_note(&text, &file));
         }
     }
     if runs.is_empty() {
         let files: Vec<String> = paths.iter().map(|p| p.as_ref().display().to_string()).collect();
         return Err(CalibrateError::Empty { files: files.join(", ") });
     }
-    Ok(runs)
+    Ok(MeasuredFiles { runs, notes })
 }

@@ -22,7 +22,7 @@ pub mod table;
 
 pub use error::CalibrateError;
 pub use mapping::{Precision, Resolver};
-pub use measured::{read_csv, read_files, read_vllm_json, MeasuredRun, Target};
+pub use measured::{read_csv, read_files, read_vllm_json, MeasuredFiles, MeasuredRun, Target};
 pub use predict::{Prediction, Predictor};
 pub use table::{evaluate, render_text, ErrorGroup, ErrorSummary, ErrorTable};
 

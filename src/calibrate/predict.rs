@@ -42,8 +42,8 @@ struct Means {
     tpot: f64,
 }
 
-/// The serving engine a run is simulated under: its own for SGLang and TensorRT-LLM, vLLM's
-/// for every other engine name.
+/// The serving engine a run is simulated under, its own (the reader admits only
+/// [`super::measured::MEASURED_ENGINES`], so the last arm is vLLM's).
 pub fn serving_engine_of(run: &MeasuredRun) -> crate::plan::ServingEngine {
     match run.engine.as_str() {
         "sglang" => crate::plan::ServingEngine::Sglang,

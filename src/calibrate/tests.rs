@@ -127,6 +127,58 @@ fn an_unknown_gpu_or_model_and_a_non_number_are_named() {
 }
 
 #[test]
+fn an_engine_the_simulator_does_not_model_is_refused_not_run_as_vllm() {
+    // Mutation tried: drop the `MEASURED_ENGINES` check and the llamacpp run reads as one
+    // (predicted, and fitted into vllm.yaml, with vLLM's scheduler).
+    let other = csv(&["a,llamacpp,,Qwen/Qwen3-32B,h100_sxm,,1024,128,8,2,,1,1,150,18"]);
+    assert_eq!(
+        read(&other).unwrap_err().to_string(),
+        "runs.csv: row 1, field `engine`: `llamacpp` is not an engine the simulator models: vllm, sglang, trtllm"
+    );
+    // TensorRT-LLM on an AMD GPU, which the planner refuses too.
+    let amd = csv(&["a,trtllm,,Qwen/Qwen3-32B,mi300x,,1024,128,8,2,,1,1,150,18"]);
+    let e = read(&amd).unwrap_err().to_string();
+    assert!(e.starts_with("runs.csv: row 1, field `engine`: trtllm: TensorRT-LLM runs on NVIDIA GPUs only"), "{e}");
+    // vLLM's client names the server it spoke to in `backend` when no engine metadata is given.
+    let sglang = VLLM_JSON.replace("\"backend\": \"vllm\",", "\"backend\": \"sglang\",");
+    assert_ne!(sglang, VLLM_JSON, "the fixture names its backend");
+    assert_eq!(read_vllm_json(&sglang, "run.json", &Resolver::default()).unwrap().engine, "sglang");
+    let tgi = VLLM_JSON.replace("\"backend\": \"vllm\",", "\"backend\": \"tgi\",");
+    // An engine given as metadata wins over the backend (a generic OpenAI client, say).
+    let meta = VLLM_JSON.replace("\"backend\": \"vllm\",", "\"backend\": \"tgi\", \"engine\": \"trtllm\",");
+    assert_eq!(read_vllm_json(&meta, "run.json", &Resolver::default()).unwrap().engine, "trtllm");
+    let e = read_vllm_json(&tgi, "run.json", &Resolver::default()).unwrap_err().to_string();
+    assert!(e.starts_with("run.json: row 1, field `backend`: `tgi` is a server the simulator does not model"), "{e}");
+}
+
+#[test]
+fn a_measured_path_that_is_not_a_regular_file_is_refused_before_reading() {
+    // Mutation tried: read with `std::fs::read_to_string` and /dev/zero is read until memory
+    // runs out.
+    let e = super::measured::read_files(&["/dev/zero"], &Resolver::default()).unwrap_err().to_string();
+    assert_eq!(e, "/dev/zero: not a regular file; give the path of a file");
+}
+
+#[test]
+fn a_column_named_twice_is_refused_and_an_unread_one_is_noted() {
+    // Mutation tried: drop the duplicate check and the second `tpot_ms` silently wins.
+    let twice = format!("{HEADER},tpot_ms\na,vllm,,Qwen/Qwen3-32B,h100_sxm,,1024,128,8,2,,1,1,150,18,99");
+    assert_eq!(read(&twice).unwrap_err().to_string(), "runs.csv: column `tpot_ms` appears twice in the header (columns 15 and 16)");
+    // A misspelt optional column is read as absent (num_prompts falls back to 10 × the
+    // concurrency), so calibrate says which columns it did not read.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("typo.csv");
+    std::fs::write(&path, format!("{HEADER},num_prompt\na,vllm,,Qwen/Qwen3-32B,h100_sxm,,1024,128,8,2,,1,1,150,18,40\n")).unwrap();
+    let files = super::measured::read_files(&[&path], &Resolver::default()).unwrap();
+    assert_eq!(files.runs[0].num_prompts, 80);
+    assert_eq!(files.notes.len(), 1);
+    assert!(files.notes[0].contains("typo.csv: columns not read: `num_prompt` (calibrate reads engine, model"), "{}", files.notes[0]);
+    // Mutation tried: note every column and the clean file gets a note too.
+    std::fs::write(&path, format!("{HEADER}\na,vllm,,Qwen/Qwen3-32B,h100_sxm,,1024,128,8,2,,1,1,150,18\n")).unwrap();
+    assert!(super::measured::read_files(&[&path], &Resolver::default()).unwrap().notes.is_empty());
+}
+
+#[test]
 fn a_vllm_result_reads_lengths_from_totals_and_layout_from_metadata() {
     let run = read_vllm_json(VLLM_JSON, "run.json", &Resolver::default()).unwrap();
     assert_eq!((run.engine.as_str(), run.isl, run.osl, run.concurrency, run.num_prompts), ("vllm", 1024, 128, 8, 80));

@@ -65,6 +65,7 @@ pub struct CalibrateArgs {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CalibrateOutput {
     pub text: String,
+    /// For stderr: the columns not read and the dropped runs.
     pub dropped: String,
 }
 
@@ -99,7 +100,8 @@ pub fn run(args: &CalibrateArgs) -> Result<CalibrateOutput, PlanError> {
     };
     // One catalog and device registry for reading the runs and predicting them.
     let resolver = Resolver::default();
-    let read = read_files(&args.measured, &resolver)?;
+    let files = read_files(&args.measured, &resolver)?;
+    let read = files.runs;
     let read_count = read.len();
     let predictor = Predictor::new(base_plan(&args.calibration)?, &resolver);
     let shares: Vec<Option<f64>> = {
@@ -107,7 +109,8 @@ pub fn run(args: &CalibrateArgs) -> Result<CalibrateOutput, PlanError> {
         read.par_iter().map(|r| predictor.prefill_share(r)).collect()
     };
     let screened = hygiene::screen(read, &resolver, |i| shares[i]);
-    let dropped = hygiene::render_dropped(&screened.dropped, read_count, DROPPED_LISTED);
+    let notes: String = files.notes.iter().map(|n| format!("{n}\n")).collect();
+    let dropped = notes + &hygiene::render_dropped(&screened.dropped, read_count, DROPPED_LISTED);
     if screened.kept.is_empty() {
         return Err(CalibrateError::AllDropped { read: read_count, report: dropped }.into());
     }
@@ -157,12 +160,19 @@ fn fit_and_report(
         .collect();
     let cvs: Vec<CrossValidation> = held_out.into_iter().map(|h| calibrator::cross_validate(predictor, runs, h)).collect();
     if let Some(dir) = &args.write {
-        for name in out.params.keys().map(|(e, _)| e.clone()).collect::<std::collections::BTreeSet<_>>() {
-            let profile = out.engines.get(&name);
-            let text = format!("{}{}", calibrator::file_header(profile), profile.to_yaml());
-            let path = dir.join(format!("{name}.yaml"));
-            crate::report::write_file(&path, &text).map_err(|e| PlanError::Output(format!("--write {}: {e}", path.display())))?;
-        }
+        let files: Vec<(std::path::PathBuf, String)> = out
+            .params
+            .keys()
+            .map(|(e, _)| e.clone())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .map(|name| {
+                let profile = out.engines.get(&name);
+                (dir.join(format!("{name}.yaml")), format!("{}{}", calibrator::file_header(profile), profile.to_yaml()))
+            })
+            .collect();
+        // All or none: a half-written set would mix this fit's engines with an older one's.
+        crate::report::write_files(&files).map_err(|(path, e)| PlanError::Output(format!("--write {}: {e}", path.display())))?;
     }
     if json {
         return fit_json(runs, &out, &before, &after, &cvs, dropped);

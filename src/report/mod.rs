@@ -223,9 +223,66 @@ pub fn write_file(path: &Path, contents: &str) -> std::io::Result<()> {
     written
 }
 
+/// Write several files all or none: every target must be a regular file or absent, every
+/// contents is staged in a temporary file beside its target, and only then are they renamed
+/// over their targets (a set of engine profiles is never left half old, half new).
+pub fn write_files(files: &[(std::path::PathBuf, String)]) -> Result<(), (std::path::PathBuf, std::io::Error)> {
+    for (path, _) in files {
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, "exists and is not a regular file");
+            return Err((path.clone(), e));
+        }
+    }
+    let mut staged: Vec<(std::path::PathBuf, &std::path::Path)> = Vec::new();
+    let unstage = |staged: &[(std::path::PathBuf, &std::path::Path)]| {
+        for (tmp, _) in staged {
+            let _ = std::fs::remove_file(tmp);
+        }
+    };
+    for (path, contents) in files {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "output".into());
+        let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+        let written = (|| {
+            let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+            f.write_all(contents.as_bytes())?;
+            f.sync_all()
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            unstage(&staged);
+            return Err((path.clone(), e));
+        }
+        staged.push((tmp, path));
+    }
+    for (i, (tmp, path)) in staged.iter().enumerate() {
+        if let Err(e) = std::fs::rename(tmp, path) {
+            unstage(&staged[i..]);
+            return Err((path.to_path_buf(), e));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_set_of_files_is_written_all_or_none() {
+        // Mutation tried: skip the up-front check of the targets and a.yaml is renamed into
+        // place before b.yaml (a directory) fails.
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.yaml"), dir.path().join("b.yaml"));
+        std::fs::write(&a, "old").unwrap();
+        std::fs::create_dir(&b).unwrap();
+        let (failed, _) = write_files(&[(a.clone(), "new".into()), (b.clone(), "new".into())]).unwrap_err();
+        assert_eq!(failed, b);
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "old");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "no temporary file is left");
+        std::fs::remove_dir(&b).unwrap();
+        write_files(&[(a.clone(), "new a".into()), (b.clone(), "new b".into())]).unwrap();
+        assert_eq!((std::fs::read_to_string(&a).unwrap(), std::fs::read_to_string(&b).unwrap()), ("new a".into(), "new b".into()));
+    }
 
     #[test]
     fn a_failed_write_leaves_the_previous_file() {

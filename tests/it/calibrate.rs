@@ -35,7 +35,7 @@ fn calibrate_json_has_one_group_per_engine_gpu_model() {
     // errors. Fails if `runs` is missing, reordered or carries another run's prediction.
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 8);
-    let file = read_files(&[SAMPLE], &Resolver::default()).unwrap();
+    let file = read_files(&[SAMPLE], &Resolver::default()).unwrap().runs;
     for (r, m) in runs.iter().zip(&file) {
         assert_eq!(r["id"].as_str().unwrap(), m.id);
         assert_eq!(r["measured"]["ttft_ms"].as_f64().unwrap(), m.ttft_ms);
