@@ -15,14 +15,14 @@ fn main() {
 /// Reading and mapping the 981 runs (no simulation).
 #[divan::bench(sample_count = 5)]
 fn read_training_file() -> usize {
-    read_files(&[TRAIN], &Resolver::default()).unwrap().len()
+    read_files(&[TRAIN], &Resolver::default()).unwrap().runs.len()
 }
 
 /// The whole evaluation of the training file.
 #[divan::bench(sample_count = 2, sample_size = 1)]
 fn evaluate_training_file() -> usize {
     let res = Resolver::default();
-    let runs = read_files(&[TRAIN], &res).unwrap();
+    let runs = read_files(&[TRAIN], &res).unwrap().runs;
     let predictor = Predictor::new(base_plan(&[]).unwrap(), &res);
     evaluate(&runs, &predictor.predict_all(&runs)).groups.len()
 }
@@ -31,7 +31,7 @@ fn evaluate_training_file() -> usize {
 #[divan::bench(sample_count = 10)]
 fn evaluate_sample() -> usize {
     let res = Resolver::default();
-    let runs = read_files(&[SAMPLE], &res).unwrap();
+    let runs = read_files(&[SAMPLE], &res).unwrap().runs;
     let predictor = Predictor::new(base_plan(&[]).unwrap(), &res);
     evaluate(&runs, &predictor.predict_all(&runs)).groups.len()
 }
@@ -41,7 +41,7 @@ fn evaluate_sample() -> usize {
 #[divan::bench(sample_count = 1, sample_size = 1)]
 fn fit_training_file() -> usize {
     let res = Resolver::default();
-    let runs = read_files(&[TRAIN], &res).unwrap();
+    let runs = read_files(&[TRAIN], &res).unwrap().runs;
     let predictor = Predictor::new(base_plan(&[]).unwrap(), &res);
     throughput_optimizer::calibrate::calibrator::fit(&predictor, &runs).params.len()
 }

@@ -74,7 +74,7 @@ fn a_prediction_is_the_main_commands_benchmark_run_deterministically() {
     // first wave left out, another scheduler, eager kernels), or if predictions depend on the
     // order or thread they run in.
     let res = Resolver::default();
-    let runs = read_files(&[SAMPLE], &res).unwrap();
+    let runs = read_files(&[SAMPLE], &res).unwrap().runs;
     let predictor = Predictor::new(base_plan(&[]).unwrap(), &res);
     let run = runs[0].clone();
     assert_eq!(run.num_prompts, 10 * run.concurrency);
@@ -124,7 +124,7 @@ fn the_sensitivity_pass_simulates_what_a_prediction_simulates_and_its_slopes_pre
     use throughput_optimizer::calibrate::fit::Params;
     use throughput_optimizer::hardware::calibration::{DeviceCalibration, EngineProfiles, EngineVersion, Overheads};
     let res = Resolver::default();
-    let runs = read_files(&[SAMPLE], &res).unwrap();
+    let runs = read_files(&[SAMPLE], &res).unwrap().runs;
     let run = runs.iter().find(|r| r.engine == "vllm" && r.target.device == "H100_SXM").unwrap().clone();
     let calibration_full = |step_us: f64, host_us: f64, seq_us: f64, overlap: bool| {
         let mut engines = EngineProfiles::default();
