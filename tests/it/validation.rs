@@ -192,6 +192,15 @@ fn input_length_not_positive() {
 }
 
 #[test]
+fn a_tpot_limit_with_one_output_token() {
+    // One output token has no time per output token: the limit would pass every batch and the
+    // search climbed to the memory limit (a minute and 2.7 GB on 8 test devices). Mutation
+    // tried: drop the check in `validate_workload` and this run exits 0.
+    let a = [MODEL8, &["--input-length", "1", "--output-length", "1"], SLO_ENGINE].concat();
+    usage_error(&a, &["--tpot-limits 50", "cannot be checked", "output length 1"]);
+}
+
+#[test]
 fn input_length_not_a_whole_number() {
     let a = [MODEL8, &["--input-length", "1e9", "--output-length", "1500"], SLO_ENGINE].concat();
     usage_error(&a, &["--input-length 1e9", "whole number"]);

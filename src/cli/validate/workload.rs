@@ -63,6 +63,16 @@ pub(crate) fn validate_workload(
             ));
         }
     }
+    // One output token: the first token is the last, so no request has a time per output
+    // token and a TPOT limit would pass every batch (the search then climbs to the memory
+    // limit for nothing).
+    if let (Lengths::Fixed(1), Some(limit)) = (&output, raw.tpot_limits) {
+        return Err(Error::rejected(
+            "--tpot-limits",
+            limit,
+            format!("--tpot-limits {limit} cannot be checked: every request generates one token (output length 1), so none has a time per output token; drop the limit or raise --output-length"),
+        ));
+    }
     let images = validate_images(raw, model, warnings)?;
     let range_ratio = validate_range_ratio(raw, &input, &output, warnings)?;
     let ignore_eos = raw.ignore_eos;
