@@ -103,7 +103,9 @@ pub fn run(args: &CalibrateArgs) -> Result<CalibrateOutput, PlanError> {
     let files = read_files(&args.measured, &resolver)?;
     let read = files.runs;
     let read_count = read.len();
-    let predictor = Predictor::new(base_plan(&args.calibration)?, &resolver);
+    let base = base_plan(&args.calibration)?;
+    unused_calibrations(&base, &read)?;
+    let predictor = Predictor::new(base, &resolver);
     let shares: Vec<Option<f64>> = {
         use rayon::prelude::*;
         read.par_iter().map(|r| predictor.prefill_share(r)).collect()
@@ -132,6 +134,23 @@ pub fn run(args: &CalibrateArgs) -> Result<CalibrateOutput, PlanError> {
         }
     };
     Ok(CalibrateOutput { text, dropped })
+}
+
+/// A `--calibration FILE` of an engine no measured run was served by would be read and never
+/// used: refused, as a planning run refuses one for an engine it does not simulate.
+fn unused_calibrations(base: &crate::plan::Plan, runs: &[MeasuredRun]) -> Result<(), PlanError> {
+    use crate::quant::NamedEnum;
+    for engine in crate::plan::ServingEngine::ALL {
+        let Some(file) = base.engines.get(engine.name()).file.as_deref() else { continue };
+        if !runs.iter().any(|r| r.engine == engine.name()) {
+            return Err(PlanError::rejected(
+                "--calibration",
+                file,
+                format!("--calibration {file} calibrates {engine}, but no measured run names it in its `engine` column"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn pretty(v: &serde_json::Value) -> Result<String, PlanError> {

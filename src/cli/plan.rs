@@ -78,7 +78,7 @@ pub fn validate_plan(mut raw: RawArgs) -> Result<Plan, PlanError> {
     let serving = v::validate_serving(&raw, &devices, &mode, engine, (rates, speculative), &mut warnings)?;
     let mut sim = v::validate_sim(&raw, engine, &workload.input, trace, &mut warnings)?;
     v::validate_engine_vendor(&raw, &sim, &devices)?;
-    let mut engines = v::validate_calibration(&raw)?;
+    let mut engines = v::validate_calibration(&raw, &registry)?;
     v::warn_unused_engine_version(&sim, &engines, &mut warnings);
     v::validate_performance_model(&raw, &devices, &sim, &mut engines)?;
     let (output, jobs) = v::validate_output(&raw, devices.len(), quiet, &mut warnings)?;

@@ -32,14 +32,14 @@ pub struct PriceArgs {
     pub device_file: Vec<PathBuf>,
     /// Tensor-parallel ranks of one attention replica. [default: 1]
     #[arg(long, value_name = "N")]
-    pub tp: Option<u32>,
+    pub tp: Option<u64>,
     /// Expert-parallel ranks (MoE models); the MoE TP is (tp × dp) / ep. [default: 1]
     #[arg(long, value_name = "N")]
-    pub ep: Option<u32>,
+    pub ep: Option<u64>,
     /// Attention data-parallel ranks: each holds the step's sequences, and MoE routing spreads
     /// all dp × B tokens over the EP ranks. [default: 1]
     #[arg(long, value_name = "N")]
-    pub dp: Option<u32>,
+    pub dp: Option<u64>,
     /// B sequences each emitting one token at context (KV length) L: `32x2048`. Repeatable.
     #[arg(long, value_name = "BxL")]
     pub decode: Vec<String>,
@@ -88,16 +88,21 @@ const MAX_COUNT: u64 = 1 << 24;
 /// Most tokens of context one sequence may hold.
 const MAX_CONTEXT: u64 = 1 << 26;
 
-/// `BxL` (or `NxP`): two counts.
-fn pair(flag: &str, s: &str) -> Result<(u64, u64), PlanError> {
-    let bad = || PlanError::invalid(flag, s, "not of the form NxM with whole numbers N, M ≥ 1 (e.g. 32x2048)");
-    let (a, b) = s.trim().split_once(['x', 'X']).ok_or_else(bad)?;
-    let (a, b): (u64, u64) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+/// A whole number written as digits alone (no sign, no blank: `+1` or ` 1` are not read as 1).
+fn digits(s: &str) -> Option<u64> {
+    (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok()).flatten()
+}
+
+/// `BxL` (or `NxP`) of `shown` (the flag's whole value, echoed in errors): two counts.
+fn pair(flag: &str, s: &str, shown: &str) -> Result<(u64, u64), PlanError> {
+    let bad = || PlanError::invalid(flag, shown, "not of the form NxM with whole numbers N, M ≥ 1 (e.g. 32x2048)");
+    let (a, b) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let (a, b) = (digits(a).ok_or_else(bad)?, digits(b).ok_or_else(bad)?);
     if a == 0 || b == 0 {
         return Err(bad());
     }
     if a > MAX_COUNT || b > MAX_CONTEXT {
-        return Err(PlanError::invalid(flag, s, format!("at most {MAX_COUNT} sequences of at most {MAX_CONTEXT} tokens")));
+        return Err(PlanError::invalid(flag, shown, format!("at most {MAX_COUNT} sequences of at most {MAX_CONTEXT} tokens")));
     }
     Ok((a, b))
 }
@@ -106,20 +111,20 @@ fn pair(flag: &str, s: &str) -> Result<(u64, u64), PlanError> {
 fn step_spec(args: &PriceArgs) -> Result<StepSpec, PlanError> {
     let mut step = StepSpec::default();
     for d in &args.decode {
-        let (seqs, context) = pair("--decode", d)?;
+        let (seqs, context) = pair("--decode", d, d)?;
         step.decodes.push((seqs, context));
     }
     for p in &args.prefill {
         let (shape, cached) = match p.split_once('@') {
             Some((a, c)) => {
-                let cached: u64 = c.trim().parse().map_err(|_| {
+                let cached = digits(c).ok_or_else(|| {
                     PlanError::invalid("--prefill", p, "the cached tokens after `@` must be a whole number (e.g. 1x2048@6144)")
                 })?;
                 (a, cached)
             }
             None => (p.as_str(), 0),
         };
-        let (prompts, tokens) = pair("--prefill", shape)?;
+        let (prompts, tokens) = pair("--prefill", shape, p)?;
         if cached + tokens > MAX_CONTEXT {
             return Err(PlanError::invalid("--prefill", p, format!("a prompt holds at most {MAX_CONTEXT} tokens")));
         }
@@ -131,10 +136,10 @@ fn step_spec(args: &PriceArgs) -> Result<StepSpec, PlanError> {
     Ok(step)
 }
 
-fn layout_value(flag: &str, v: Option<u32>) -> Result<u32, PlanError> {
+fn layout_value(flag: &str, v: Option<u64>) -> Result<u32, PlanError> {
     match v {
         None => Ok(1),
-        Some(n) if (1..=4096).contains(&n) => Ok(n),
+        Some(n) if (1..=4096).contains(&n) => Ok(n as u32),
         Some(n) => Err(PlanError::invalid(flag, n.to_string(), "a number of ranks from 1 to 4096")),
     }
 }
@@ -184,6 +189,9 @@ fn layout(plan: &crate::plan::Plan, tp: u32, ep: u32, dp: u32, args: &PriceArgs)
     match experts {
         None if ep > 1 => return Err(PlanError::invalid("--ep", ep.to_string(), format!("{} is a dense model: EP must be 1", args.model))),
         Some(e) if ep > e => return Err(PlanError::invalid("--ep", ep.to_string(), format!("at most the model's {e} experts"))),
+        Some(e) if !e.is_multiple_of(ep) => {
+            return Err(PlanError::invalid("--ep", ep.to_string(), format!("must divide the model's {e} experts")));
+        }
         _ if !gpus.is_multiple_of(ep) => {
             return Err(PlanError::invalid("--ep", ep.to_string(), format!("must divide the GPUs, tp × dp = {gpus}")));
         }
@@ -228,8 +236,10 @@ pub fn run(args: &PriceArgs) -> Result<PriceOutput, PlanError> {
     };
     let (tp, ep, dp) = (layout_value("--tp", args.tp)?, layout_value("--ep", args.ep)?, layout_value("--dp", args.dp)?);
     let step = step_spec(args)?;
-    let raw = RawArgs::try_parse_from(plan_argv(args, tp * dp)).map_err(|e| PlanError::Args(e.to_string()))?;
+    let raw = RawArgs::try_parse_from(plan_argv(args, tp * dp)).map_err(|e| PlanError::Args(super::scenario::first_line(&e)))?;
     let mut plan = super::plan::validate_plan(raw)?;
+    // A `--calibration` of another engine than the one priced would be read and never used.
+    super::validate::check_calibration_engines(&plan)?;
     if args.quantize_linear_action.is_none() && args.quantize_non_expert_linear_action.is_none() {
         // The checkpoint's own precision, whatever the planner's default.
         let checkpoint = crate::quant::QuantConfig::checkpoint(&plan.model);
@@ -240,5 +250,8 @@ pub fn run(args: &PriceArgs) -> Result<PriceOutput, PlanError> {
     let par = layout(&plan, tp, ep, dp, args)?;
     let priced = crate::search::price::price(&plan, par, &step, sustained);
     let text = if json { crate::report::price::json(&priced).map_err(PlanError::from)? } else { crate::report::price::text(&priced) };
-    Ok(PriceOutput { text, warnings: plan.warnings })
+    // The planner's note on its default EP search range is about a search; price prices the
+    // one layout its flags give.
+    let warnings = plan.warnings.into_iter().filter(|w| !w.contains("the default EP range stops at")).collect();
+    Ok(PriceOutput { text, warnings })
 }

@@ -187,7 +187,8 @@ pub fn load(path: &Path, cli: &RawArgs) -> Result<Loaded, PlanError> {
     Ok(Loaded { raw, text, shown, overridden })
 }
 
-fn first_line(e: &clap::Error) -> String {
+/// A clap error's first line without its `error: ` (the caller prints its own).
+pub(crate) fn first_line(e: &clap::Error) -> String {
     e.to_string().lines().next().unwrap_or("").trim_start_matches("error: ").to_string()
 }
 

@@ -325,3 +325,52 @@ fn unclear_values_get_clear_messages() {
     let o = case(d, &with(&with(Q, SHORT), &["--device-file", "mem1.yaml", "--device", "ODD"]), 2, &["field `memory`"]);
     assert!(!o.stderr.contains("--reserved-memory-gb"), "{}", o.stderr);
 }
+
+/// Inputs the `price` and `calibrate` commands used to read and then ignore or mis-name.
+#[test]
+fn price_and_calibrate_refuse_what_they_would_ignore() {
+    let dir = fixtures();
+    let d = dir.path();
+    let vllm = std::fs::read_to_string(format!("{}/profiles/engines/vllm.yaml", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    std::fs::write(d.join("lower.yaml"), vllm.replace("device: H200_SXM", "device: h200_sxm")).unwrap();
+    // The mark before the first key (before a comment line it went unnoticed).
+    let keys: String = vllm.lines().skip_while(|l| l.starts_with('#')).map(|l| format!("{l}\n")).collect();
+    std::fs::write(d.join("bom.yaml"), format!("\u{feff}{keys}")).unwrap();
+    let dev = crate::util::builtin_profile("H200_SXM").replace("name: H200_SXM", "name: MY_H200");
+    assert!(dev.contains("kernel_system: h200_sxm"), "the H200 profile names its tables");
+    std::fs::write(d.join("ks.yaml"), dev.replace("kernel_system: h200_sxm", "kernel_system: nonexistent_sys")).unwrap();
+    let price = ["price", "meta-llama/Llama-3.1-8B-Instruct", "--device", "H200_SXM", "--decode", "32x2048"];
+    // Fails without `check_calibration_engines` in price: the SGLang profile was read and unused.
+    let sglang = format!("{}/profiles/engines/sglang.yaml", env!("CARGO_MANIFEST_DIR"));
+    case(d, &with(&price, &["--calibration", &sglang]), 2, &["--calibration", "calibrates sglang, but the run simulates vllm"]);
+    // Fails without `check_calibrated_devices`: the lower-case entry matched no device.
+    case(d, &with(&price, &["--calibration", "lower.yaml"]), 2, &["--calibration lower.yaml", "`h200_sxm`", "write `H200_SXM`"]);
+    // Fails if the byte-order mark is not stripped ("missing field `engine`").
+    case(d, &with(&price, &["--calibration", "bom.yaml"]), 0, &[]);
+    // Fails if the read error drops the flag and the path.
+    case(d, &with(&price, &["--calibration", "absent.yaml"]), 2, &["--calibration absent.yaml: cannot read the file"]);
+    // Fails without `builtin_kernel_systems`: the device fell back to the roofline unsaid.
+    let custom = ["price", "meta-llama/Llama-3.1-8B-Instruct", "--device-file", "ks.yaml", "--device", "MY_H200", "--decode", "1x1"];
+    case(d, &custom, 2, &["MY_H200", "field `kernel_system` is `nonexistent_sys`"]);
+    // Fails if a shape is trimmed or signed before it is read, or the `@C` part is not echoed.
+    case(d, &with(&price[..4], &["--decode", " 1x2048"]), 2, &["--decode  1x2048: not of the form NxM"]);
+    case(d, &with(&price[..4], &["--decode", "+1x+2"]), 2, &["--decode +1x+2"]);
+    case(d, &with(&price[..4], &["--prefill", "1x0@10"]), 2, &["--prefill 1x0@10"]);
+    // Fails if --tp is parsed as u32 (clap's "not in 0..=4294967295") or EP is blamed on --tp.
+    case(d, &with(&price, &["--tp", "99999999999"]), 2, &["--tp 99999999999: a number of ranks from 1 to 4096"]);
+    let oss = ["price", "openai/gpt-oss-120b", "--device", "H200_SXM", "--ep", "7", "--dp", "7", "--decode", "32x2048"];
+    case(d, &oss, 2, &["--ep 7: must divide the model's 128 experts"]);
+    // Fails without the range check of the group size (7 was priced).
+    let g = with(&price, &["--quantize-linear-action", "MXFP4", "--mxfp4-group-size", "7"]);
+    case(d, &g, 2, &["--mxfp4-group-size 7", "power of two from 8 to 256"]);
+    // The planner's note on its default EP search range is not printed for a priced layout.
+    let ds = ["price", "deepseek-ai/DeepSeek-V3", "--device", "H200_SXM", "--dp", "1024", "--ep", "256", "--decode", "1x1"];
+    let o = case(d, &ds, 0, &[]);
+    assert!(!o.stderr.contains("default EP range"), "{}", o.stderr);
+    // calibrate: a profile of an engine no run names is refused, not read and ignored.
+    let sample = format!("{}/tests/fixtures/calibration/measured_sample.csv", env!("CARGO_MANIFEST_DIR"));
+    let ms = format!("{}/profiles/engines/msmodeling.yaml", env!("CARGO_MANIFEST_DIR"));
+    case(d, &["calibrate", "--measured", &sample, "--calibration", &ms, "-q"], 2, &["calibrates msmodeling, but no measured run"]);
+    // calibrate reads only regular files: /dev/zero is refused at once, never read.
+    case(d, &["calibrate", "--measured", "/dev/zero"], 2, &["/dev/zero: not a regular file"]);
+}

@@ -41,6 +41,11 @@ pub(crate) fn validate_quant(
         .transpose()?
         .unwrap_or(if nvidia && raw.quantize_linear_action.is_none() { checkpoint.kv } else { KvQuant::Disabled });
     let mxfp4_group_size = raw.mxfp4_group_size.unwrap_or(32);
+    // Elements per shared scale: the OCP MX formats use 32, NVFP4 16, group-wise integer
+    // formats up to 128; a scale per 7 or per 4 billion elements is no format any kernel reads.
+    if !(mxfp4_group_size.is_power_of_two() && (8..=256).contains(&mxfp4_group_size)) {
+        return Err(Error::invalid("--mxfp4-group-size", mxfp4_group_size, "must be a power of two from 8 to 256 (MXFP4: 32)"));
+    }
     if raw.mxfp4_group_size.is_some() && !linear.is_mxfp4() && !non_expert.is_some_and(|q| q.is_mxfp4()) {
         warnings.push(format!("--mxfp4-group-size {mxfp4_group_size} has no effect without MXFP4 quantization"));
     }

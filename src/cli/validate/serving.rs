@@ -215,7 +215,10 @@ fn validate_memory_share(raw: &RawArgs) -> Result<Option<f64>, Error> {
 
 /// `--calibration`: the built-in engine profiles, `none` (no per-device calibration), or files
 /// that replace their engines' profiles.
-pub(crate) fn validate_calibration(raw: &RawArgs) -> Result<crate::hardware::calibration::EngineProfiles, Error> {
+pub(crate) fn validate_calibration(
+    raw: &RawArgs,
+    registry: &crate::hardware::DeviceRegistry,
+) -> Result<crate::hardware::calibration::EngineProfiles, Error> {
     use crate::hardware::calibration::EngineProfile;
     let mut profiles = crate::hardware::calibration::EngineProfiles::default();
     if raw.calibration.iter().any(|c| c == "none") {
@@ -232,9 +235,11 @@ pub(crate) fn validate_calibration(raw: &RawArgs) -> Result<crate::hardware::cal
     let mut seen: Vec<String> = Vec::new();
     for file in &raw.calibration {
         let text = crate::util::read_bounded(std::path::Path::new(file), crate::util::MAX_CONFIG_BYTES)
-            .map_err(|e| Error::rejected("--calibration", file, e.to_string()))?;
-        let mut p =
-            EngineProfile::parse(&text).map_err(|e| Error::rejected("--calibration", file, format!("--calibration {file}: {e}")))?;
+            .map_err(|e| Error::rejected("--calibration", file, format!("--calibration {file}: {e}")))?;
+        // A byte-order mark is not YAML: without this the first key reads as `\u{feff}engine`.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let mut p = EngineProfile::parse(text).map_err(|e| Error::rejected("--calibration", file, format!("--calibration {file}: {e}")))?;
+        check_calibrated_devices(&p, file, registry)?;
         p.file = Some(file.clone());
         if seen.contains(&p.engine) {
             return Err(Error::rejected(
@@ -247,4 +252,30 @@ pub(crate) fn validate_calibration(raw: &RawArgs) -> Result<crate::hardware::cal
         profiles.replace(p);
     }
     Ok(profiles)
+}
+
+/// Every device entry of a calibration file names a device of the registry exactly (the
+/// entries are looked up by name: `h200_sxm` or a device no profile describes would be read
+/// and never used).
+fn check_calibrated_devices(
+    p: &crate::hardware::calibration::EngineProfile,
+    file: &str,
+    registry: &crate::hardware::DeviceRegistry,
+) -> Result<(), Error> {
+    let names = registry.names();
+    for (i, d) in p.devices.iter().enumerate() {
+        if names.contains(&d.device.as_str()) {
+            continue;
+        }
+        let hint = match names.iter().find(|n| n.eq_ignore_ascii_case(&d.device)) {
+            Some(n) => format!("device names are matched exactly: write `{n}`"),
+            None => "no device profile has that name (see --list-devices; --device-file adds one)".to_string(),
+        };
+        return Err(Error::rejected(
+            "--calibration",
+            file,
+            format!("--calibration {file}: field `devices[{i}].device` is `{}`; {hint}", d.device),
+        ));
+    }
+    Ok(())
 }

@@ -385,6 +385,25 @@ fn arrival(raw: &RawArgs, loaded: Option<Trace>, warnings: &mut Warnings) -> Res
 /// `--performance-model`: the built-in kernel tables where they ship (the default), the
 /// roofline alone (`analytic`), or tables read from a database (`profiling`, which needs
 /// `--profiling-database-path DIR`), loaded here for each device under its serving engine.
+/// A device whose `kernel_system` no built-in table set has would be priced by the roofline
+/// alone without a word: refused, naming the systems there are.
+fn builtin_kernel_systems(devices: &[crate::hardware::DeviceProfile]) -> Result<(), Error> {
+    let known: std::collections::BTreeSet<&str> = crate::hardware::kernels::builtin::available().map(|(s, _)| s).collect();
+    match devices.iter().find(|d| !d.kernel_system.is_empty() && !known.contains(d.kernel_system.as_str())) {
+        None => Ok(()),
+        Some(d) => Err(Error::rejected(
+            "--device-file",
+            &d.kernel_system,
+            format!(
+                "device `{}`: field `kernel_system` is `{}`, which no built-in kernel table set has ({}); leave it empty for the roofline alone, or give --performance-model profiling --profiling-database-path DIR with that system's tables",
+                d.name,
+                d.kernel_system,
+                known.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+        )),
+    }
+}
+
 pub(crate) fn validate_performance_model(
     raw: &RawArgs,
     devices: &[crate::hardware::DeviceProfile],
@@ -402,7 +421,10 @@ pub(crate) fn validate_performance_model(
         ));
     }
     engines.kernels = match model.as_deref() {
-        None => KernelChoice::Builtin,
+        None => {
+            builtin_kernel_systems(devices)?;
+            KernelChoice::Builtin
+        }
         Some("analytic") => KernelChoice::Roofline,
         Some("profiling") => {
             let Some(dir) = &raw.profiling_database_path else {
