@@ -224,7 +224,9 @@ pub fn read_csv(text: &str, file: &str, res: &Resolver) -> Result<Vec<MeasuredRu
             expected: REQUIRED_COLUMNS.join(", "),
         });
     }
-    if let Some((i, dup)) = header.iter().enumerate().find(|(i, h)| !h.is_empty() && header[..*i].contains(h)) {
+    let known = known_columns();
+    // Only a column calibrate reads must be unique (two `note` columns are nobody's business).
+    if let Some((i, dup)) = header.iter().enumerate().find(|(i, h)| known.contains(&h.as_str()) && header[..*i].contains(h)) {
         return Err(CalibrateError::Read {
             file: file.to_string(),
             message: format!(
@@ -234,7 +236,6 @@ pub fn read_csv(text: &str, file: &str, res: &Resolver) -> Result<Vec<MeasuredRu
             ),
         });
     }
-    let known = known_columns();
     let mut runs = Vec::new();
     for (i, rec) in rdr.records().enumerate() {
         let rec = rec.map_err(read_err)?;
@@ -259,8 +260,13 @@ fn unread_columns_note(text: &str, file: &str) -> Option<String> {
     let mut rdr = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(text.as_bytes());
     let known = known_columns();
     let header = rdr.headers().ok()?;
-    let unread: Vec<String> =
-        header.iter().map(|h| h.trim().to_lowercase()).filter(|h| !known.contains(&h.as_str())).map(|h| format!("`{h}`")).collect();
+    let unread: Vec<String> = header
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (i, h.trim().to_lowercase()))
+        .filter(|(_, h)| !known.contains(&h.as_str()))
+        .map(|(i, h)| if h.is_empty() { format!("column {} (unnamed)", i + 1) } else { format!("`{h}`") })
+        .collect();
     (!unread.is_empty()).then(|| format!("{file}: columns not read: {} (calibrate reads {})", unread.join(", "), known.join(", ")))
 }
 

@@ -5,8 +5,7 @@
 //! together at t = 0, keeps C in flight, and averages over all of them: the simulator's closed
 //! loop with `--num-requests` does exactly that (see `sim::RunParams::closed_requests`). The
 //! scheduler and its default limits are the run's own serving engine's (vLLM, SGLang or
-//! TensorRT-LLM; any other engine name runs under vLLM's), which the error tables show per
-//! engine.
+//! TensorRT-LLM; the reader refuses any other engine), which the error tables show per engine.
 
 use super::fit::{Sensitivity, COMPONENTS};
 use super::mapping::Resolver;

@@ -173,6 +173,11 @@ fn a_column_named_twice_is_refused_and_an_unread_one_is_noted() {
     assert_eq!(files.runs[0].num_prompts, 80);
     assert_eq!(files.notes.len(), 1);
     assert!(files.notes[0].contains("typo.csv: columns not read: `num_prompt` (calibrate reads engine, model"), "{}", files.notes[0]);
+    // Two columns calibrate does not read may share a name; an unnamed one (a pandas index)
+    // is noted by its position.
+    std::fs::write(&path, format!(",{HEADER},note,note\n0,a,vllm,,Qwen/Qwen3-32B,h100_sxm,,1024,128,8,2,,1,1,150,18,x,y\n")).unwrap();
+    let files = super::measured::read_files(&[&path], &Resolver::default()).unwrap();
+    assert!(files.notes[0].contains("columns not read: column 1 (unnamed), `note`, `note`"), "{}", files.notes[0]);
     // Mutation tried: note every column and the clean file gets a note too.
     std::fs::write(&path, format!("{HEADER}\na,vllm,,Qwen/Qwen3-32B,h100_sxm,,1024,128,8,2,,1,1,150,18\n")).unwrap();
     assert!(super::measured::read_files(&[&path], &Resolver::default()).unwrap().notes.is_empty());

@@ -146,7 +146,7 @@ fn unused_calibrations(base: &crate::plan::Plan, runs: &[MeasuredRun]) -> Result
             return Err(PlanError::rejected(
                 "--calibration",
                 file,
-                format!("--calibration {file} calibrates {engine}, but no measured run names it in its `engine` column"),
+                format!("--calibration {file} calibrates {engine}, but no measured run was served by {engine} (runs are vllm, sglang or trtllm)"),
             ));
         }
     }

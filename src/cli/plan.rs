@@ -110,5 +110,6 @@ pub fn validate_plan(mut raw: RawArgs) -> Result<Plan, PlanError> {
         capacity,
     };
     plan.warnings.extend(v::unused_reserve_warning(&raw, &plan));
+    v::check_one_token_tpot_limit(&raw, &plan)?;
     Ok(plan)
 }

@@ -223,9 +223,11 @@ pub fn write_file(path: &Path, contents: &str) -> std::io::Result<()> {
     written
 }
 
-/// Write several files all or none: every target must be a regular file or absent, every
+/// Write several files together: every target must be a regular file or absent, every
 /// contents is staged in a temporary file beside its target, and only then are they renamed
-/// over their targets (a set of engine profiles is never left half old, half new).
+/// over their targets, so a target that cannot be written leaves every old file in place (only
+/// a rename failing after another succeeded, which a full disk does not cause, could split
+/// the set).
 pub fn write_files(files: &[(std::path::PathBuf, String)]) -> Result<(), (std::path::PathBuf, std::io::Error)> {
     for (path, _) in files {
         if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {

@@ -193,11 +193,16 @@ fn input_length_not_positive() {
 
 #[test]
 fn a_tpot_limit_with_one_output_token() {
-    // One output token has no time per output token: the limit would pass every batch and the
+    // One output token has no inter-token time: the limit would pass every batch and the
     // search climbed to the memory limit (a minute and 2.7 GB on 8 test devices). Mutation
-    // tried: drop the check in `validate_workload` and this run exits 0.
-    let a = [MODEL8, &["--input-length", "1", "--output-length", "1"], SLO_ENGINE].concat();
-    usage_error(&a, &["--tpot-limits 50", "cannot be checked", "output length 1"]);
+    // tried: drop `check_one_token_tpot_limit` and this run is searched.
+    let one = [MODEL8, &["--input-length", "1", "--output-length", "1", "--tpot-limits", "50"]].concat();
+    usage_error(&one, &["--tpot-limits 50", "cannot be checked", "--output-length 1"]);
+    // Amortized TPOT (E2E / output) is defined for one token; the analytic engine's default.
+    crate::util::run_ok(&[&one[..], &["--engine", "analytic"]].concat());
+    // A benchmark client that honours end-of-sequence spreads the length (1 to 17 tokens).
+    let vllm = ["Qwen/Qwen3-8B", "--device", "H100_SXM", "--num-devices", "1", "--tp-sizes", "1", "--batch-range", "4", "4"];
+    crate::util::run_ok(&[&vllm[..], &one[3..], &["--serving-engine", "vllm"]].concat());
 }
 
 #[test]

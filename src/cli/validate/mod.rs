@@ -27,7 +27,7 @@ pub(crate) use sim::{
     check_calibration_engines, unused_reserve_warning, validate_engine, validate_engine_vendor, validate_performance_model, validate_sim,
     warn_unused_engine_version,
 };
-pub(crate) use workload::{load_arrival_trace, validate_slo, validate_workload};
+pub(crate) use workload::{check_one_token_tpot_limit, load_arrival_trace, validate_slo, validate_workload};
 
 /// Notes for stderr, in the order the sections produce them.
 #[derive(Debug, Default)]

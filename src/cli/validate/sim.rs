@@ -183,7 +183,7 @@ pub(crate) fn check_calibration_engines(plan: &crate::plan::Plan) -> Result<(), 
                 "--calibration",
                 file,
                 format!(
-                    "--calibration {file} calibrates {engine}, but the run simulates {}; give --serving-engine {engine} (or --emit {engine}), or a calibration of {}",
+                    "--calibration {file} calibrates {engine}, but the run simulates {}; give --serving-engine {engine}, or a calibration of {}",
                     names.join(", "),
                     names.join(", ")
                 ),
@@ -382,11 +382,8 @@ fn arrival(raw: &RawArgs, loaded: Option<Trace>, warnings: &mut Warnings) -> Res
     })
 }
 
-/// `--performance-model`: the built-in kernel tables where they ship (the default), the
-/// roofline alone (`analytic`), or tables read from a database (`profiling`, which needs
-/// `--profiling-database-path DIR`), loaded here for each device under its serving engine.
 /// A device whose `kernel_system` no built-in table set has would be priced by the roofline
-/// alone without a word: refused, naming the systems there are.
+/// alone: refused, naming the systems there are.
 fn builtin_kernel_systems(devices: &[crate::hardware::DeviceProfile]) -> Result<(), Error> {
     let known: std::collections::BTreeSet<&str> = crate::hardware::kernels::builtin::available().map(|(s, _)| s).collect();
     match devices.iter().find(|d| !d.kernel_system.is_empty() && !known.contains(d.kernel_system.as_str())) {
@@ -395,7 +392,7 @@ fn builtin_kernel_systems(devices: &[crate::hardware::DeviceProfile]) -> Result<
             "--device-file",
             &d.kernel_system,
             format!(
-                "device `{}`: field `kernel_system` is `{}`, which no built-in kernel table set has ({}); leave it empty for the roofline alone, or give --performance-model profiling --profiling-database-path DIR with that system's tables",
+                "device `{}`: field `kernel_system` is `{}`, which no built-in kernel table set has ({}); leave it empty (or give --performance-model analytic) for the roofline alone, or --performance-model profiling --profiling-database-path DIR with that system's tables",
                 d.name,
                 d.kernel_system,
                 known.into_iter().collect::<Vec<_>>().join(", ")
@@ -404,6 +401,9 @@ fn builtin_kernel_systems(devices: &[crate::hardware::DeviceProfile]) -> Result<
     }
 }
 
+/// `--performance-model`: the built-in kernel tables where they ship (the default), the
+/// roofline alone (`analytic`), or tables read from a database (`profiling`, which needs
+/// `--profiling-database-path DIR`), loaded here for each device under its serving engine.
 pub(crate) fn validate_performance_model(
     raw: &RawArgs,
     devices: &[crate::hardware::DeviceProfile],
@@ -422,7 +422,10 @@ pub(crate) fn validate_performance_model(
     }
     engines.kernels = match model.as_deref() {
         None => {
-            builtin_kernel_systems(devices)?;
+            // The analytic engine never reads kernel tables.
+            if !raw.engine.as_deref().is_some_and(|e| e.eq_ignore_ascii_case("analytic")) {
+                builtin_kernel_systems(devices)?;
+            }
             KernelChoice::Builtin
         }
         Some("analytic") => KernelChoice::Roofline,

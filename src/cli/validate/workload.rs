@@ -63,16 +63,6 @@ pub(crate) fn validate_workload(
             ));
         }
     }
-    // One output token: the first token is the last, so no request has a time per output
-    // token and a TPOT limit would pass every batch (the search then climbs to the memory
-    // limit for nothing).
-    if let (Lengths::Fixed(1), Some(limit)) = (&output, raw.tpot_limits) {
-        return Err(Error::rejected(
-            "--tpot-limits",
-            limit,
-            format!("--tpot-limits {limit} cannot be checked: every request generates one token (output length 1), so none has a time per output token; drop the limit or raise --output-length"),
-        ));
-    }
     let images = validate_images(raw, model, warnings)?;
     let range_ratio = validate_range_ratio(raw, &input, &output, warnings)?;
     let ignore_eos = raw.ignore_eos;
@@ -224,4 +214,24 @@ fn validate_range_ratio(raw: &RawArgs, input: &Lengths, output: &Lengths, warnin
         warnings.push("--random-range-ratio spreads fixed lengths only; lengths from a distribution or a trace are drawn as given");
     }
     Ok(Some(r))
+}
+
+/// `--tpot-limits` on a run where every request generates exactly one token: the first token
+/// is the last, so under the inter-token definition no request has a time per output token
+/// and the limit would pass every batch (the search then climbs to the memory limit for
+/// nothing). Only where the lengths really are all 1: `--output-length 1` with no benchmark
+/// client spreading it (`--ignore-eos`, or an engine without that client), a finite limit.
+pub(crate) fn check_one_token_tpot_limit(raw: &RawArgs, plan: &crate::plan::Plan) -> Result<(), Error> {
+    let Some(limit) = raw.tpot_limits.filter(|l| l.is_finite()) else { return Ok(()) };
+    let given_one = raw.output_length.as_deref().is_some_and(|v| v.trim() == "1");
+    let all_one =
+        given_one && matches!(plan.workload.output, Lengths::Fixed(1)) && plan.devices.iter().all(|d| plan.output_spread(d).is_none());
+    if !all_one || plan.serving.tpot_definition != crate::plan::TpotDefinition::InterToken {
+        return Ok(());
+    }
+    Err(Error::rejected(
+        "--tpot-limits",
+        limit,
+        format!("--tpot-limits {limit} cannot be checked: with --output-length 1 every request generates one token, so none has an inter-token time; drop the limit, raise --output-length, or give --tpot-definition amortized"),
+    ))
 }
