@@ -214,6 +214,12 @@ impl Record<'_> {
 
 /// The runs of a CSV text (`file` names it in errors).
 pub fn read_csv(text: &str, file: &str, res: &Resolver) -> Result<Vec<MeasuredRun>, CalibrateError> {
+    read_csv_noted(text, file, res).map(|(runs, _)| runs)
+}
+
+/// [`read_csv`], and the note on the header's columns it did not read (see
+/// [`unread_columns_note`]), from the one parse of the header.
+fn read_csv_noted(text: &str, file: &str, res: &Resolver) -> Result<(Vec<MeasuredRun>, Option<String>), CalibrateError> {
     let read_err = |e: csv::Error| CalibrateError::Read { file: file.to_string(), message: format!("not a readable CSV file: {e}") };
     let mut rdr = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(text.as_bytes());
     let header: Vec<String> = rdr.headers().map_err(read_err)?.iter().map(|h| h.trim().to_lowercase()).collect();
@@ -247,7 +253,7 @@ pub fn read_csv(text: &str, file: &str, res: &Resolver) -> Result<Vec<MeasuredRu
         }
         runs.push(Record { file, row: i + 1, values }.run(res)?);
     }
-    Ok(runs)
+    Ok((runs, unread_columns_note(&header, &known, file)))
 }
 
 fn known_columns() -> Vec<&'static str> {
@@ -256,14 +262,10 @@ fn known_columns() -> Vec<&'static str> {
 
 /// The columns of a CSV header that calibrate does not read (a typo of an optional column
 /// would otherwise fall back to its default unseen), as a note for stderr.
-fn unread_columns_note(text: &str, file: &str) -> Option<String> {
-    let mut rdr = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(text.as_bytes());
-    let known = known_columns();
-    let header = rdr.headers().ok()?;
+fn unread_columns_note(header: &[String], known: &[&str], file: &str) -> Option<String> {
     let unread: Vec<String> = header
         .iter()
         .enumerate()
-        .map(|(i, h)| (i, h.trim().to_lowercase()))
         .filter(|(_, h)| !known.contains(&h.as_str()))
         .map(|(i, h)| if h.is_empty() { format!("column {} (unnamed)", i + 1) } else { format!("`{h}`") })
         .collect();
@@ -399,8 +401,9 @@ pub fn read_files(paths: &[impl AsRef<Path>], res: &Resolver) -> Result<Measured
         if json {
             runs.push(read_vllm_json(&text, &file, res)?);
         } else {
-            runs.extend(read_csv(&text, &file, res)?);
-            notes.extend(unread_columns_note(&text, &file));
+            let (read, note) = read_csv_noted(&text, &file, res)?;
+            runs.extend(read);
+            notes.extend(note);
         }
     }
     if runs.is_empty() {

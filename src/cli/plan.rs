@@ -80,7 +80,7 @@ pub fn validate_plan(mut raw: RawArgs) -> Result<Plan, PlanError> {
     v::validate_engine_vendor(&raw, &sim, &devices)?;
     let mut engines = v::validate_calibration(&raw, &registry)?;
     v::warn_unused_engine_version(&sim, &engines, &mut warnings);
-    v::validate_performance_model(&raw, &devices, &sim, &mut engines)?;
+    v::validate_performance_model(&raw, engine, &devices, &sim, &mut engines)?;
     let (output, jobs) = v::validate_output(&raw, devices.len(), quiet, &mut warnings)?;
     search.shard = v::validate_shard(&raw, &mode, &search, &output)?;
     let device_hour_cost = v::validate_device_hour_cost(&raw, &registry, &devices)?;

@@ -252,6 +252,6 @@ pub fn run(args: &PriceArgs) -> Result<PriceOutput, PlanError> {
     let text = if json { crate::report::price::json(&priced).map_err(PlanError::from)? } else { crate::report::price::text(&priced) };
     // The planner's note on its default EP search range is about a search; price prices the
     // one layout its flags give.
-    let warnings = plan.warnings.into_iter().filter(|w| !w.contains("the default EP range stops at")).collect();
+    let warnings = plan.warnings.into_iter().filter(|w| !w.contains(super::validate::DEFAULT_EP_RANGE_NOTE)).collect();
     Ok(PriceOutput { text, warnings })
 }

@@ -45,7 +45,7 @@ impl PowerLimit {
     /// of many replays shows).
     pub fn steady_factor(&self, device_s: f64, matrix_s: f64) -> f64 {
         if device_s > 0.0 {
-            self.factor(matrix_s / device_s)
+            self.factor(tensor_core_load(device_s, matrix_s))
         } else {
             1.0
         }
@@ -69,6 +69,16 @@ impl PowerLimit {
     }
 }
 
+/// The tensor-core load of work that takes `device_s` at burst clocks, its matrix work
+/// `matrix_s` at the effective matrix rate: their ratio in [0, 1] (0 for no work).
+pub fn tensor_core_load(device_s: f64, matrix_s: f64) -> f64 {
+    if device_s > 0.0 {
+        (matrix_s / device_s).clamp(0.0, 1.0)
+    } else {
+        0.0
+    }
+}
+
 /// One device group's recent tensor-core load, averaged (exponentially, over the limit's
 /// window) up to the end of its last step. Idle time counts as no load.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -89,7 +99,7 @@ impl PowerWindow {
         let tau = limit.window_ms * 1e-3;
         let idle = start_ns.saturating_sub(self.until_ns) as f64 * 1e-9;
         let before = self.load * (-idle / tau).exp();
-        let load = (matrix_s / device_s).clamp(0.0, 1.0);
+        let load = tensor_core_load(device_s, matrix_s);
         // Mean over the step of load + (before − load)·e^(−t/τ), t from 0 to the step's length.
         let x = device_s / tau;
         // −expm1(−x) keeps its digits for the short steps (x ≈ 1e−4) that 1 − e^(−x) loses.

@@ -65,7 +65,7 @@ pub fn price(plan: &Plan, par: ParallelConfig, step: &StepSpec, sustained: bool)
         step_ms: step_s * 1e3,
         clocks: match (limit, sustained) {
             (Some(_), _) => Clocks::Sustained {
-                tensor_core_load: if burst.device_s > 0.0 { (burst.matrix_s / burst.device_s).min(1.0) } else { 0.0 },
+                tensor_core_load: crate::hardware::power::tensor_core_load(burst.device_s, burst.matrix_s),
                 slowdown: factor,
             },
             (None, true) => Clocks::Unlimited,

@@ -20,7 +20,7 @@ pub(crate) use mode::{validate_device_grids, validate_mode};
 pub(crate) use model::{validate_devices, validate_model, validate_registry};
 pub(crate) use output::{validate_log_level, validate_output};
 pub(crate) use quant::{validate_compile, validate_quant};
-pub(crate) use search::validate_search;
+pub(crate) use search::{validate_search, DEFAULT_EP_RANGE_NOTE};
 pub(crate) use serving::{validate_calibration, validate_mtp, validate_serving, validate_speculative};
 pub(crate) use shard::validate_shard;
 pub(crate) use sim::{

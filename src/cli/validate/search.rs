@@ -8,6 +8,9 @@ use crate::plan::{Mode, SearchSpace, SearchStrategy};
 use crate::quant::NamedEnum;
 
 const MAX_BATCH: u32 = 1 << 20;
+/// The words of the note on the default EP search range (`price`, which prices one layout,
+/// leaves that note out by them).
+pub(crate) const DEFAULT_EP_RANGE_NOTE: &str = "the default EP range stops at";
 const MAX_BUDGET: u32 = 100_000_000;
 
 fn pow2_count(n: u32) -> usize {
@@ -69,7 +72,7 @@ pub(crate) fn validate_search(
         if ep.as_ref().is_none_or(Vec::is_empty) && limit > experts {
             let cap = crate::search::candidates::ep_cap(limit, experts);
             warnings.push(format!(
-                "{}: the default EP range stops at the model's {experts} routed experts (EP ≤ {cap} on {limit} devices, the rest MoE-TP)",
+                "{}: {DEFAULT_EP_RANGE_NOTE} the model's {experts} routed experts (EP ≤ {cap} on {limit} devices, the rest MoE-TP)",
                 model.id
             ));
         }

@@ -406,6 +406,7 @@ fn builtin_kernel_systems(devices: &[crate::hardware::DeviceProfile]) -> Result<
 /// `--profiling-database-path DIR`), loaded here for each device under its serving engine.
 pub(crate) fn validate_performance_model(
     raw: &RawArgs,
+    engine: EngineKind,
     devices: &[crate::hardware::DeviceProfile],
     sim: &crate::plan::SimOptions,
     engines: &mut crate::hardware::calibration::EngineProfiles,
@@ -423,7 +424,7 @@ pub(crate) fn validate_performance_model(
     engines.kernels = match model.as_deref() {
         None => {
             // The analytic engine never reads kernel tables.
-            if !raw.engine.as_deref().is_some_and(|e| e.eq_ignore_ascii_case("analytic")) {
+            if engine != EngineKind::Analytic {
                 builtin_kernel_systems(devices)?;
             }
             KernelChoice::Builtin

@@ -101,25 +101,44 @@ pub struct MatrixLoad {
     live: Vec<usize>,
 }
 
+/// How one operator's matrix work enters [`MatrixLoad`].
+enum MatrixTerm<'a> {
+    /// None (a collective).
+    Nothing,
+    /// Linear in the features: these coefficients, times the count.
+    Linear(&'a Coef),
+    /// Evaluated each step (experts, overlapped streams, a window).
+    Live,
+}
+
+impl MatrixTerm<'_> {
+    fn of(op: &Op) -> MatrixTerm<'_> {
+        // A measured kernel's matrix work is its roofline's, read as the kernel reads the
+        // features: clamped to its lookup's window when it has one.
+        let kind = match &op.kind {
+            OpKind::Measured(m) if m.window().is_none() => &m.roofline,
+            OpKind::Measured(_) => return MatrixTerm::Live,
+            k => k,
+        };
+        match (kind, op.window) {
+            (OpKind::Collective { .. }, _) => MatrixTerm::Nothing,
+            (OpKind::Roofline { mma, .. }, None) => MatrixTerm::Linear(mma),
+            _ => MatrixTerm::Live,
+        }
+    }
+}
+
 impl MatrixLoad {
     pub fn of(ops: &[Op]) -> MatrixLoad {
         let mut load = MatrixLoad::default();
         for (i, op) in ops.iter().enumerate() {
-            let mma = match (&op.kind, op.window) {
-                (OpKind::Roofline { mma, .. }, None) => mma,
-                (OpKind::Measured(m), None) if m.window().is_none() => match &m.roofline {
-                    OpKind::Roofline { mma, .. } => mma,
-                    OpKind::Collective { .. } => continue,
-                    _ => {
-                        load.live.push(i);
-                        continue;
-                    }
-                },
-                (OpKind::Collective { .. }, _) => continue,
-                _ => {
+            let mma = match MatrixTerm::of(op) {
+                MatrixTerm::Nothing => continue,
+                MatrixTerm::Live => {
                     load.live.push(i);
                     continue;
                 }
+                MatrixTerm::Linear(mma) => mma,
             };
             let at = match load.by_gate.iter().position(|(g, _)| *g == op.gate) {
                 Some(at) => at,
@@ -128,8 +147,7 @@ impl MatrixLoad {
                     load.by_gate.len() - 1
                 }
             };
-            let c = &mut load.by_gate[at].1;
-            for (c, m) in c.iter_mut().zip(mma) {
+            for (c, m) in load.by_gate[at].1.iter_mut().zip(mma) {
                 *c += m * op.count;
             }
         }
