@@ -479,3 +479,38 @@ fn a_measured_sliding_window_attention_loads_the_tensor_cores_within_its_window(
     let load = v["clocks"]["tensor_core_load"].as_f64().unwrap();
     assert!((0.33..0.37).contains(&load), "tensor-core load {load}");
 }
+
+/// `price` on the fixture model and device with the FP8-cache fixture database
+/// (tests/fixtures/kernels/db_fp8_cache: a bf16-cache prefill table at the model's heads, an
+/// FP8-cache one at 512-wide heads only, generation tables of both at the model's heads).
+fn fp8_cache_attention(extra: &[&str]) -> Value {
+    let (model, device, db) = (fixture("model/config.json"), fixture("device.yaml"), fixture("db_fp8_cache"));
+    let mut args = vec!["price".to_string(), model, "--device".into(), "TINY_GPU".into(), "--device-file".into(), device];
+    args.extend(["--serving-engine", "vllm", "--performance-model", "profiling", "--profiling-database-path"].map(String::from));
+    args.push(db);
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.extend(["--output", "json"].map(String::from));
+    let out = cmd().args(&args).assert().success().get_output().stdout.clone();
+    serde_json::from_slice(&out).expect("price --output json is JSON")
+}
+
+#[test]
+fn a_cache_dtype_whose_table_lacks_the_heads_takes_the_other_dtypes_table_at_them() {
+    // A 1,000-token prompt attends over 500,500 causal pairs: 20.5 µs of tensor-core work at
+    // 100 TFLOPS against 8.2 µs of bytes with a bf16 cache, so the bf16-cache kernel's time
+    // (20 µs a layer, measured) is also the FP8-cache kernel's (the rooflines' ratio is 1).
+    // Mutation: drop the other dtype's arm in `measured_attention`'s pick and the FP8 prompt
+    // is carried from the 512-wide heads' 0.5 ms instead (25x this).
+    let bf16 = op(&fp8_cache_attention(&["--prefill", "1x1000"]), "attention").clone();
+    assert!(close(bf16["ms"].as_f64().unwrap(), 2.0 * 0.02) && bf16["source"] == "silicon", "{bf16}");
+    let fp8 = op(&fp8_cache_attention(&["--prefill", "1x1000", "--quantize-attention-action", "FP8"]), "attention").clone();
+    assert!(close(fp8["ms"].as_f64().unwrap(), 2.0 * 0.02), "{fp8}");
+    // Another kernel's measurement, so never reported as this one's.
+    assert_eq!(fp8["source"], "extrapolated");
+    // Between measured prompts: halfway from 20 to 60 µs.
+    let mid = op(&fp8_cache_attention(&["--prefill", "1x1500", "--quantize-attention-action", "FP8"]), "attention").clone();
+    assert!(close(mid["ms"].as_f64().unwrap(), 2.0 * 0.04), "{mid}");
+    // Decode keeps the FP8 cache's own table, which measured these heads: 12 µs at 4 × 1,000.
+    let dec = op(&fp8_cache_attention(&["--decode", "4x1000", "--quantize-attention-action", "FP8"]), "attention").clone();
+    assert!(close(dec["ms"].as_f64().unwrap(), 2.0 * 0.012) && dec["source"] == "silicon", "{dec}");
+}

@@ -137,23 +137,39 @@ impl Builder<'_> {
             AttentionWindow::TopBlocks(_) => None,
         };
         let window = reads.tokens();
+        let fixed = [hd, hkv, hq];
+        // Each phase's table: the cache dtype's own where it measured these heads (or heads on
+        // both sides of them); otherwise the other cache dtype's where that one did, carried by
+        // the rooflines' ratio (the kernel's work is the same but for the bytes of the cache it
+        // reads: SGLang's FP8-cache prefill table holds 512-wide heads only, whose utilisation
+        // carried to Llama's 128-wide heads priced its prompts 7x slower than its bf16-cache
+        // kernel at the same heads); failing both, the own dtype's nearest heads.
         let pick = |op: KernelOp| {
-            let exact = own.and_then(|w| t.get(&TableId::attention(op, kv_fp8, w))).map(|g| (g, false));
-            exact.or_else(|| t.get(&TableId::attention(op, kv_fp8, 0)).map(|g| (g, window.is_some())))
+            let of = |fp8: bool| {
+                let exact = own.and_then(|w| t.get(&TableId::attention(op, fp8, w))).map(|g| (g, false));
+                exact.or_else(|| t.get(&TableId::attention(op, fp8, 0)).map(|g| (g, window.is_some()))).map(|(g, c)| (g, c, fp8))
+            };
+            match (of(kv_fp8), of(!kv_fp8)) {
+                (Some(mine), _) if mine.0.covers(&fixed) => Some(mine),
+                (_, Some(other)) if other.0.covers(&fixed) => Some(other),
+                (mine, other) => mine.or(other),
+            }
         };
-        let (Some((ctx, _)), Some((gen, clamp_lookup))) = (pick(KernelOp::ContextAttention), pick(KernelOp::GenerationAttention)) else {
+        let (Some((ctx, _, ctx_fp8)), Some((gen, clamp_lookup, gen_fp8))) =
+            (pick(KernelOp::ContextAttention), pick(KernelOp::GenerationAttention))
+        else {
             return op;
         };
         let hbm = self.datasheet_hbm();
         let kvb = self.opts.quant.kv.bytes();
+        let table_kvb = |fp8: bool| if fp8 { KvQuant::Fp8 } else { KvQuant::Disabled }.bytes();
         let peak = self.peak(Dtype::Bf16);
         // Coordinates (head_dim, KV heads, heads, batch, length).
-        let roof_at = |hd: f64, hkv: f64, hq: f64| AttentionRoof {
+        let roof_at = |hd: f64, hkv: f64, hq: f64, kvb: f64| AttentionRoof {
             per_pair: 4.0 * hq * hd / peak,
             per_ctx: 2.0 * hkv * hd * kvb / hbm,
             per_query: hq * hd * 4.0 / hbm,
         };
-        let roof = roof_at(hd, hkv, hq);
         // The tables time heads whose values are as wide as their keys; a narrower value head
         // (MiMo-V2-Flash: 192 and 128) carries the measured utilisation to its own work.
         let actual = AttentionRoof {
@@ -161,21 +177,25 @@ impl Builder<'_> {
             per_ctx: hkv * (hd + vd) * kvb / hbm,
             per_query: hq * (hd + vd) * 2.0 / hbm,
         };
-        let fixed = [hd, hkv, hq];
         let win = window.map(|w| w as f64);
         let prefill_roof = |x: &[f64]| {
             let (b, s) = (x[3], x[4]);
             let (p, c) = clamp(win, b * s * (s + 1.0) / 2.0, b * s, b * s, b);
-            roof_at(x[0], x[1], x[2]).at(p, c, b * s)
+            roof_at(x[0], x[1], x[2], table_kvb(ctx_fp8)).at(p, c, b * s)
         };
         let decode_roof = |x: &[f64]| {
             let (b, len) = (x[3], x[4]);
             let (p, c) = clamp(win, b * len, b, b * len, b);
-            roof_at(x[0], x[1], x[2]).at(p, c, b)
+            roof_at(x[0], x[1], x[2], table_kvb(gen_fp8)).at(p, c, b)
+        };
+        let side = |grid, fp8: bool, roof: &dyn Fn(&[f64]) -> f64| {
+            let table = Dense::<2>::slice(grid, &fixed, roof);
+            let table = if fp8 == kv_fp8 { table } else { table.carried() };
+            AttentionSide { table, measured: roof_at(hd, hkv, hq, table_kvb(fp8)), actual }
         };
         let lookup = Lookup::Attention {
-            prefill: Some(AttentionSide { table: Dense::<2>::slice(ctx, &fixed, &prefill_roof), measured: roof, actual }),
-            decode: Some(AttentionSide { table: Dense::<2>::slice(gen, &fixed, &decode_roof), measured: roof, actual }),
+            prefill: Some(side(ctx, ctx_fp8, &prefill_roof)),
+            decode: Some(side(gen, gen_fp8, &decode_roof)),
             window: win,
             clamp_lookup,
             dcp: self.par.dcp.max(1) as f64,

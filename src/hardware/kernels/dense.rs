@@ -44,6 +44,15 @@ impl<const N: usize> Dense<N> {
         Dense { axes, values, sources }
     }
 
+    /// The slice as a carried measurement: every value is at best [`Source::Extrapolated`]
+    /// (a table of another variant of the kernel, priced on the query's roofline).
+    pub fn carried(mut self) -> Self {
+        for s in &mut self.sources {
+            *s = s.worst(Source::Extrapolated);
+        }
+        self
+    }
+
     /// The time at `y` (the varying axes). `roofline(y)` must be cheap: it is called only
     /// beyond the sliced values, on the query and on the edge it is clamped to.
     #[inline]

@@ -154,6 +154,15 @@ impl Grid {
         out
     }
 
+    /// Whether a query with `prefix` (the coordinates of the first axes) stays within the
+    /// measured values on each of those axes, under every node it reaches: measured or between
+    /// measured neighbours, never clamped to an edge (which would carry another shape's
+    /// utilisation).
+    pub fn covers(&self, prefix: &[f64]) -> bool {
+        assert!(prefix.len() <= self.dims);
+        within(&self.root, 0, prefix)
+    }
+
     /// Every measured point, in axis order (for writing a table out).
     pub fn points(&self) -> Vec<(Vec<f64>, f64)> {
         let mut out = Vec::new();
@@ -205,6 +214,15 @@ fn reach(node: &Node, depth: usize, prefix: &[f64], axis: usize, out: &mut Vec<f
     };
     for i in next {
         reach(&children[i].1, depth + 1, prefix, axis, out);
+    }
+}
+
+fn within(node: &Node, depth: usize, prefix: &[f64]) -> bool {
+    let (Node::Branch(children), Some(&v)) = (node, prefix.get(depth)) else { return true };
+    match bracket(children, v) {
+        Bracket::Clamp(_) => false,
+        Bracket::Exact(i) => within(&children[i].1, depth + 1, prefix),
+        Bracket::Between(i, _) => within(&children[i].1, depth + 1, prefix) && within(&children[i + 1].1, depth + 1, prefix),
     }
 }
 
@@ -360,6 +378,16 @@ pub(super) mod tests {
         let p = g.query(&[15.0, 8.0], &roof);
         assert_eq!(p.source, Source::Extrapolated);
         assert!((p.seconds - (82.0 + 162.0) / 2.0).abs() < 1e-12, "{}", p.seconds);
+    }
+
+    #[test]
+    fn coverage_is_within_the_measured_values_of_every_reached_node() {
+        let g = grid();
+        // Mutation: treat a clamp as covered and n = 25, (15, 5) and (20, 0.5) pass as covered.
+        assert!(g.covers(&[]));
+        assert!(g.covers(&[15.0]) && g.covers(&[20.0]) && g.covers(&[15.0, 3.0]) && g.covers(&[10.0, 2.0]));
+        assert!(!g.covers(&[25.0]) && !g.covers(&[5.0]));
+        assert!(!g.covers(&[15.0, 5.0]) && !g.covers(&[20.0, 0.5]));
     }
 
     #[test]
