@@ -265,11 +265,13 @@ fn no_shipped_nvidia_profile_streams_weights_faster_than_the_hardware_can() {
 }
 
 #[test]
-fn tensorrt_llm_runs_gpt_oss_experts_on_hopper_with_the_triton_kernels_vllm_runs() {
-    // TensorRT-LLM's TRITON MoE backend on Hopper runs OpenAI's Triton MXFP4 kernels, timed by
-    // the tables under vLLM: an 8,192-token prefill's experts cost what vLLM's cost. On B200
-    // TensorRT-LLM runs its own MXFP4 x MXFP8 kernels. (Mutation: remove `mxfp4_bf16_moe` from
-    // profiles/engines/trtllm.yaml and the H200 figures differ, 5.66 against 3.94 ms a layer.)
+fn tensorrt_llm_and_sglang_run_gpt_oss_experts_on_hopper_with_the_triton_kernels_vllm_runs() {
+    // TensorRT-LLM's TRITON MoE backend and SGLang's triton_kernel backend on Hopper run
+    // OpenAI's Triton MXFP4 kernels, timed by the tables under vLLM: an 8,192-token prefill's
+    // experts cost what vLLM's cost. On B200 TensorRT-LLM runs its own MXFP4 x MXFP8 kernels.
+    // (Mutation: remove `mxfp4_bf16_moe` from profiles/engines/trtllm.yaml and the H200 figures
+    // differ, 5.66 against 3.94 ms a layer; from sglang.yaml, and SGLang's plain Triton MoE
+    // table prices them at about twice vLLM's.)
     // At burst clocks: the steps' other operators differ, and so would their sustained clocks.
     let experts = |device: &str, engine: &str| -> f64 {
         let out = cmd()
@@ -282,6 +284,8 @@ fn tensorrt_llm_runs_gpt_oss_experts_on_hopper_with_the_triton_kernels_vllm_runs
     };
     let (trt, vllm) = (experts("H200_SXM", "trtllm"), experts("H200_SXM", "vllm"));
     assert!(close(trt, vllm), "H200: trtllm {trt} ms, vllm {vllm} ms");
+    let (sgl, vllm_h100) = (experts("H100_SXM", "sglang"), experts("H100_SXM", "vllm"));
+    assert!(close(sgl, vllm_h100), "H100: sglang {sgl} ms, vllm {vllm_h100} ms");
     let (trt_b, vllm_b) = (experts("B200", "trtllm"), experts("B200", "vllm"));
     assert!(!close(trt_b, vllm_b), "B200: both {trt_b} ms");
 }
