@@ -483,14 +483,15 @@ impl EngineProfiles {
         self.profiles.iter().find(|p| p.engine == engine).expect("every engine has a built-in profile")
     }
 
-    /// What release `version` of `engine` amounts to on `device`.
-    pub fn effective(&self, engine: &str, device: &DeviceProfile, version: Option<EngineVersion>) -> Effective {
+    /// What release `version` of `engine` amounts to on `device`, for a model whose routed
+    /// experts are MXFP4 (`mxfp4_experts`: only those borrow another engine's expert kernels).
+    pub fn effective(&self, engine: &str, device: &DeviceProfile, version: Option<EngineVersion>, mxfp4_experts: bool) -> Effective {
         let profile = self.get(engine);
         let mut eff = profile.effective(device, self.calibrated, version);
         eff.kernels = self.kernels.tables(device, engine);
         // Without FP4 tensor cores the experts run on bf16 activations; an engine that runs
         // another engine's kernels there is priced from that engine's tables of them.
-        if let (Some(b), Some(own), false) = (&profile.mxfp4_bf16_moe, &eff.kernels, device.has_fp4_tensor_cores()) {
+        if let (Some(b), Some(own), false, true) = (&profile.mxfp4_bf16_moe, &eff.kernels, device.has_fp4_tensor_cores(), mxfp4_experts) {
             if let Some(donor) = self.kernels.tables(device, &b.tables) {
                 let merged = super::kernels::with_moe_from(&own.0, &donor.0, super::kernels::MoeDtype::W4a16Mxfp4);
                 if !std::sync::Arc::ptr_eq(&merged, &own.0) {

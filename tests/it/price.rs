@@ -286,6 +286,15 @@ fn tensorrt_llm_and_sglang_run_gpt_oss_experts_on_hopper_with_the_triton_kernels
     assert!(close(trt, vllm), "H200: trtllm {trt} ms, vllm {vllm} ms");
     let (sgl, vllm_h100) = (experts("H100_SXM", "sglang"), experts("H100_SXM", "vllm"));
     assert!(close(sgl, vllm_h100), "H100: sglang {sgl} ms, vllm {vllm_h100} ms");
+    // Only MXFP4 experts borrow: a bf16 MoE keeps SGLang's own tables, and its kernel-table line
+    // names no borrowing. (Mutation, tried: borrow whatever the experts' format.)
+    let out = cmd()
+        .args(["price", "Qwen/Qwen3-30B-A3B", "--device", "H200_SXM", "--decode", "8x1024", "--serving-engine", "sglang"])
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let line = text.lines().find(|l| l.starts_with("Kernel tables:")).unwrap();
+    assert!(line.starts_with("Kernel tables: h200_sxm sglang 0.5.14 (") && !line.contains("experts from"), "{line}");
     let (trt_b, vllm_b) = (experts("B200", "trtllm"), experts("B200", "vllm"));
     assert!(!close(trt_b, vllm_b), "B200: both {trt_b} ms");
 }
@@ -517,4 +526,59 @@ fn a_cache_dtype_whose_table_lacks_the_heads_takes_the_other_dtypes_table_at_the
     // Decode keeps the FP8 cache's own table, which measured these heads: 12 µs at 4 × 1,000.
     let dec = op(&fp8_cache_attention(&["--decode", "4x1000", "--quantize-attention-action", "FP8"]), "attention").clone();
     assert!(close(dec["ms"].as_f64().unwrap(), 2.0 * 0.012) && dec["source"] == "silicon", "{dec}");
+}
+
+/// `price` of DeepSeek-V3 (block-FP8 projections, bf16 cache) at TP 8 on the fixture device
+/// and database, whose MLA module tables hold the block at 16 local heads (and a row of
+/// another model that must not be read).
+fn deepseek_v3(extra: &[&str]) -> Value {
+    let (device, db) = (fixture("device.yaml"), fixture("db"));
+    let mut args = vec!["price", "deepseek-ai/DeepSeek-V3", "--device", "TINY_GPU", "--device-file", &device, "--tp", "8"];
+    args.extend(["--serving-engine", "vllm", "--performance-model", "profiling", "--profiling-database-path", &db, "--output", "json"]);
+    args.extend_from_slice(extra);
+    let out = cmd().args(&args).assert().success().get_output().stdout.clone();
+    serde_json::from_slice(&out).expect("price --output json is JSON")
+}
+
+#[test]
+fn deepseek_mla_layers_are_priced_as_the_measured_attention_block() {
+    // 61 MLA layers, each one `mla_attention` call in place of its projections, norms, cache
+    // write, absorption and attention; the TP all-reduce stays a collective. Mutations (tried):
+    // read the other model's row (the 1,500-token prompt then blends its 9 ms), or drop the
+    // call in `mla` (the decode is priced by its operators, `mla_decode_attention` appears).
+    let v = deepseek_v3(&["--decode", "4x1000"]);
+    let m = op(&v, "mla_attention");
+    assert!(close(m["ms"].as_f64().unwrap(), 61.0 * 0.080), "{m}");
+    assert_eq!((m["source"].as_str(), m["kind"].as_str(), m["count"].as_f64()), (Some("silicon"), Some("attention"), Some(61.0)));
+    let names: Vec<&str> = v["operators"].as_array().unwrap().iter().map(|o| o["name"].as_str().unwrap()).collect();
+    for gone in ["fused_qkv_a_proj", "q_b_proj", "mla_decode_attention", "mla_absorb_bmm", "o_proj"] {
+        assert!(!names.contains(&gone), "{gone} is inside the measured block: {names:?}");
+    }
+    assert_eq!(op(&v, "attn_all_reduce")["count"].as_f64(), Some(61.0));
+    // Batch 2 is a third of the way from 1 to 4, 1,500 halfway from 1,000 to 2,000:
+    // 55 + (90 − 55) / 3 µs.
+    let m = op(&deepseek_v3(&["--decode", "2x1500"]), "mla_attention").clone();
+    assert!(close(m["ms"].as_f64().unwrap(), 61.0 * (0.055 + 0.035 / 3.0)), "{m}");
+    assert_eq!(m["source"], "interpolated");
+    // A 1,500-token prompt halfway from 200 to 500 µs.
+    let m = op(&deepseek_v3(&["--prefill", "1x1500"]), "mla_attention").clone();
+    assert!(close(m["ms"].as_f64().unwrap(), 61.0 * 0.35), "{m}");
+    // A mixed step pays the block's per-call cost (one sequence at the shortest KV, 50 µs) once:
+    // 200 + 80 − 50 µs. Mutation (tried): add both sides whole, 280 µs.
+    let m = op(&deepseek_v3(&["--prefill", "1x1000", "--decode", "4x1000"]), "mla_attention").clone();
+    assert!(close(m["ms"].as_f64().unwrap(), 61.0 * 0.23), "{m}");
+}
+
+#[test]
+fn an_mla_layer_the_module_tables_did_not_measure_keeps_its_operators() {
+    // bf16 projections (the fixture holds block-FP8 rows only) and an FP8 cache (bf16 rows
+    // only): no module table, so each layer keeps its operators. Mutation (tried): take the
+    // block-FP8 table for any projection dtype and `mla_attention` appears in the first case.
+    for extra in [["--quantize-linear-action", "DISABLED"], ["--quantize-attention-action", "FP8"]] {
+        let mut args = vec!["--decode", "4x1000"];
+        args.extend(extra);
+        let v = deepseek_v3(&args);
+        let names: Vec<&str> = v["operators"].as_array().unwrap().iter().map(|o| o["name"].as_str().unwrap()).collect();
+        assert!(!names.contains(&"mla_attention") && names.contains(&"mla_decode_attention"), "{extra:?}: {names:?}");
+    }
 }

@@ -4,6 +4,7 @@
 //! mixer and the rotary embedding. Each adds its KV cache or per-sequence state to the memory model.
 
 use super::measured::{AttentionWindow, MlaDims};
+use super::mla_module::MlaLayer;
 use super::msa_module::SparseLayer;
 use super::{Builder, TOK};
 use crate::cost::ops::{f, scaled, unit, Collective, Op, OpKind};
@@ -273,6 +274,7 @@ impl Builder<'_> {
         let tok = unit(TOK, 1.0);
         let quant_in = if self.compile { q.act_quant() } else { ActQuant::None };
         self.norm("input_norm", count, TOK, h, true, quant_in);
+        let block_start = self.ops.len();
         // Down projections are replicated (not split by TP).
         let qa = q_lora.map(|x| x as f64);
         if self.compile {
@@ -383,6 +385,7 @@ impl Builder<'_> {
         self.act_quant("o_input_quant", count, tok, hq * v, q);
         self.row_parallel("o_proj", "attn_all_reduce", count, tok, hq * v, h, qq, false);
         self.track_width(hq * (nope + rope + v) * 2.0);
+        self.mla_module(count, block_start, &MlaLayer { heads, q_lora, dims, indexer: indexer.is_some() });
     }
 
     /// DeepSeek Sparse Attention's lightning indexer over `q_in`-wide query latents: its

@@ -19,6 +19,7 @@
 //! | `roofline` | how one operator's shape becomes roofline coefficients: GEMMs (quantized or bf16, a missing dtype peak), element-wise ops, activation quantization |
 //! | `measured` | where the device's kernels were measured: GEMMs, attention, routed experts and collectives priced from the kernel tables instead |
 //! | `msa_module` | MiniMax-M3's sparse attention layers as one block priced from the measured module tables, in place of the operators `attention` laid out |
+//! | `mla_module` | DeepSeek-V3's MLA layers as one block priced from the measured module tables, likewise |
 //!
 //! The pricing seam: the builders decide which operators run, with which shapes and counts;
 //! `roofline` (and `comm` for collectives) turns a shape into an [`Op`]'s coefficients. A
@@ -35,6 +36,7 @@ mod attention;
 mod comm;
 mod dense;
 mod measured;
+mod mla_module;
 mod moe;
 mod msa_module;
 mod norm;

@@ -98,7 +98,7 @@ impl Builder<'_> {
             KvQuant::Int8 => return,
         };
         let (Some(ctx), Some(gen)) =
-            (t.get(&TableId::msa(KernelOp::ContextMsa, kv_fp8, gemm)), t.get(&TableId::msa(KernelOp::GenerationMsa, kv_fp8, gemm)))
+            (t.get(&TableId::module(KernelOp::ContextMsa, kv_fp8, gemm)), t.get(&TableId::module(KernelOp::GenerationMsa, kv_fp8, gemm)))
         else {
             return;
         };
@@ -161,7 +161,7 @@ impl Builder<'_> {
     }
 }
 
-fn is_collective(op: &Op) -> bool {
+pub(super) fn is_collective(op: &Op) -> bool {
     match &op.kind {
         OpKind::Collective { .. } => true,
         OpKind::Measured(m) => matches!(m.roofline, OpKind::Collective { .. }),
@@ -171,7 +171,7 @@ fn is_collective(op: &Op) -> bool {
 
 /// The block's roofline for the breakdown's proportions: the sum of its operators' roofline
 /// coefficients (each operator's own, or the one its measured table replaced).
-fn summed_roofline(ops: &[Op]) -> OpKind {
+pub(super) fn summed_roofline(ops: &[Op]) -> OpKind {
     let zero = [0.0; crate::cost::ops::f::N];
     let (mut mma, mut gp, mut mem) = (zero, zero, zero);
     for op in ops {

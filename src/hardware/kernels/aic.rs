@@ -86,7 +86,7 @@ impl AicDatabase {
             ("gemm", &["gemm_perf"]),
             ("attention", &["context_attention_perf", "generation_attention_perf"]),
             ("moe", &["moe_perf"]),
-            ("mla", &["context_mla_perf", "generation_mla_perf"]),
+            ("mla", &["context_mla_perf", "generation_mla_perf", "mla_context_module_perf", "mla_generation_module_perf"]),
             ("msa", &["msa_context_module_perf", "msa_generation_module_perf"]),
         ];
         for (family, files) in families {
@@ -462,8 +462,10 @@ fn ingest(file: &str, engine: &str, c: &Columns, acc: &mut Accumulator) -> Resul
         "moe_perf" => moe(c, acc),
         "context_mla_perf" => mla(c, acc, KernelOp::ContextMla),
         "generation_mla_perf" => mla(c, acc, KernelOp::GenerationMla),
-        "msa_context_module_perf" => msa(c, acc, KernelOp::ContextMsa),
-        "msa_generation_module_perf" => msa(c, acc, KernelOp::GenerationMsa),
+        "msa_context_module_perf" => module(c, acc, KernelOp::ContextMsa, MSA_MODEL),
+        "msa_generation_module_perf" => module(c, acc, KernelOp::GenerationMsa, MSA_MODEL),
+        "mla_context_module_perf" => module(c, acc, KernelOp::ContextMlaModule, MLA_MODEL),
+        "mla_generation_module_perf" => module(c, acc, KernelOp::GenerationMlaModule, MLA_MODEL),
         _ => Ok(()),
     }
 }
@@ -589,17 +591,20 @@ fn heads_batch_length(c: &Columns, rows: &[usize], generation: bool) -> Result<V
 
 /// The model whose attention block the MSA module tables time.
 const MSA_MODEL: &str = "MiniMaxAI/MiniMax-M3";
+/// The model whose attention block the MLA module tables time.
+const MLA_MODEL: &str = "deepseek-ai/DeepSeek-V3";
 
-/// MiniMax Sparse Attention's whole block (MiniMax-M3's): local heads, batch and the prompt
-/// (context: prompts with nothing cached, `step` 0) or KV length (generation: the cached tokens
-/// in `step` and the new one), by KV-cache and projection dtype.
-fn msa(c: &Columns, acc: &mut Accumulator, op: KernelOp) -> Result<(), String> {
+/// A whole attention block measured as one (MiniMax-M3's sparse attention, DeepSeek-V3's MLA):
+/// local heads, batch and the prompt (context: prompts with nothing cached, `step` 0) or KV
+/// length (generation: the cached tokens in `step` and the new one), by KV-cache and
+/// projection dtype; rows of other models than `model` are not read.
+fn module(c: &Columns, acc: &mut Accumulator, op: KernelOp, model: &str) -> Result<(), String> {
     let (kv, gemm) = (c.str("kv_cache_dtype")?, c.str("gemm_type")?);
     let step = c.ints.get("step");
-    let model = c.opt_str("model");
-    let generation = op == KernelOp::GenerationMsa;
+    let models = c.opt_str("model");
+    let generation = matches!(op, KernelOp::GenerationMsa | KernelOp::GenerationMlaModule);
     let keep = |i: usize| {
-        if model.is_some_and(|m| m[i] != MSA_MODEL) || (!generation && step.is_some_and(|s| s[i] != 0)) {
+        if models.is_some_and(|m| m[i] != model) || (!generation && step.is_some_and(|s| s[i] != 0)) {
             return None;
         }
         let dtype = match gemm[i].as_str() {
@@ -607,7 +612,7 @@ fn msa(c: &Columns, acc: &mut Accumulator, op: KernelOp) -> Result<(), String> {
             d @ ("fp8_block" | "nvfp4") => d,
             _ => return None,
         };
-        Some(TableId::msa(op, kv_fp8(&kv[i])?, dtype).variant)
+        Some(TableId::module(op, kv_fp8(&kv[i])?, dtype).variant)
     };
     for (variant, rows) in by_kernel_density(c, keep) {
         acc.add(TableId::new(op, variant), heads_batch_length(c, &rows, generation)?);

@@ -20,6 +20,7 @@
 //! | `all_reduce`, `all_gather`, `reduce_scatter`, `all_to_all` (NCCL); `custom_all_reduce` (the engine's) | GPUs, bytes |
 //! | `context_mla/<kv dtype>`, `generation_mla/<kv dtype>` (MLA's core kernel at DeepSeek-V3's dimensions) | q heads (per GPU), batch, prompt tokens or KV length |
 //! | `context_msa_module/<kv dtype>/<gemm dtype>`, `generation_msa_module/…` (MiniMax-M3's whole attention block) | q heads (per GPU), batch, prompt tokens or KV length |
+//! | `context_mla_module/<kv dtype>/<gemm dtype>`, `generation_mla_module/…` (DeepSeek-V3's whole MLA block) | q heads (per GPU), batch, prompt tokens or KV length |
 //!
 //! Latencies are seconds per call of one operator (one layer) on one GPU. MoE tables are keyed
 //! by tokens per expert (tokens entering the MoE group × top-k / experts) rather than tokens:
@@ -65,10 +66,17 @@ pub enum KernelOp {
     ContextMsa,
     /// The same block in decode.
     GenerationMsa,
+    /// Multi-head latent attention's whole block in prefill, as measured at DeepSeek-V3's
+    /// dimensions: the fused down projection, the latent norms, q_b_proj, rotary, the latent
+    /// cache write, kv_b_proj's expansion, attention and o_proj of one layer on one GPU (no TP
+    /// reduction).
+    ContextMlaModule,
+    /// The same block in decode (attention in the absorbed form over the latent cache).
+    GenerationMlaModule,
 }
 
 impl KernelOp {
-    pub const ALL: [KernelOp; 13] = [
+    pub const ALL: [KernelOp; 15] = [
         KernelOp::Gemm,
         KernelOp::ContextAttention,
         KernelOp::GenerationAttention,
@@ -82,6 +90,8 @@ impl KernelOp {
         KernelOp::GenerationMla,
         KernelOp::ContextMsa,
         KernelOp::GenerationMsa,
+        KernelOp::ContextMlaModule,
+        KernelOp::GenerationMlaModule,
     ];
 
     pub fn name(self) -> &'static str {
@@ -99,6 +109,8 @@ impl KernelOp {
             KernelOp::GenerationMla => "generation_mla",
             KernelOp::ContextMsa => "context_msa_module",
             KernelOp::GenerationMsa => "generation_msa_module",
+            KernelOp::ContextMlaModule => "context_mla_module",
+            KernelOp::GenerationMlaModule => "generation_mla_module",
         }
     }
 
@@ -112,7 +124,12 @@ impl KernelOp {
             KernelOp::Gemm => 3,
             KernelOp::ContextAttention | KernelOp::GenerationAttention => 5,
             KernelOp::Moe => 7,
-            KernelOp::ContextMla | KernelOp::GenerationMla | KernelOp::ContextMsa | KernelOp::GenerationMsa => 3,
+            KernelOp::ContextMla
+            | KernelOp::GenerationMla
+            | KernelOp::ContextMsa
+            | KernelOp::GenerationMsa
+            | KernelOp::ContextMlaModule
+            | KernelOp::GenerationMlaModule => 3,
             _ => 2,
         }
     }
@@ -139,9 +156,10 @@ impl TableId {
     pub fn mla(op: KernelOp, kv_fp8: bool) -> Self {
         TableId::new(op, if kv_fp8 { "fp8" } else { "bfloat16" })
     }
-    /// MiniMax-M3's attention block measured with a bf16 or FP8 KV cache and projections of
-    /// `gemm` (`bfloat16`, `fp8_block` or `nvfp4`, the database's names).
-    pub fn msa(op: KernelOp, kv_fp8: bool, gemm: &str) -> Self {
+    /// A whole attention block (MiniMax-M3's sparse one, DeepSeek-V3's MLA) measured with a
+    /// bf16 or FP8 KV cache and projections of `gemm` (`bfloat16`, `fp8_block` or `nvfp4`, the
+    /// database's names).
+    pub fn module(op: KernelOp, kv_fp8: bool, gemm: &str) -> Self {
         TableId::new(op, format!("{}/{gemm}", if kv_fp8 { "fp8" } else { "bfloat16" }))
     }
     pub fn moe(dtype: MoeDtype, distribution: &str) -> Self {
