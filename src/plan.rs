@@ -473,10 +473,8 @@ impl Plan {
     /// The serving engine on `device` as the cost model sees it: calibrated efficiencies,
     /// host overheads, fused graph.
     pub fn effective(&self, device: &DeviceProfile) -> crate::hardware::calibration::Effective {
-        use crate::quant::LinearQuant;
         use crate::quant::NamedEnum;
-        let mxfp4 = matches!(self.quant.for_experts(), LinearQuant::Mxfp4 | LinearQuant::W4A16Mxfp4 | LinearQuant::W4A8Mxfp4Mxfp8);
-        let mxfp4_experts = self.model.is_moe() && mxfp4;
+        let mxfp4_experts = self.model.is_moe() && self.quant.for_experts().is_mxfp4();
         self.engines.effective(self.serving_engine(device).name(), device, self.sim.engine_version, mxfp4_experts)
     }
 

@@ -563,10 +563,14 @@ fn deepseek_mla_layers_are_priced_as_the_measured_attention_block() {
     // A 1,500-token prompt halfway from 200 to 500 µs.
     let m = op(&deepseek_v3(&["--prefill", "1x1500"]), "mla_attention").clone();
     assert!(close(m["ms"].as_f64().unwrap(), 61.0 * 0.35), "{m}");
-    // A mixed step pays the block's per-call cost (one sequence at the shortest KV, 50 µs) once:
-    // 200 + 80 − 50 µs. Mutation (tried): add both sides whole, 280 µs.
+    // A mixed step pays the operators both phases share once: the projections, norms, rotary
+    // and cache write at one token on the fixture device's roofline (about 45 µs here), at most
+    // the whole block at one sequence and the shortest KV (50 µs). So between 200 + 80 − 50 and
+    // 200 + 80 µs, exclusive. Mutations (tried): add both sides whole (280 µs), or subtract the
+    // whole one-sequence block (230 µs, what a decode-only kernel of the block would not save).
     let m = op(&deepseek_v3(&["--prefill", "1x1000", "--decode", "4x1000"]), "mla_attention").clone();
-    assert!(close(m["ms"].as_f64().unwrap(), 61.0 * 0.23), "{m}");
+    let per_layer = m["ms"].as_f64().unwrap() / 61.0;
+    assert!(per_layer > 0.23 + 1e-9 && per_layer < 0.28 - 1e-9, "{m}");
 }
 
 #[test]

@@ -306,7 +306,6 @@ impl Builder<'_> {
         let op = self.vector_op("concat_and_cache_mla", count, tok, r + rope, kvq, 2.0 + kvb, false, 1.0);
         self.ops.push(op);
         let mma_r = self.mma_rate(Dtype::Bf16);
-        let deq = self.opts.quant.kv.dequant_flops_per_pair_head();
         // Prefill: expand the latent of every context token with kv_b_proj, then attend.
         self.gemm("kv_b_proj_expand", count, f::P_CTX, r, hq * (nope + v), qq, false);
         let mut mma = [0.0; f::N];
@@ -329,6 +328,35 @@ impl Builder<'_> {
         self.ops.push(op);
         // Decode: absorbed form, attending directly over the latent cache.
         let dcp = self.par.dcp.max(1) as f64;
+        self.mla_decode(count, hq, dims, top_k, dcp);
+        if dcp > 1.0 {
+            let g = self.dcp_group;
+            self.collective("dcp_q_all_gather", count, g, Collective::AllGather, unit(f::D_TOKENS, hq * (r + rope) * 2.0));
+            self.collective(
+                "dcp_out_all_to_all",
+                count,
+                g,
+                Collective::AllToAll,
+                unit(f::D_TOKENS, hq * (r + 1.0) * 4.0 * (dcp - 1.0) / dcp),
+            );
+            self.kv_capacity_factor = dcp;
+        }
+        // The latent cache is shared by all heads: not divided by TP.
+        self.kv_per_token += count * self.copies * (r + rope) * kvb;
+        self.act_quant("o_input_quant", count, tok, hq * v, q);
+        self.row_parallel("o_proj", "attn_all_reduce", count, tok, hq * v, h, qq, false);
+        self.track_width(hq * (nope + rope + v) * 2.0);
+        self.mla_module(count, block_start, &MlaLayer { heads, q_lora, dims, indexer: indexer.is_some() });
+    }
+
+    /// MLA's decode attention in the absorbed form over the latent cache (`dcp` ranks share each
+    /// sequence's context): priced from the engine's MLA kernel table where it has one, with
+    /// the absorption into and out of the latent space apart, else on the roofline.
+    fn mla_decode(&mut self, count: f64, hq: f64, dims: MlaDims, top_k: Option<f64>, dcp: f64) {
+        let MlaDims { r, rope, nope, v } = dims;
+        let kvb = self.opts.quant.kv.bytes();
+        let mma_r = self.mma_rate(Dtype::Bf16);
+        let deq = self.opts.quant.kv.dequant_flops_per_pair_head();
         let mut mma = [0.0; f::N];
         let mut gp = [0.0; f::N];
         let mut mem = [0.0; f::N];
@@ -368,24 +396,6 @@ impl Builder<'_> {
             }
             None => self.ops.push(op),
         }
-        if dcp > 1.0 {
-            let g = self.dcp_group;
-            self.collective("dcp_q_all_gather", count, g, Collective::AllGather, unit(f::D_TOKENS, hq * (r + rope) * 2.0));
-            self.collective(
-                "dcp_out_all_to_all",
-                count,
-                g,
-                Collective::AllToAll,
-                unit(f::D_TOKENS, hq * (r + 1.0) * 4.0 * (dcp - 1.0) / dcp),
-            );
-            self.kv_capacity_factor = dcp;
-        }
-        // The latent cache is shared by all heads: not divided by TP.
-        self.kv_per_token += count * self.copies * (r + rope) * kvb;
-        self.act_quant("o_input_quant", count, tok, hq * v, q);
-        self.row_parallel("o_proj", "attn_all_reduce", count, tok, hq * v, h, qq, false);
-        self.track_width(hq * (nope + rope + v) * 2.0);
-        self.mla_module(count, block_start, &MlaLayer { heads, q_lora, dims, indexer: indexer.is_some() });
     }
 
     /// DeepSeek Sparse Attention's lightning indexer over `q_in`-wide query latents: its

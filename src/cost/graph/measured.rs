@@ -138,22 +138,22 @@ impl Builder<'_> {
         };
         let window = reads.tokens();
         let fixed = [hd, hkv, hq];
-        // Each phase's table: the cache dtype's own where it measured these heads (or heads on
-        // both sides of them); otherwise the other cache dtype's where that one did, carried by
-        // the rooflines' ratio (the kernel's work is the same but for the bytes of the cache it
-        // reads: SGLang's FP8-cache prefill table holds 512-wide heads only, whose utilisation
-        // carried to Llama's 128-wide heads priced its prompts 7x slower than its bf16-cache
-        // kernel at the same heads); failing both, the own dtype's nearest heads.
+        // Each phase's table: the cache dtype's own where it measured these heads (their exact
+        // width, and head counts on both sides of them), its window's kernel first; otherwise the
+        // other cache dtype's where that one did, carried by the rooflines' ratio (the kernel's
+        // work is the same but for the bytes of the cache it reads: SGLang's FP8-cache prefill
+        // table holds 512-wide heads only, whose utilisation carried to Llama's 128-wide heads
+        // priced its prompts 7x slower than its bf16-cache kernel at the same heads); failing
+        // both, the first of those tables that exists, at its nearest heads.
         let pick = |op: KernelOp| {
-            let of = |fp8: bool| {
-                let exact = own.and_then(|w| t.get(&TableId::attention(op, fp8, w))).map(|g| (g, false));
-                exact.or_else(|| t.get(&TableId::attention(op, fp8, 0)).map(|g| (g, window.is_some()))).map(|(g, c)| (g, c, fp8))
-            };
-            match (of(kv_fp8), of(!kv_fp8)) {
-                (Some(mine), _) if mine.0.covers(&fixed) => Some(mine),
-                (_, Some(other)) if other.0.covers(&fixed) => Some(other),
-                (mine, other) => mine.or(other),
-            }
+            let candidates = [kv_fp8, !kv_fp8].into_iter().flat_map(|fp8| {
+                let exact = own.and_then(|w| t.get(&TableId::attention(op, fp8, w))).map(|g| (g, false, fp8));
+                let full = t.get(&TableId::attention(op, fp8, 0)).map(|g| (g, window.is_some(), fp8));
+                [exact, full].into_iter().flatten()
+            });
+            let candidates: Vec<_> = candidates.collect();
+            let covers = |g: &crate::hardware::kernels::Grid| g.axis_values(0).contains(&hd) && g.covers(&fixed);
+            candidates.iter().find(|c| covers(c.0)).or(candidates.first()).copied()
         };
         let (Some((ctx, _, ctx_fp8)), Some((gen, clamp_lookup, gen_fp8))) =
             (pick(KernelOp::ContextAttention), pick(KernelOp::GenerationAttention))

@@ -27,13 +27,11 @@
 //! attention's per (query, key) pair and the latent cache it reads.
 
 use super::measured::MlaDims;
-use super::msa_module::{is_collective, summed_roofline};
-use super::{Builder, TOK};
-use crate::cost::ops::measured::{AttentionRoof, AttentionSide, Lookup, Measured};
-use crate::cost::ops::{Op, OpKind};
-use crate::hardware::kernels::{Dense, Grid, KernelOp, TableId};
+use super::Builder;
+use crate::cost::ops::measured::{AttentionRoof, AttentionSide, Lookup};
+use crate::hardware::kernels::{Dense, Grid, KernelOp};
 use crate::hardware::Dtype;
-use crate::quant::{KvQuant, LinearQuant};
+use crate::quant::LinearQuant;
 
 /// DeepSeek-V3's MLA block, the one the MLA module tables time: hidden, query latent, KV
 /// latent, rotary, no-position and value widths.
@@ -60,31 +58,17 @@ impl Builder<'_> {
     /// through o_proj and its TP reduction) with one `mla_attention` priced from the module
     /// tables, where they exist and measured this block; the reduction's collectives follow it.
     pub(super) fn mla_module(&mut self, count: f64, start: usize, layer: &MlaLayer) {
-        if !layer.is_measured_block(self.h) || self.par.dcp > 1 {
+        if !layer.is_measured_block(self.h) {
             return;
         }
-        let Some(t) = self.tables else { return };
         let gemm = match self.attention_q {
             LinearQuant::Disabled => "bfloat16",
             LinearQuant::Fp8Block => "fp8_block",
             _ => return,
         };
-        let kv_fp8 = match self.opts.quant.kv {
-            KvQuant::Disabled => false,
-            KvQuant::Fp8 => true,
-            KvQuant::Int8 => return,
-        };
-        let table = |op| t.get(&TableId::module(op, kv_fp8, gemm));
-        let (Some(ctx), Some(gen)) = (table(KernelOp::ContextMlaModule), table(KernelOp::GenerationMlaModule)) else {
-            return;
-        };
-        // A fused matmul + all-reduce holds o_proj inside the collective's stream: not split.
-        if self.ops[start..].iter().any(|o| matches!(o.kind, OpKind::Overlap { .. })) {
-            return;
-        }
-        let tail = self.ops.split_off(start);
-        let (comm, block): (Vec<Op>, Vec<Op>) = tail.into_iter().partition(is_collective);
-        let roofline = summed_roofline(&block);
+        let ops = (KernelOp::ContextMlaModule, KernelOp::GenerationMlaModule);
+        let Some((ctx, gen)) = self.module_tables(ops, gemm, start) else { return };
+        let taken = self.take_block(start, count);
         let hq = layer.heads as f64 / self.tp;
         let (prefill_roof_at, decode_roof_at) = self.mla_block_roofs();
         // Coordinates (heads, batch, length).
@@ -102,20 +86,12 @@ impl Builder<'_> {
             actual: at,
         };
         let (prefill, decode) = (side(ctx, &prefill_roof, prefill_roof_at(hq)), side(gen, &decode_roof, decode_roof_at(hq)));
-        // One sequence at the shortest measured KV length: the block's launches and weight
-        // reads with next to no work of its own, paid once by a step with both phases.
+        // A step with both phases pays the shared operators once, at most the whole block at one
+        // sequence and the shortest measured KV.
         let shortest = decode.table.axis(1).first().copied().unwrap_or(1.0);
-        let once = decode.table.at([1.0, shortest], |y| decode_roof(&[hq, y[0], y[1]])).seconds;
-        let lookup = Lookup::Block { prefill, decode, once };
-        self.ops.push(Op {
-            name: "mla_attention",
-            count,
-            gate: TOK,
-            fixed_s: 0.0,
-            window: None,
-            kind: OpKind::Measured(Box::new(Measured { roofline, lookup })),
-        });
-        self.ops.extend(comm);
+        let whole = decode.table.at([1.0, shortest], |y| decode_roof(&[hq, y[0], y[1]])).seconds;
+        let once = taken.shared_once.min(whole);
+        self.push_block("mla_attention", count, taken, Lookup::Block { prefill, decode, once });
     }
 
     /// The measured block's rooflines at `heads` local heads, prefill then decode: per (query,

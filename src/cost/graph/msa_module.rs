@@ -22,8 +22,9 @@
 //! what the context table says extending the prompt by the chunk adds (2,048 new tokens after
 //! 2,048 cached: the 4,096-token prompt's time less the 2,048-token one's), between the time of
 //! a prompt as long as the chunk and that of its tokens as separate decodes; a step with
-//! prefills and decodes pays the block's per-call cost (one sequence at the shortest KV in the
-//! generation table) once.
+//! prefills and decodes pays the operators both phases share (the projections, norms, rotary and
+//! cache writes over all of its tokens, priced at one token; at most the block at one sequence
+//! and the shortest KV in the generation table) once.
 //!
 //! The block's roofline, which carries a shape beyond the measured grid (a prompt longer than
 //! the tables), is the projections' matrix work per token, the indexer's scores over every
@@ -35,6 +36,7 @@
 use super::{Builder, TOK};
 use crate::cost::ops::measured::{AttentionRoof, AttentionSide, Lookup, Measured};
 use crate::cost::ops::{add, Op, OpKind};
+use crate::cost::{BatchShape, PhaseLoad};
 use crate::hardware::kernels::{Dense, Grid, KernelOp, TableId};
 use crate::hardware::Dtype;
 use crate::model::BlockSparse;
@@ -77,38 +79,22 @@ impl SparseLayer {
     }
 }
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
     /// Replace the operators of the sparse layer laid out from `start` (after its input norm,
     /// through o_proj and its TP reduction) with one `msa_attention` priced from the module
     /// tables, where they exist and measured this block; the reduction's collectives follow it.
     pub(super) fn msa_module(&mut self, count: f64, start: usize, layer: &SparseLayer) {
-        if !layer.is_measured_block(self.h) || self.par.dcp > 1 {
+        if !layer.is_measured_block(self.h) {
             return;
         }
-        let Some(t) = self.tables else { return };
         let gemm = match self.attention_q {
             LinearQuant::Disabled => "bfloat16",
             LinearQuant::Fp8 | LinearQuant::Fp8Block => "fp8_block",
             LinearQuant::Nvfp4 => "nvfp4",
             _ => return,
         };
-        let kv_fp8 = match self.opts.quant.kv {
-            KvQuant::Disabled => false,
-            KvQuant::Fp8 => true,
-            KvQuant::Int8 => return,
-        };
-        let (Some(ctx), Some(gen)) =
-            (t.get(&TableId::module(KernelOp::ContextMsa, kv_fp8, gemm)), t.get(&TableId::module(KernelOp::GenerationMsa, kv_fp8, gemm)))
-        else {
-            return;
-        };
-        // A fused matmul + all-reduce holds o_proj inside the collective's stream: not split.
-        if self.ops[start..].iter().any(|o| matches!(o.kind, OpKind::Overlap { .. })) {
-            return;
-        }
-        let tail = self.ops.split_off(start);
-        let (comm, block): (Vec<Op>, Vec<Op>) = tail.into_iter().partition(is_collective);
-        let roofline = summed_roofline(&block);
+        let Some((ctx, gen)) = self.module_tables((KernelOp::ContextMsa, KernelOp::GenerationMsa), gemm, start) else { return };
+        let taken = self.take_block(start, count);
         let hq = layer.heads as f64 / self.tp;
         let per_index_head = layer.sparse.index_heads as f64 / layer.heads as f64;
         let (id, kvb) = (layer.sparse.index_head_dim as f64, self.opts.quant.kv.bytes());
@@ -147,21 +133,67 @@ impl Builder<'_> {
         let (prefill, decode) = (side(ctx, &prefill_roof), side(gen, &decode_roof));
         // One sequence at the shortest measured KV length (AIConfigurator's step 1: 2 tokens):
         // the block's launches and weight reads with next to no work of its own.
-        let once = decode.table.at([1.0, 2.0], |y| roof_at(hq).at(y[0] * y[1], y[0] * y[1], y[0])).seconds;
-        let lookup = Lookup::Block { prefill, decode, once };
-        self.ops.push(Op {
-            name: "msa_attention",
-            count,
-            gate: TOK,
-            fixed_s: 0.0,
-            window: None,
-            kind: OpKind::Measured(Box::new(Measured { roofline, lookup })),
-        });
-        self.ops.extend(comm);
+        // The shared operators once, at most the whole block at one sequence and AIConfigurator's
+        // shortest KV (step 1: 2 tokens).
+        let whole = decode.table.at([1.0, 2.0], |y| roof_at(hq).at(y[0] * y[1], y[0] * y[1], y[0])).seconds;
+        let once = taken.shared_once.min(whole);
+        self.push_block("msa_attention", count, taken, Lookup::Block { prefill, decode, once });
+    }
+
+    /// The (context, generation) module tables `ops` measured for this layer's KV cache and
+    /// projections in `gemm`, where the block laid out from `start` can be replaced: the
+    /// engine's fused graph (the tables time it; eager kernels are priced one by one), no
+    /// decode context parallelism (the tables are one GPU's whole context), no INT8 cache (bf16
+    /// and FP8 are measured), and no o_proj fused with its TP all-reduce (the fused operator
+    /// holds o_proj inside the collective's stream and cannot be split from it).
+    pub(super) fn module_tables(&self, ops: (KernelOp, KernelOp), gemm: &str, start: usize) -> Option<(&'a Grid, &'a Grid)> {
+        let t = self.tables?;
+        let kv_fp8 = match self.opts.quant.kv {
+            KvQuant::Disabled => false,
+            KvQuant::Fp8 => true,
+            KvQuant::Int8 => return None,
+        };
+        let fused = self.ops[start..].iter().any(|o| matches!(o.kind, OpKind::Overlap { .. }));
+        if !self.compile || self.par.dcp > 1 || fused {
+            return None;
+        }
+        Some((t.get(&TableId::module(ops.0, kv_fp8, gemm))?, t.get(&TableId::module(ops.1, kv_fp8, gemm))?))
+    }
+
+    /// Take the block's operators (one layer's `count` repetitions) from `start` out of the
+    /// graph, with what [`Builder::push_block`] needs to put the block back.
+    pub(super) fn take_block(&mut self, start: usize, count: f64) -> TakenBlock {
+        let tail = self.ops.split_off(start);
+        let (comm, block): (Vec<Op>, Vec<Op>) = tail.into_iter().partition(is_collective);
+        // A step with prefills and decodes runs the operators over all of its tokens once
+        // (projections, norms, rotary, the cache write: gated on the step's tokens), each
+        // phase's attention path apart (gated on that phase's): the shared part, priced at one
+        // decode token, is what such a step does not pay twice.
+        let one = BatchShape { decode: PhaseLoad::uniform(1, 1, 1), sampled: 1, ..BatchShape::default() }.features();
+        let shared: f64 = block.iter().filter(|o| o.gate == TOK).map(|o| o.eval(&one).total() * o.count / count).sum();
+        TakenBlock { roofline: summed_roofline(&block), comm, shared_once: shared }
+    }
+
+    /// The measured block as one operator, then its collectives.
+    pub(super) fn push_block(&mut self, name: &'static str, count: f64, taken: TakenBlock, lookup: Lookup) {
+        let kind = OpKind::Measured(Box::new(Measured { roofline: taken.roofline, lookup }));
+        self.ops.push(Op { name, count, gate: TOK, fixed_s: 0.0, window: None, kind });
+        self.ops.extend(taken.comm);
     }
 }
 
-pub(super) fn is_collective(op: &Op) -> bool {
+/// A layer's operators taken out of the graph to be replaced by a measured block.
+pub(super) struct TakenBlock {
+    /// Their summed roofline, for the breakdown's proportions.
+    roofline: OpKind,
+    /// The collectives among them (the TP reduction), put back after the block.
+    comm: Vec<Op>,
+    /// Seconds of one call of the operators both phases share, at one decode token: the most a
+    /// step with both phases saves against pricing each phase's block apart.
+    pub shared_once: f64,
+}
+
+fn is_collective(op: &Op) -> bool {
     match &op.kind {
         OpKind::Collective { .. } => true,
         OpKind::Measured(m) => matches!(m.roofline, OpKind::Collective { .. }),
@@ -171,7 +203,7 @@ pub(super) fn is_collective(op: &Op) -> bool {
 
 /// The block's roofline for the breakdown's proportions: the sum of its operators' roofline
 /// coefficients (each operator's own, or the one its measured table replaced).
-pub(super) fn summed_roofline(ops: &[Op]) -> OpKind {
+fn summed_roofline(ops: &[Op]) -> OpKind {
     let zero = [0.0; crate::cost::ops::f::N];
     let (mut mma, mut gp, mut mem) = (zero, zero, zero);
     for op in ops {

@@ -94,8 +94,9 @@ pub enum Lookup {
     Block {
         prefill: AttentionSide,
         decode: AttentionSide,
-        /// What one call of the block costs whatever its shape (launches and the projections'
-        /// weight reads), paid once by a step that has both prefill and decode work.
+        /// What one call of the block costs whatever its shape, for the operators both phases
+        /// share (launches and the projections' weight reads), paid once by a step that has
+        /// both prefill and decode work.
         once: f64,
     },
 }
@@ -277,8 +278,8 @@ fn generation(x: &Features, side: &AttentionSide, window: Option<f64>, clamp_loo
 /// prompt from c − q to c tokens adds (the same tokens and pairs), at least the table's time for
 /// a q-token prompt and at most what its q tokens cost as q one-token decodes at context c (a
 /// chunk reads one shared context, separate decodes read one each). Decode sequences are the
-/// generation table's, as attention's are. A step with both pays the block's per-call cost
-/// once.
+/// generation table's, as attention's are. A step with both pays the block's shared per-call
+/// cost (`once`) once.
 fn block(x: &Features, prefill: &AttentionSide, decode: &AttentionSide, once: f64) -> Priced {
     let p = (x[f::P_SEQS] > 0.0).then(|| block_prefill(x, prefill, decode));
     let d = (x[f::D_SEQS] > 0.0).then(|| generation(x, decode, None, false, 1.0));

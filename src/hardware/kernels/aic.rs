@@ -602,9 +602,12 @@ fn module(c: &Columns, acc: &mut Accumulator, op: KernelOp, model: &str) -> Resu
     let (kv, gemm) = (c.str("kv_cache_dtype")?, c.str("gemm_type")?);
     let step = c.ints.get("step");
     let models = c.opt_str("model");
+    // One GPU's block: `num_heads` is then the local head count (a TP row would not be).
+    let tp = c.ints.get("tp_size");
     let generation = matches!(op, KernelOp::GenerationMsa | KernelOp::GenerationMlaModule);
     let keep = |i: usize| {
-        if models.is_some_and(|m| m[i] != model) || (!generation && step.is_some_and(|s| s[i] != 0)) {
+        let other_tp = tp.is_some_and(|t| t[i] != 1);
+        if other_tp || models.is_some_and(|m| m[i] != model) || (!generation && step.is_some_and(|s| s[i] != 0)) {
             return None;
         }
         let dtype = match gemm[i].as_str() {
