@@ -14,6 +14,11 @@ pub enum CalibrateError {
     /// One field of one run is missing, not a number, out of range or unknown.
     #[error("{file}: row {row}, field `{field}`: {message}")]
     Field { file: String, row: usize, field: String, message: String },
+    /// One run names a model, GPU or engine the simulator does not have: a well-formed run the
+    /// tool cannot predict. Reading many files drops such a run and reports it
+    /// ([`super::read_files`]); reading one CSV text refuses it ([`super::read_csv`]).
+    #[error("{file}: row {row}, field `{field}`: {message}")]
+    Unsupported { file: String, row: usize, field: String, message: String },
     /// The files hold no run at all.
     #[error("{files}: no measured runs")]
     Empty { files: String },
@@ -25,5 +30,9 @@ pub enum CalibrateError {
 impl CalibrateError {
     pub fn field(file: &str, row: usize, field: &str, message: impl Into<String>) -> Self {
         CalibrateError::Field { file: file.to_string(), row, field: field.to_string(), message: message.into() }
+    }
+
+    pub fn unsupported(file: &str, row: usize, field: &str, message: impl Into<String>) -> Self {
+        CalibrateError::Unsupported { file: file.to_string(), row, field: field.to_string(), message: message.into() }
     }
 }

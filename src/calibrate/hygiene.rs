@@ -4,7 +4,9 @@
 //! of the training file listed 43 gpt-oss-120b runs at TP × EP GPUs where their ids and TPOTs
 //! say TP, and exported 55 runs twice.
 //!
-//! The checks run in order, each on the runs the previous ones kept:
+//! Before them, reading the files sets aside a run of a model, GPU or engine the simulator
+//! does not have ([`DropReason::Unsupported`], [`super::read_files`]). The checks run in
+//! order, each on the runs the previous ones kept:
 //! 1. [`layout_contradiction`]: for MoE models, the GPUs (`tp` × `attention_dp`) must be
 //!    `moe_tp` × `moe_ep`; dense models ignore the MoE columns, as [`super::mapping`] does.
 //! 2. [`id_contradiction`]: an id naming its layout (`…_tp4_ep4_926`, `…_tp2_0_ep2_0_1009`,
@@ -24,7 +26,7 @@
 //!    check comes first, a pair whose one row disagrees with its id keeps the other.
 
 use super::mapping::Resolver;
-use super::measured::MeasuredRun;
+use super::measured::{MeasuredRun, UnsupportedRun};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -32,6 +34,8 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DropReason {
+    /// A model, GPU or engine the simulator does not have (set aside when the files are read).
+    Unsupported,
     /// MoE GPUs ≠ `moe_tp` × `moe_ep`.
     Layout,
     /// The id names another TP or EP than the row.
@@ -48,6 +52,7 @@ impl DropReason {
     /// What the reason means, for the report's summary line ("2 runs …").
     pub fn describe(self) -> &'static str {
         match self {
+            DropReason::Unsupported => "of a model, GPU or engine the simulator does not have",
             DropReason::Layout => "whose MoE layout (moe_tp × moe_ep) is not their GPUs (tp × attention_dp)",
             DropReason::IdLayout => "whose layout disagrees with the TP/EP their id names",
             DropReason::Duplicate => "repeating an earlier run's measurement (the earlier one kept)",
@@ -65,6 +70,12 @@ pub struct DroppedRun {
     pub row: usize,
     pub reason: DropReason,
     pub why: String,
+}
+
+impl From<UnsupportedRun> for DroppedRun {
+    fn from(u: UnsupportedRun) -> Self {
+        DroppedRun { id: u.id, file: u.file, row: u.row, reason: DropReason::Unsupported, why: u.why }
+    }
 }
 
 /// The runs kept, in their order, and those dropped, in the order of the checks.

@@ -1,7 +1,9 @@
 //! Measured serving-benchmark results: rows of the benchmark CSV format, and the JSON file
 //! `vllm bench serve --save-result` writes (one run per file). Every field is checked and the
 //! run's model, GPU, precision and layout are resolved here, so a bad file fails before any
-//! simulation with a [`CalibrateError`] naming the file, the row and the field.
+//! simulation with a [`CalibrateError`] naming the file, the row and the field. A well-formed
+//! run of a model, GPU or engine the simulator does not have is not a bad file: reading the
+//! files sets it aside, reported, and predicts the others.
 
 use super::error::CalibrateError;
 use super::mapping::{kv_for, parallel_for, quant_for, Precision, Resolver};
@@ -89,8 +91,25 @@ struct Record<'a> {
 
 impl Record<'_> {
     fn err(&self, col: &str, message: impl Into<String>) -> CalibrateError {
-        let shown = self.values.get(col).map_or(col, |(f, _)| f.as_str());
-        CalibrateError::field(self.file, self.row, shown, message)
+        CalibrateError::field(self.file, self.row, self.shown(col), message)
+    }
+
+    /// A well-formed field naming what the simulator does not have (a model, GPU or engine).
+    fn unsupported(&self, col: &str, message: impl Into<String>) -> CalibrateError {
+        CalibrateError::unsupported(self.file, self.row, self.shown(col), message)
+    }
+
+    /// The field name of a canonical column as the source spells it.
+    fn shown<'a>(&'a self, col: &'a str) -> &'a str {
+        self.values.get(col).map_or(col, |(f, _)| f.as_str())
+    }
+
+    /// The run's id, or its row when it has none.
+    fn id(&self) -> String {
+        match self.text("id") {
+            "" => format!("row {}", self.row),
+            id => id.to_string(),
+        }
     }
 
     fn text(&self, col: &str) -> &str {
@@ -145,21 +164,23 @@ impl Record<'_> {
         // Only the engines the simulator has a scheduler and a profile for: another engine's
         // run predicted as vLLM's would be scored (and fitted) as if it were one.
         if !MEASURED_ENGINES.contains(&engine.as_str()) {
-            return Err(self.err("engine", format!("`{engine}` is not an engine the simulator models: {}", MEASURED_ENGINES.join(", "))));
+            return Err(
+                self.unsupported("engine", format!("`{engine}` is not an engine the simulator models: {}", MEASURED_ENGINES.join(", ")))
+            );
         }
         let model_id = self.required("model")?;
         let model = res
             .model(model_id)
-            .ok_or_else(|| self.err("model", format!("`{model_id}` is not a model of the built-in catalog (see --list-models)")))?;
+            .ok_or_else(|| self.unsupported("model", format!("`{model_id}` is not a model of the built-in catalog (see --list-models)")))?;
         let gpu = self.required("gpu")?;
         let device = res.device(gpu).ok_or_else(|| {
-            self.err(
+            self.unsupported(
                 "gpu",
                 format!("`{gpu}` is not a known GPU: h100_sxm, h200_sxm, b200_sxm or a device profile name (see --list-devices)"),
             )
         })?;
         if engine == "trtllm" && !device.vendor.eq_ignore_ascii_case("nvidia") {
-            return Err(self.err(
+            return Err(self.unsupported(
                 "engine",
                 format!(
                     "trtllm: TensorRT-LLM runs on NVIDIA GPUs only, and `{gpu}` is a {} device; vllm or sglang serve it",
@@ -188,10 +209,7 @@ impl Record<'_> {
         Ok(MeasuredRun {
             file: self.file.to_string(),
             row: self.row,
-            id: match self.text("id") {
-                "" => format!("row {}", self.row),
-                id => id.to_string(),
-            },
+            id: self.id(),
             engine,
             engine_version: self.text("engine_version").to_string(),
             model: model_id.to_string(),
@@ -212,14 +230,29 @@ impl Record<'_> {
     }
 }
 
-/// The runs of a CSV text (`file` names it in errors).
+/// The runs of a CSV text (`file` names it in errors). Every run must be one the simulator
+/// can predict: the first that names a model, GPU or engine it does not have is refused
+/// ([`CalibrateError::Unsupported`]; [`read_files`] drops such runs instead).
 pub fn read_csv(text: &str, file: &str, res: &Resolver) -> Result<Vec<MeasuredRun>, CalibrateError> {
-    read_csv_noted(text, file, res).map(|(runs, _)| runs)
+    let read = read_csv_noted(text, file, res)?;
+    match read.unsupported.into_iter().next() {
+        Some((_, e)) => Err(e),
+        None => Ok(read.runs),
+    }
 }
 
-/// [`read_csv`], and the note on the header's columns it did not read (see
-/// [`unread_columns_note`]), from the one parse of the header.
-fn read_csv_noted(text: &str, file: &str, res: &Resolver) -> Result<(Vec<MeasuredRun>, Option<String>), CalibrateError> {
+/// What one CSV text holds: its runs, the runs it names that the simulator cannot predict
+/// (id and why), and the note on the header's columns it did not read.
+struct CsvRead {
+    runs: Vec<MeasuredRun>,
+    unsupported: Vec<(String, CalibrateError)>,
+    note: Option<String>,
+}
+
+/// The runs of a CSV text, those the simulator cannot predict set aside, and the note on the
+/// header's columns it did not read (see [`unread_columns_note`]), from the one parse of the
+/// header. Any other bad field fails the whole text.
+fn read_csv_noted(text: &str, file: &str, res: &Resolver) -> Result<CsvRead, CalibrateError> {
     let read_err = |e: csv::Error| CalibrateError::Read { file: file.to_string(), message: format!("not a readable CSV file: {e}") };
     let mut rdr = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(text.as_bytes());
     let header: Vec<String> = rdr.headers().map_err(read_err)?.iter().map(|h| h.trim().to_lowercase()).collect();
@@ -242,7 +275,7 @@ fn read_csv_noted(text: &str, file: &str, res: &Resolver) -> Result<(Vec<Measure
             ),
         });
     }
-    let mut runs = Vec::new();
+    let (mut runs, mut unsupported) = (Vec::new(), Vec::new());
     for (i, rec) in rdr.records().enumerate() {
         let rec = rec.map_err(read_err)?;
         let mut values = HashMap::new();
@@ -251,9 +284,14 @@ fn read_csv_noted(text: &str, file: &str, res: &Resolver) -> Result<(Vec<Measure
                 values.insert(*col, (h.clone(), v.to_string()));
             }
         }
-        runs.push(Record { file, row: i + 1, values }.run(res)?);
+        let record = Record { file, row: i + 1, values };
+        match record.run(res) {
+            Ok(run) => runs.push(run),
+            Err(e @ CalibrateError::Unsupported { .. }) => unsupported.push((record.id(), e)),
+            Err(e) => return Err(e),
+        }
     }
-    Ok((runs, unread_columns_note(&header, &known, file)))
+    Ok(CsvRead { runs, unsupported, note: unread_columns_note(&header, &known, file) })
 }
 
 fn known_columns() -> Vec<&'static str> {
@@ -350,7 +388,7 @@ pub fn read_vllm_json(text: &str, file: &str, res: &Resolver) -> Result<Measured
                 "sglang" => "sglang",
                 "tensorrt-llm" => "trtllm",
                 other => {
-                    return Err(CalibrateError::field(
+                    return Err(CalibrateError::unsupported(
                         file,
                         1,
                         "backend",
@@ -376,20 +414,41 @@ pub fn read_vllm_json(text: &str, file: &str, res: &Resolver) -> Result<Measured
     rec.run(res)
 }
 
+/// A well-formed run the simulator cannot predict: where it is and why (the field that names
+/// what the simulator does not have).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnsupportedRun {
+    pub id: String,
+    pub file: String,
+    pub row: usize,
+    pub why: String,
+}
+
 /// The runs of the measured files, and what a user should hear about how they were read.
 #[derive(Debug, Clone)]
 pub struct MeasuredFiles {
     pub runs: Vec<MeasuredRun>,
+    /// Well-formed runs of a model, GPU or engine the simulator does not have, in file order:
+    /// left out of everything and reported, as the hygiene checks' drops are.
+    pub unsupported: Vec<UnsupportedRun>,
     /// One line per CSV file with columns calibrate does not read.
     pub notes: Vec<String>,
 }
 
 /// Every run of the given files, in order: `.json` files (or any file starting with `{`) are
-/// read as vLLM results, the others as CSV, their names resolved by `res`. Nothing is returned
-/// unless every file is valid.
+/// read as vLLM results, the others as CSV, their names resolved by `res`. A run naming a
+/// model, GPU or engine the simulator does not have is set aside in `unsupported` (a file of
+/// many models still predicts the others); any other bad field fails the whole read.
 pub fn read_files(paths: &[impl AsRef<Path>], res: &Resolver) -> Result<MeasuredFiles, CalibrateError> {
     let mut runs = Vec::new();
+    let mut unsupported = Vec::new();
     let mut notes = Vec::new();
+    let mut set_aside = |id: String, e: CalibrateError| {
+        if let CalibrateError::Unsupported { file, row, field, message } = e {
+            let why = format!("field `{field}`: {message}");
+            unsupported.push(UnsupportedRun { id, file, row, why });
+        }
+    };
     for p in paths {
         let p = p.as_ref();
         let file = p.display().to_string();
@@ -399,16 +458,21 @@ pub fn read_files(paths: &[impl AsRef<Path>], res: &Resolver) -> Result<Measured
             .map_err(|e| CalibrateError::Read { file: file.clone(), message: e.to_string() })?;
         let json = p.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) || text.trim_start().starts_with('{');
         if json {
-            runs.push(read_vllm_json(&text, &file, res)?);
+            match read_vllm_json(&text, &file, res) {
+                Ok(run) => runs.push(run),
+                Err(e @ CalibrateError::Unsupported { .. }) => set_aside(file.clone(), e),
+                Err(e) => return Err(e),
+            }
         } else {
-            let (read, note) = read_csv_noted(&text, &file, res)?;
-            runs.extend(read);
-            notes.extend(note);
+            let read = read_csv_noted(&text, &file, res)?;
+            runs.extend(read.runs);
+            read.unsupported.into_iter().for_each(|(id, e)| set_aside(id, e));
+            notes.extend(read.note);
         }
     }
-    if runs.is_empty() {
+    if runs.is_empty() && unsupported.is_empty() {
         let files: Vec<String> = paths.iter().map(|p| p.as_ref().display().to_string()).collect();
         return Err(CalibrateError::Empty { files: files.join(", ") });
     }
-    Ok(MeasuredFiles { runs, notes })
+    Ok(MeasuredFiles { runs, unsupported, notes })
 }

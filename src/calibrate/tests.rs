@@ -184,6 +184,38 @@ fn a_column_named_twice_is_refused_and_an_unread_one_is_noted() {
 }
 
 #[test]
+fn reading_files_sets_aside_the_runs_the_simulator_cannot_predict_and_one_text_refuses_them() {
+    // Mutations tried: `read_files` returning the first `Unsupported` error fails the first
+    // assertion; treating every field error as unsupported reads the `eight` file.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mixed.csv");
+    let rows = [
+        "a,vllm,,Qwen/Qwen3-32B,h100_sxm,,1024,128,8,2,,1,1,150,18",
+        "b,vllm,,acme/Nonesuch-7B,h100_sxm,,1024,128,8,2,,1,1,150,18",
+        "c,trtllm,,Qwen/Qwen3-32B,mi300x,,1024,128,8,2,,1,1,150,18",
+    ];
+    std::fs::write(&path, csv(&rows)).unwrap();
+    let tgi = dir.path().join("tgi.json");
+    std::fs::write(&tgi, VLLM_JSON.replace("\"backend\": \"vllm\",", "\"backend\": \"tgi\",")).unwrap();
+    let files = super::measured::read_files(&[&path, &tgi], &Resolver::default()).unwrap();
+    assert_eq!(files.runs.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["a"]);
+    let set_aside: Vec<(&str, usize)> = files.unsupported.iter().map(|d| (d.id.as_str(), d.row)).collect();
+    let tgi_name = tgi.display().to_string();
+    assert_eq!(set_aside, [("b", 2), ("c", 3), (tgi_name.as_str(), 1)]);
+    assert_eq!(hygiene::DroppedRun::from(files.unsupported[0].clone()).reason, hygiene::DropReason::Unsupported);
+    assert_eq!(files.unsupported[0].why, "field `model`: `acme/Nonesuch-7B` is not a model of the built-in catalog (see --list-models)");
+    // One CSV text must be predictable whole: the first such run is the error.
+    assert_eq!(
+        read(&csv(&rows)).unwrap_err().to_string(),
+        "runs.csv: row 2, field `model`: `acme/Nonesuch-7B` is not a model of the built-in catalog (see --list-models)"
+    );
+    // A malformed field is not set aside: the read fails.
+    std::fs::write(&path, csv(&[rows[1], "d,vllm,,Qwen/Qwen3-32B,h100_sxm,,1024,128,eight,2,,1,1,150,18"])).unwrap();
+    let e = super::measured::read_files(&[&path], &Resolver::default()).unwrap_err().to_string();
+    assert!(e.ends_with("mixed.csv: row 2, field `concurrency`: `eight` is not a number"), "{e}");
+}
+
+#[test]
 fn a_vllm_result_reads_lengths_from_totals_and_layout_from_metadata() {
     let run = read_vllm_json(VLLM_JSON, "run.json", &Resolver::default()).unwrap();
     assert_eq!((run.engine.as_str(), run.isl, run.osl, run.concurrency, run.num_prompts), ("vllm", 1024, 128, 8, 80));

@@ -12,8 +12,9 @@ use std::path::PathBuf;
 const ABOUT: &str = "\
 Compare the simulator with measured serving benchmarks: predict every measured run (its model, \
 GPU, precision and layout at its concurrency) and print the error of TTFT and TPOT per engine × \
-GPU × model (median and p90 of |error|, signed median). Runs whose layout contradicts itself or \
-its id, and measurements listed twice, are dropped first and reported on stderr.";
+GPU × model (median and p90 of |error|, signed median). Runs of a model, GPU or engine the \
+simulator does not have, runs whose layout contradicts itself or its id, and measurements listed \
+twice, are dropped first and reported on stderr.";
 
 #[derive(Debug, Clone, Parser)]
 #[command(name = "throughput-optimizer calibrate", bin_name = "throughput-optimizer calibrate", about = ABOUT)]
@@ -102,7 +103,7 @@ pub fn run(args: &CalibrateArgs) -> Result<CalibrateOutput, PlanError> {
     let resolver = Resolver::default();
     let files = read_files(&args.measured, &resolver)?;
     let read = files.runs;
-    let read_count = read.len();
+    let read_count = read.len() + files.unsupported.len();
     let base = base_plan(&args.calibration)?;
     unused_calibrations(&base, &read)?;
     let predictor = Predictor::new(base, &resolver);
@@ -110,7 +111,9 @@ pub fn run(args: &CalibrateArgs) -> Result<CalibrateOutput, PlanError> {
         use rayon::prelude::*;
         read.par_iter().map(|r| predictor.prefill_share(r)).collect()
     };
-    let screened = hygiene::screen(read, &resolver, |i| shares[i]);
+    let mut screened = hygiene::screen(read, &resolver, |i| shares[i]);
+    // Runs the simulator cannot predict failed the first check of all: listed first.
+    screened.dropped.splice(0..0, files.unsupported.into_iter().map(DroppedRun::from));
     let notes: String = files.notes.iter().map(|n| format!("{n}\n")).collect();
     let dropped = notes + &hygiene::render_dropped(&screened.dropped, read_count, DROPPED_LISTED);
     if screened.kept.is_empty() {

@@ -79,12 +79,24 @@ pub fn network_key(id: &str) -> String {
     s
 }
 
-/// `name` without a dated release after an instruct or thinking tune (Qwen's `-Instruct-2507`,
-/// `-Thinking-2507`): the tune of that date has its base network's architecture.
+/// `name` without a dated release: after an instruct or thinking tune (Qwen's `-Instruct-2507`,
+/// `-Thinking-2507`) or of a DeepSeek network (`DeepSeek-R1-0528`, `DeepSeek-V3-0324`, whose
+/// config.json is the original's), and without the re-quantization tag NVIDIA puts after a
+/// precision suffix (`nvidia/DeepSeek-R1-0528-FP4-v2`, a second NVFP4 quantization of the same
+/// network). The release of that date, or that quantization, has its base network's
+/// architecture.
 fn dated_release(name: &str) -> Option<&str> {
-    let (rest, date) = name.rsplit_once('-')?;
-    let dated = date.len() == 4 && date.chars().all(|c| c.is_ascii_digit());
-    (dated && (rest.ends_with("-instruct") || rest.ends_with("-thinking"))).then_some(rest)
+    let (rest, tag) = name.rsplit_once('-')?;
+    let dated = tag.len() == 4 && tag.chars().all(|c| c.is_ascii_digit());
+    let dated_tune = rest.ends_with("-instruct") || rest.ends_with("-thinking") || rest.starts_with("deepseek-");
+    (dated && dated_tune).then_some(rest).or_else(|| requantized(name))
+}
+
+/// `name` without a `-v2`-style tag after a precision suffix (`…-fp4-v2` → `…-fp4`).
+fn requantized(name: &str) -> Option<&str> {
+    let (rest, tag) = name.rsplit_once('-')?;
+    let version = tag.strip_prefix('v').is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+    (version && PRECISION_SUFFIXES.iter().any(|(s, _)| rest.ends_with(s))).then_some(rest)
 }
 
 /// Precision suffixes of republished checkpoints and the weight format each names (FP8 under
@@ -104,6 +116,7 @@ const PRECISION_SUFFIXES: [(&str, Option<WeightFormat>); 7] = [
 fn suffix_weights(id: &str) -> Option<WeightFormat> {
     let lower = id.trim().to_lowercase();
     let name = lower.rsplit('/').next().unwrap_or("");
+    let name = requantized(name).unwrap_or(name);
     let name = name.strip_suffix("-instruct").unwrap_or(name);
     let (_, w) = PRECISION_SUFFIXES.iter().find(|(s, _)| name.ends_with(s))?;
     Some(w.unwrap_or(if lower.starts_with("qwen/") { WeightFormat::Fp8Block } else { WeightFormat::Fp8Tensor }))
@@ -292,6 +305,12 @@ mod tests {
             ("meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Meta-Llama-3.1-70B", 80, 8),
             ("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "Qwen/Qwen3-235B-A22B", 94, 4),
             ("Qwen/Qwen3-30B-A3B-Thinking-2507", "Qwen/Qwen3-30B-A3B", 48, 4),
+            // DeepSeek's dated releases and NVIDIA's second NVFP4 quantization of one
+            // (mutations: drop the `deepseek-` arm and R1-0528 is not found; drop
+            // `requantized` and the `-FP4-v2` id is not).
+            ("deepseek-ai/DeepSeek-R1-0528", "deepseek-ai/DeepSeek-R1", 61, 0),
+            ("deepseek-ai/DeepSeek-V3-0324", "deepseek-ai/DeepSeek-V3", 61, 0),
+            ("nvidia/DeepSeek-R1-0528-FP4-v2", "deepseek-ai/DeepSeek-R1", 61, 0),
             ("meta-llama/Meta-Llama-3-8B-Instruct", "meta-llama/Meta-Llama-3-8B", 32, 8),
             // A `-Base` release is the pretrained network itself (mutation: drop `-base` from
             // the suffixes and it is not found).
@@ -309,6 +328,12 @@ mod tests {
             };
             assert_eq!(kv, kv_heads, "{id}");
         }
+        // The re-quantized release keeps NVIDIA's NVFP4 format for DeepSeek (MLPs in NVFP4,
+        // attention bf16, FP8 KV).
+        let (v2, _) = resolve_model("nvidia/DeepSeek-R1-0528-FP4-v2").unwrap();
+        assert_eq!((v2.weights, v2.fp8_kv_cache), (WeightFormat::Nvfp4Mlp, true));
+        // A version tag after no precision suffix is part of the name (Mistral's releases).
+        assert_eq!(network_key("mistralai/Mistral-7B-v0.3"), "mistral-7b-v0.3");
         // A name that only contains the words is not a fine-tune of another network.
         assert_eq!(network_key("org/Instruct-v2"), "instruct-v2");
         assert!(resolve_model("meta-llama/Llama-2-7b-chat-hf-FP8").is_ok());

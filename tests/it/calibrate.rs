@@ -53,7 +53,7 @@ fn bad_measured_input_is_a_usage_error_naming_file_row_and_field_and_prints_noth
     let bad = dir.path().join("bad.csv");
     let text = std::fs::read_to_string(SAMPLE).unwrap();
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    lines[3] = lines[3].replace(",h200_sxm,", ",h300_sxm,");
+    lines[3] = lines[3].replace(",4000,1000,128,", ",4000,1000,12x,");
     std::fs::write(&bad, lines.join("\n")).unwrap();
     let shown = bad.display().to_string();
     cmd()
@@ -61,7 +61,7 @@ fn bad_measured_input_is_a_usage_error_naming_file_row_and_field_and_prints_noth
         .assert()
         .code(2)
         .stdout(predicate::str::is_empty())
-        .stderr(predicate::str::contains(format!("error: {shown}: row 3, field `gpu`: `h300_sxm` is not a known GPU")));
+        .stderr(predicate::str::contains(format!("error: {shown}: row 3, field `concurrency`: `12x` is not a number")));
     cmd().args(["calibrate"]).assert().code(2).stderr(predicate::str::contains("--measured"));
     cmd().args(["calibrate", "--measured", "/nonexistent.csv"]).assert().code(2).stderr(predicate::str::contains("cannot read the file"));
 }
@@ -430,6 +430,47 @@ fn contradictory_repeated_and_impossible_runs_are_dropped_and_reported_on_stderr
     // Nothing dropped: nothing said.
     let clean = cmd().args(["calibrate", "--measured", SAMPLE]).assert().success().get_output().clone();
     assert!(!String::from_utf8(clean.stderr).unwrap().contains("Dropped"));
+}
+
+#[test]
+fn runs_of_a_model_gpu_or_engine_the_tool_lacks_are_dropped_and_the_others_predicted() {
+    // A benchmark file of many models: a well-formed run the simulator cannot predict (a model
+    // outside the catalog, an unknown GPU, an engine it does not model) is dropped with the
+    // reason and the rest predicted; only when nothing is left is it a usage error. Fails if
+    // such a run aborts the whole file (mutation tried: `read_files` returning the first
+    // `Unsupported` error), or is dropped without being reported on stderr and in the JSON.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("runs.csv");
+    let mut text = std::fs::read_to_string(SAMPLE).unwrap();
+    text += "m1,vllm,0.12.0,acme/Nonesuch-7B,h100_sxm,,1024,128,8,1,,1,1,100,10\n";
+    text += "g1,vllm,0.12.0,Qwen/Qwen3-32B,h300_sxm,,1024,128,8,2,,1,1,100,10\n";
+    text += ",lmdeploy,,Qwen/Qwen3-32B,h100_sxm,,1024,128,8,2,,1,1,100,10\n";
+    std::fs::write(&file, &text).unwrap();
+    let shown = file.display().to_string();
+    let out = cmd().args(["calibrate", "--measured", &shown, "--output", "json"]).assert().success().get_output().clone();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("Dropped 3 of 11 measured runs: 3 of a model, GPU or engine the simulator does not have."), "{stderr}");
+    for line in [
+        format!("m1 ({shown} row 9): field `model`: `acme/Nonesuch-7B` is not a model of the built-in catalog"),
+        format!("g1 ({shown} row 10): field `gpu`: `h300_sxm` is not a known GPU"),
+        format!("row 11 ({shown} row 11): field `engine`: `lmdeploy` is not an engine the simulator models"),
+    ] {
+        assert!(stderr.contains(&line), "missing {line:?} in\n{stderr}");
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["runs"].as_array().unwrap().len(), 8);
+    let dropped = v["dropped"].as_array().unwrap();
+    assert_eq!(
+        dropped.iter().map(|d| (d["row"].as_u64().unwrap(), d["reason"].as_str().unwrap())).collect::<Vec<_>>(),
+        [(9, "unsupported"), (10, "unsupported"), (11, "unsupported")]
+    );
+    // Nothing the simulator can predict: a usage error listing why.
+    let none = dir.path().join("none.csv");
+    std::fs::write(&none, text.lines().take(1).chain(text.lines().skip(9)).collect::<Vec<_>>().join("\n")).unwrap();
+    usage_error(
+        &["calibrate", "--measured", &none.display().to_string()],
+        &["error: none of the 3 measured runs is left to predict\nDropped 3 of 3 measured runs: 3 of a model, GPU or engine"],
+    );
 }
 
 #[test]
