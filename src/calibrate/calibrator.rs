@@ -30,7 +30,20 @@ pub struct FitOutcome {
     /// Runs left out of the fit by [`inconsistent_runs`] (still predicted and tabulated):
     /// (index into the runs, why).
     pub screened: Vec<(usize, String)>,
+    /// Groups whose best calibration leaves their runs' median TTFT error above
+    /// [`UNTRUSTED_TTFT_PCT`] (or predicts none of them), with that median: their entries are
+    /// not written, and their devices take the engine's defaults.
+    pub untrusted: Vec<(GroupKey, f64)>,
 }
+
+/// Median |error| of TTFT (percent) above which a group's fit is not trusted to carry engine
+/// costs: its best calibration is off by more than a factor of two on its own runs, so what
+/// it learned is not the engine's cost but whatever the runs have that the model does not (the
+/// training file's SGLang runs of Llama-3.1-8B in FP8 on H200: 176.5 % after the fit, its
+/// per-step cost at the 4.5 ms bound, which made every model under SGLang on an H200 slower
+/// than on an H100 and, through the defaults, added 1.1 ms a step on every other device).
+/// Every other group of the training file fits within 31 %.
+pub const UNTRUSTED_TTFT_PCT: f64 = 100.0;
 
 /// Share by which a run's TPOT may fall below the run of its series at the next lower
 /// concurrency before the fit leaves it out. On the training file, apart from the runs it
@@ -151,10 +164,13 @@ fn entry(device: &str, p: &Params) -> DeviceCalibration {
 }
 
 /// Engine profiles with one device entry per group set to `params`.
-fn profiles_with(base: &EngineProfiles, params: &BTreeMap<GroupKey, Params>) -> EngineProfiles {
+fn profiles_with(base: &EngineProfiles, engines: &[String], params: &BTreeMap<GroupKey, Params>) -> EngineProfiles {
     let mut out = base.clone();
     out.calibrated = true;
-    let engines: Vec<String> = params.keys().map(|(e, _)| e.clone()).collect();
+    let mut engines = engines.to_vec();
+    engines.extend(params.keys().map(|(e, _)| e.clone()));
+    engines.sort();
+    engines.dedup();
     for e in engines {
         let mut profile = base.get(&e).clone();
         profile.devices = params.iter().filter(|((pe, _), _)| *pe == e).map(|((_, d), p)| entry(d, p)).collect();
@@ -198,18 +214,27 @@ pub fn fit(predictor: &Predictor, runs: &[MeasuredRun]) -> FitOutcome {
         rounds.run(trial, 0);
     }
     let mut current: BTreeMap<GroupKey, Params> = BTreeMap::new();
+    let mut untrusted = Vec::new();
     for (k, (_, params)) in best {
-        current.insert(k, params);
+        let ttft = medians(runs, &groups[&k], &after)[0];
+        if ttft.is_nan() || ttft > UNTRUSTED_TTFT_PCT {
+            untrusted.push((k, ttft));
+        } else {
+            current.insert(k, params);
+        }
     }
-    let mut engines = profiles_with(&base, &current);
+    let names: Vec<String> = groups.keys().map(|(e, _)| e.clone()).collect();
+    let mut engines = profiles_with(&base, &names, &current);
     record_fits(&mut engines, &groups, runs, &before, &after);
     let params = current.iter().map(|(k, p)| (k.clone(), (rounded(p), groups[k].len()))).collect();
-    // Screened runs are predicted by the fit too: they stay in the error tables.
+    // Screened runs, and the runs of a group whose entry is not written (its device now takes
+    // the engine's defaults), are predicted by the written profiles: they stay in the tables.
     let fitted = predictor.with_engines(engines.clone());
-    for &i in &left_out {
+    let repredicted = untrusted.iter().flat_map(|(k, _)| groups[k].iter().copied());
+    for i in left_out.iter().copied().chain(repredicted) {
         after[i] = fitted.predict(&runs[i]);
     }
-    FitOutcome { engines, before, after, params, screened }
+    FitOutcome { engines, before, after, params, screened, untrusted }
 }
 
 /// Where the fit's rounds start: the prior, and a calibration whose host work per running
@@ -277,7 +302,7 @@ impl Rounds<'_> {
     fn run(&mut self, mut current: BTreeMap<GroupKey, Params>, rounds: usize) -> Vec<Result<Sensitivity, String>> {
         let mut first = Vec::new();
         for round in 0..=rounds {
-            let sens = self.predictor.with_engines(profiles_with(self.base, &current)).sensitivity_all(self.runs);
+            let sens = self.predictor.with_engines(profiles_with(self.base, &[], &current)).sensitivity_all(self.runs);
             for (key, loss) in group_losses(self.groups, self.runs, &sens) {
                 let loss = charged(loss, &current[&key]);
                 if self.best.get(&key).is_none_or(|(b, _)| loss < *b) {
@@ -396,7 +421,16 @@ fn record_fits(
             weighted[3] += o.frontend_request_us.unwrap_or(0.0) * n;
             total += n;
         }
-        if total > 0.0 {
+        if total == 0.0 {
+            // No entry this fit trusts: the prior's costs, not whatever the profile the fit
+            // started from had learned (in a cross-validation, from the held-out runs too).
+            let own = profile.defaults;
+            profile.defaults = Overheads {
+                frontend_input_token_us: own.frontend_input_token_us,
+                frontend_output_token_us: own.frontend_output_token_us,
+                ..entry("", &prior().at).overheads
+            };
+        } else {
             let r = |x: f64| (x / total).round();
             profile.defaults = Overheads {
                 step_overhead_us: r(weighted[0]),

@@ -141,6 +141,29 @@ impl Record<'_> {
         }
     }
 
+    /// The run's `moe_tp` and `moe_ep`. A MoE run that leaves one blank (or 0) has it from the
+    /// other and its GPUs (`gpus` = tp × attention_dp: 8 GPUs at moe_ep 8 are moe_tp 1); one
+    /// that leaves both has its experts split by TP over its GPUs (moe_tp = GPUs, moe_ep 1), as
+    /// the engines run a MoE without expert parallelism. A side the GPUs do not divide by is
+    /// left at 1, for the layout check to report. Dense runs read blank as 1 (not used).
+    fn moe_layout(&self, moe: bool, gpus: u32) -> Result<(u32, u32), CalibrateError> {
+        let given = |col: &str| -> Result<Option<u32>, CalibrateError> {
+            match self.text(col) {
+                "" | "0" | "0.0" => Ok(None),
+                _ => self.optional(col).map(Some),
+            }
+        };
+        let (tp, ep) = (given("moe_tp")?, given("moe_ep")?);
+        let rest = |side: u32| if gpus.is_multiple_of(side) { gpus / side } else { 1 };
+        Ok(match (tp, ep) {
+            _ if !moe => (tp.unwrap_or(1), ep.unwrap_or(1)),
+            (Some(t), Some(e)) => (t, e),
+            (Some(t), None) => (t, rest(t)),
+            (None, Some(e)) => (rest(e), e),
+            (None, None) => (gpus, 1),
+        })
+    }
+
     /// A latency in ms: finite and above zero.
     fn latency(&self, col: &str) -> Result<f64, CalibrateError> {
         let v = self.required(col)?;
@@ -160,7 +183,11 @@ impl Record<'_> {
 
     /// The checked run, its model, GPU, precision and layout resolved.
     fn run(&self, res: &Resolver) -> Result<MeasuredRun, CalibrateError> {
-        let engine = self.required("engine")?.to_lowercase();
+        let engine = match self.required("engine")?.to_lowercase().as_str() {
+            // TensorRT-LLM under its product and package names.
+            "tensorrt-llm" | "tensorrt_llm" | "trt-llm" | "trt_llm" => "trtllm".to_string(),
+            other => other.to_string(),
+        };
         // Only the engines the simulator has a scheduler and a profile for: another engine's
         // run predicted as vLLM's would be scored (and fitted) as if it were one.
         if !MEASURED_ENGINES.contains(&engine.as_str()) {
@@ -194,7 +221,8 @@ impl Record<'_> {
         let (isl, osl, concurrency) = (self.positive("isl")?, self.positive("osl")?, self.positive("concurrency")?);
         let num_prompts = if self.text("num_prompts").is_empty() { 10 * concurrency } else { self.positive("num_prompts")? };
         let tp = self.positive("tp")?.min(u32::MAX as u64) as u32;
-        let (attention_dp, moe_tp, moe_ep) = (self.optional("attention_dp")?, self.optional("moe_tp")?, self.optional("moe_ep")?);
+        let attention_dp = self.optional("attention_dp")?;
+        let (moe_tp, moe_ep) = self.moe_layout(model.is_moe(), tp.saturating_mul(attention_dp))?;
         let parallel = parallel_for(model, tp, attention_dp, moe_tp, moe_ep).map_err(|(f, m)| self.err(f, m))?;
         let percentiles = Percentiles {
             median_ttft_ms: self.optional_latency("median_ttft_ms")?,

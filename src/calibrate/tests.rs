@@ -135,6 +135,12 @@ fn an_engine_the_simulator_does_not_model_is_refused_not_run_as_vllm() {
         read(&other).unwrap_err().to_string(),
         "runs.csv: row 1, field `engine`: `llamacpp` is not an engine the simulator models: vllm, sglang, trtllm"
     );
+    // TensorRT-LLM under its product and package names is trtllm (mutation tried: drop the
+    // aliases and `TensorRT-LLM` is refused as an engine the simulator does not model).
+    for name in ["TensorRT-LLM", "tensorrt_llm"] {
+        let row = format!("a,{name},,Qwen/Qwen3-32B,h100_sxm,,1024,128,8,2,,1,1,150,18");
+        assert_eq!(read(&csv(&[row.as_str()])).unwrap()[0].engine, "trtllm", "{name}");
+    }
     // TensorRT-LLM on an AMD GPU, which the planner refuses too.
     let amd = csv(&["a,trtllm,,Qwen/Qwen3-32B,mi300x,,1024,128,8,2,,1,1,150,18"]);
     let e = read(&amd).unwrap_err().to_string();
@@ -367,6 +373,33 @@ fn an_moe_layout_must_cover_its_gpus_and_a_dense_one_is_not_asked() {
     let out = hygiene::screen(runs, &Resolver::default(), |_| None);
     assert_eq!(out.kept.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["dp", "dense"]);
     assert_eq!((out.dropped[0].id.as_str(), out.dropped[0].reason), ("bad", hygiene::DropReason::Layout));
+}
+
+#[test]
+fn a_blank_moe_column_is_read_from_the_other_and_the_gpus() {
+    // gpt-oss on 8 GPUs: both blank is TP over the experts (moe_tp 8, moe_ep 1), the engines'
+    // layout without expert parallelism; moe_ep 8 alone is moe_tp 1; moe_tp 2 alone (or
+    // moe_ep 0) is moe_ep 4; with attention DP 8 × TP 1 and moe_ep 8, moe_tp 1. A dense
+    // model's blanks stay 1. Fails if blanks read as 1 on a MoE model (the first run is then
+    // dropped as covering one GPU of 8), or if one column is not taken from the other.
+    // Distinct measurements, so that no two rows read as one run under two layouts.
+    let blank = |id: &str, tp: u32, dp: &str, mtp: &str, ep: &str| {
+        format!("{id},vllm,0.15.1,openai/gpt-oss-120b,b200_sxm,fp4,1024,1024,8,{tp},{dp},{mtp},{ep},{},10", 100 + id.len())
+    };
+    let rows = [
+        blank("both", 8, "", "", ""),
+        blank("ep_only", 8, "", "", "8"),
+        blank("tp_and_zero", 8, "", "2", "0"),
+        blank("attention_dp", 1, "8", "", "8"),
+        "dense,vllm,,Qwen/Qwen3-32B,h100_sxm,,1024,128,8,2,,,,150,18".to_string(),
+    ];
+    let runs = read_rows(&rows);
+    let layouts: Vec<(u32, u32)> = runs.iter().map(|r| (r.moe_tp, r.moe_ep)).collect();
+    assert_eq!(layouts, [(8, 1), (1, 8), (2, 4), (1, 8), (1, 1)]);
+    let p = runs[0].target.parallel;
+    assert_eq!((p.num_devices, p.tp, p.moe_tp, p.ep), (8, 8, 8, 1));
+    let out = hygiene::screen(runs, &Resolver::default(), |_| None);
+    assert!(out.dropped.is_empty(), "{:?}", out.dropped);
 }
 
 #[test]

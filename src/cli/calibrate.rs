@@ -202,6 +202,16 @@ fn fit_and_report(
     let mut text = format!("## Before: the device's own hardware values, the prior's engine costs\n\n{}\n", render_text(&before));
     text += &format!("## After the fit\n\n{}\n", render_text(&after));
     text += &format!("## Fitted parameters\n\n{}\n", calibrator::render_params(&out.params));
+    if !out.untrusted.is_empty() {
+        text += &format!(
+            "## Not written: fits off by more than {:.0} % (median |error| of TTFT) on their own runs; these devices take the engine's defaults\n\n",
+            calibrator::UNTRUSTED_TTFT_PCT
+        );
+        for ((engine, device), ttft) in &out.untrusted {
+            text += &format!("- {engine} × {device}: median TTFT error {ttft:.1} % after the fit\n");
+        }
+        text += "\n";
+    }
     if !out.screened.is_empty() {
         text += &format!(
             "## Left out of the fit (in the tables above): runs whose TPOT falls more than {:.0} % from one concurrency to the next higher one of their series\n\n",
@@ -238,6 +248,7 @@ fn fit_json(
         "leave_one_model_out": null,
         "leave_one_device_out": null,
         "left_out_of_fit": out.screened.iter().map(|(i, why)| serde_json::json!({"id": runs[*i].id, "why": why})).collect::<Vec<_>>(),
+        "not_written": out.untrusted.iter().map(|((e, d), t)| serde_json::json!({"engine": e, "device": d, "ttft_median_abs_pct": t})).collect::<Vec<_>>(),
         "dropped": dropped,
     });
     for cv in cvs {

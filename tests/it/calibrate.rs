@@ -565,22 +565,51 @@ fn leave_one_device_out_predicts_each_device_by_a_fit_without_its_runs() {
     assert_predicted_without_them(&held_out_predictions("--leave-one-device-out", ",h200_sxm,"), 2);
 }
 
-/// `profiles/engines/sglang.yaml` with its H200 entry's engine costs replaced.
+#[test]
+fn a_fit_that_cannot_reproduce_its_own_runs_is_not_written() {
+    // SGLang's H100 run of the sample, and H200 runs whose measured TTFT (5 ms for 1,000-token
+    // prompts at 32 to 128 requests) is far below any prefill the GPUs can do: no engine cost
+    // within the bounds brings them within a factor of two, so the H200 entry is not written,
+    // the H200 takes SGLang's defaults (the H100 entry's costs, the only one left) and the
+    // report says so. Fails if every fitted group is written (mutation tried:
+    // `UNTRUSTED_TTFT_PCT` at infinity).
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(SAMPLE).unwrap();
+    let mut lines: Vec<String> = text.lines().take(1).map(str::to_string).collect();
+    lines.extend(text.lines().filter(|l| l.contains(",sglang,") && l.contains(",h100_sxm,")).map(str::to_string));
+    for c in [32, 64, 128] {
+        lines.push(format!("h200_c{c},sglang,0.5.6.post2,meta-llama/Llama-3.1-8B-Instruct,h200_sxm,,1000,100,{c},1,,1,1,5,{}", 8 + c / 16));
+    }
+    let file = dir.path().join("runs.csv");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let out_dir = dir.path().join("profiles");
+    std::fs::create_dir(&out_dir).unwrap();
+    let (f, o) = (file.display().to_string(), out_dir.display().to_string());
+    let fit = run_json(&["calibrate", "--measured", &f, "--fit", "--write", &o, "-q"]);
+    let not_written = fit["not_written"].as_array().unwrap();
+    assert_eq!(not_written.len(), 1, "{fit}");
+    assert_eq!((not_written[0]["engine"].as_str(), not_written[0]["device"].as_str()), (Some("sglang"), Some("H200_SXM")));
+    assert!(not_written[0]["ttft_median_abs_pct"].as_f64().unwrap() > 100.0);
+    let devices: Vec<&str> = fit["params"].as_array().unwrap().iter().map(|p| p["device"].as_str().unwrap()).collect();
+    assert_eq!(devices, ["H100_SXM"]);
+    let written = std::fs::read_to_string(out_dir.join("sglang.yaml")).unwrap();
+    assert!(written.contains("- device: H100_SXM") && !written.contains("- device: H200_SXM"), "{written}");
+    // The defaults are the H100 entry's costs: the only trusted entry.
+    let p = &fit["params"][0]["params"];
+    let defaults = written.split("devices:").next().unwrap();
+    assert!(defaults.contains(&format!("step_overhead_us: {:.1}", p["step_overhead_us"].as_f64().unwrap())), "{defaults}\n{p}");
+}
+
+/// `profiles/engines/sglang.yaml` with an H200 entry of these engine costs (the built-in
+/// profile has none: its fit on the training file's H200 runs is not written).
 fn sglang_with_h200(step_us: f64, host_us: f64, seq_us: f64) -> String {
     let text = include_str!("../../profiles/engines/sglang.yaml");
-    let at = text.find("- device: H200_SXM\n").expect("the built-in SGLang profile has an H200 entry");
-    let mut lines: Vec<String> = text[at..].lines().map(str::to_string).collect();
-    for line in lines.iter_mut().take(5).skip(1) {
-        let key = line.trim().split(':').next().unwrap().to_string();
-        let v = match key.as_str() {
-            "step_overhead_us" => step_us,
-            "step_host_us" => host_us,
-            "seq_overhead_us" => seq_us,
-            _ => continue,
-        };
-        *line = format!("  {key}: {v}");
-    }
-    format!("{}{}\n", &text[..at], lines.join("\n"))
+    assert!(!text.contains("- device: H200_SXM"), "the built-in SGLang profile has no H200 entry");
+    assert!(text.trim_end().ends_with("- 4608"), "the device list ends the profile");
+    format!(
+        "{}\n- device: H200_SXM\n  step_overhead_us: {step_us}\n  step_host_us: {host_us}\n  seq_overhead_us: {seq_us}\n  frontend_request_us: 2000.0\n",
+        text.trim_end()
+    )
 }
 
 #[test]
