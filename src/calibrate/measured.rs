@@ -144,8 +144,9 @@ impl Record<'_> {
     /// The run's `moe_tp` and `moe_ep`. A MoE run that leaves one blank (or 0) has it from the
     /// other and its GPUs (`gpus` = tp × attention_dp: 8 GPUs at moe_ep 8 are moe_tp 1); one
     /// that leaves both has its experts split by TP over its GPUs (moe_tp = GPUs, moe_ep 1), as
-    /// the engines run a MoE without expert parallelism. A side the GPUs do not divide by is
-    /// left at 1, for the layout check to report. Dense runs read blank as 1 (not used).
+    /// the engines run a MoE without expert parallelism. A side the GPUs do not divide by
+    /// leaves the other at 1, which the layout mapping then refuses, naming the given side.
+    /// Dense runs read blank as 1 (not used).
     fn moe_layout(&self, moe: bool, gpus: u32) -> Result<(u32, u32), CalibrateError> {
         let given = |col: &str| -> Result<Option<u32>, CalibrateError> {
             match self.text(col) {
@@ -181,8 +182,17 @@ impl Record<'_> {
         self.latency(col).map(Some)
     }
 
-    /// The checked run, its model, GPU, precision and layout resolved.
+    /// The checked run, its model, GPU, precision and layout resolved. The fields that need no
+    /// model are checked first, so a malformed run is refused even when it also names what the
+    /// simulator does not have.
     fn run(&self, res: &Resolver) -> Result<MeasuredRun, CalibrateError> {
+        let (isl, osl, concurrency) = (self.positive("isl")?, self.positive("osl")?, self.positive("concurrency")?);
+        let (ttft_ms, tpot_ms) = (self.latency("ttft_ms")?, self.latency("tpot_ms")?);
+        let tp = self.positive("tp")?.min(u32::MAX as u64) as u32;
+        let attention_dp = self.optional("attention_dp")?;
+        let gpus = tp.checked_mul(attention_dp).filter(|g| *g <= 1 << 20).ok_or_else(|| {
+            self.err("tp", format!("tp {tp} × attention_dp {attention_dp} is more GPUs than any instance has (at most 1048576)"))
+        })?;
         let engine = match self.required("engine")?.to_lowercase().as_str() {
             // TensorRT-LLM under its product and package names.
             "tensorrt-llm" | "tensorrt_llm" | "trt-llm" | "trt_llm" => "trtllm".to_string(),
@@ -218,11 +228,8 @@ impl Record<'_> {
         let checkpoint = res.checkpoint(model_id, model);
         let precision =
             Precision::parse(self.text("precision")).map_err(|m| self.err("precision", m))?.unwrap_or(Precision::of(checkpoint.weights));
-        let (isl, osl, concurrency) = (self.positive("isl")?, self.positive("osl")?, self.positive("concurrency")?);
         let num_prompts = if self.text("num_prompts").is_empty() { 10 * concurrency } else { self.positive("num_prompts")? };
-        let tp = self.positive("tp")?.min(u32::MAX as u64) as u32;
-        let attention_dp = self.optional("attention_dp")?;
-        let (moe_tp, moe_ep) = self.moe_layout(model.is_moe(), tp.saturating_mul(attention_dp))?;
+        let (moe_tp, moe_ep) = self.moe_layout(model.is_moe(), gpus)?;
         let parallel = parallel_for(model, tp, attention_dp, moe_tp, moe_ep).map_err(|(f, m)| self.err(f, m))?;
         let percentiles = Percentiles {
             median_ttft_ms: self.optional_latency("median_ttft_ms")?,
@@ -250,8 +257,8 @@ impl Record<'_> {
             attention_dp,
             moe_tp,
             moe_ep,
-            ttft_ms: self.latency("ttft_ms")?,
-            tpot_ms: self.latency("tpot_ms")?,
+            ttft_ms,
+            tpot_ms,
             percentiles,
             target: Target { model: model.id.clone(), device: device.name.clone(), precision, quant, parallel },
         })
@@ -407,7 +414,7 @@ pub fn read_vllm_json(text: &str, file: &str, res: &Resolver) -> Result<Measured
     put("tpot_ms", "mean_tpot_ms", get("mean_tpot_ms"));
     // Without `--metadata engine=…` the client's backend says which server it spoke to:
     // vLLM's own and the generic OpenAI ones are taken as vLLM (this is vLLM's client);
-    // another engine's backend as that engine; any other server is refused.
+    // another engine's backend as that engine; any other server's run is set aside.
     match (get("engine"), get("backend")) {
         (e, _) if !e.is_empty() => put("engine", "engine", e),
         (_, b) => {

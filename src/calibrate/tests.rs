@@ -215,8 +215,9 @@ fn reading_files_sets_aside_the_runs_the_simulator_cannot_predict_and_one_text_r
         read(&csv(&rows)).unwrap_err().to_string(),
         "runs.csv: row 2, field `model`: `acme/Nonesuch-7B` is not a model of the built-in catalog (see --list-models)"
     );
-    // A malformed field is not set aside: the read fails.
-    std::fs::write(&path, csv(&[rows[1], "d,vllm,,Qwen/Qwen3-32B,h100_sxm,,1024,128,eight,2,,1,1,150,18"])).unwrap();
+    // A malformed field is not set aside, even in a run that also names an unknown model
+    // (mutation tried: resolving the model before the numbers reads this file).
+    std::fs::write(&path, csv(&[rows[0], "d,vllm,,acme/Nonesuch-7B,h100_sxm,,1024,128,eight,2,,1,1,150,18"])).unwrap();
     let e = super::measured::read_files(&[&path], &Resolver::default()).unwrap_err().to_string();
     assert!(e.ends_with("mixed.csv: row 2, field `concurrency`: `eight` is not a number"), "{e}");
 }

@@ -182,9 +182,12 @@ fn fit_and_report(
         .collect();
     let cvs: Vec<CrossValidation> = held_out.into_iter().map(|h| calibrator::cross_validate(predictor, runs, h)).collect();
     if let Some(dir) = &args.write {
+        // Every fitted engine, also one whose every group was not written (its profile then
+        // carries the prior's costs as defaults, as the tables after the fit predicted it).
         let files: Vec<(std::path::PathBuf, String)> = out
             .params
             .keys()
+            .chain(out.untrusted.iter().map(|(k, _)| k))
             .map(|(e, _)| e.clone())
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
@@ -208,7 +211,10 @@ fn fit_and_report(
             calibrator::UNTRUSTED_TTFT_PCT
         );
         for ((engine, device), ttft) in &out.untrusted {
-            text += &format!("- {engine} × {device}: median TTFT error {ttft:.1} % after the fit\n");
+            text += &match ttft.is_nan() {
+                true => format!("- {engine} × {device}: no run predicted at its best fit\n"),
+                false => format!("- {engine} × {device}: median TTFT error {ttft:.1} % at its best (unwritten) fit\n"),
+            };
         }
         text += "\n";
     }
