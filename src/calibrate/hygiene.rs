@@ -26,7 +26,7 @@
 //!    check comes first, a pair whose one row disagrees with its id keeps the other.
 
 use super::mapping::Resolver;
-use super::measured::{MeasuredRun, UnsupportedRun};
+use super::measured::{id_layout, MeasuredRun, UnsupportedRun};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -104,27 +104,6 @@ pub fn layout_contradiction(run: &MeasuredRun, moe: bool) -> Option<String> {
             run.moe_tp, run.moe_ep, run.tp, run.attention_dp
         )
     })
-}
-
-/// The layout an id names: its TP (`tp4`, or `tp4_0` as the source prints 4.0) and, if it
-/// follows, its EP (`ep4`, `ep4_0`, `epnone` = 1). The last `tp` token counts (model names
-/// come first).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IdLayout {
-    pub tp: u32,
-    pub ep: Option<u32>,
-}
-
-/// The layout `id` names, or `None` when it names none.
-pub fn id_layout(id: &str) -> Option<IdLayout> {
-    let tokens: Vec<&str> = id.split('_').collect();
-    let number = |t: &str, prefix: &str| t.strip_prefix(prefix).filter(|d| !d.is_empty()).and_then(|d| d.parse::<u32>().ok());
-    let at = tokens.iter().rposition(|t| number(t, "tp").is_some())?;
-    let tp = number(tokens[at], "tp")?;
-    // `tp4_0`: the source printed 4.0; the `0` is not a token of its own.
-    let next = if tokens.get(at + 1) == Some(&"0") { at + 2 } else { at + 1 };
-    let ep = tokens.get(next).and_then(|t| if *t == "epnone" { Some(1) } else { number(t, "ep") });
-    Some(IdLayout { tp, ep })
 }
 
 /// Why a run's layout disagrees with the one its id names, or `None` (also when the id names

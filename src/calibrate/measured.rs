@@ -142,11 +142,11 @@ impl Record<'_> {
     }
 
     /// The run's `moe_tp` and `moe_ep`. A MoE run that leaves one blank (or 0) has it from the
-    /// other and its GPUs (`gpus` = tp × attention_dp: 8 GPUs at moe_ep 8 are moe_tp 1); one
-    /// that leaves both has its experts split by TP over its GPUs (moe_tp = GPUs, moe_ep 1), as
-    /// the engines run a MoE without expert parallelism. A side the GPUs do not divide by
-    /// leaves the other at 1, which the layout mapping then refuses, naming the given side.
-    /// Dense runs read blank as 1 (not used).
+    /// other and its GPUs (`gpus` = tp × attention_dp: 8 GPUs at moe_ep 8 are moe_tp 1). One
+    /// that leaves both takes the EP its id names (`…_tp4_ep4_…`), else has its experts split
+    /// by TP over its GPUs (moe_tp = GPUs, moe_ep 1), as the engines run a MoE without expert
+    /// parallelism. A side the GPUs do not divide by leaves the other at 1, which the layout
+    /// mapping then refuses, naming the given side. Dense runs read blank as 1 (not used).
     fn moe_layout(&self, moe: bool, gpus: u32) -> Result<(u32, u32), CalibrateError> {
         let given = |col: &str| -> Result<Option<u32>, CalibrateError> {
             match self.text(col) {
@@ -155,9 +155,11 @@ impl Record<'_> {
             }
         };
         let (tp, ep) = (given("moe_tp")?, given("moe_ep")?);
+        if !moe {
+            return Ok((tp.unwrap_or(1), ep.unwrap_or(1)));
+        }
         let rest = |side: u32| if gpus.is_multiple_of(side) { gpus / side } else { 1 };
-        Ok(match (tp, ep) {
-            _ if !moe => (tp.unwrap_or(1), ep.unwrap_or(1)),
+        Ok(match (tp, ep.or_else(|| tp.is_none().then(|| id_layout(self.text("id")).and_then(|l| l.ep)).flatten())) {
             (Some(t), Some(e)) => (t, e),
             (Some(t), None) => (t, rest(t)),
             (None, Some(e)) => (rest(e), e),
@@ -263,6 +265,27 @@ impl Record<'_> {
             target: Target { model: model.id.clone(), device: device.name.clone(), precision, quant, parallel },
         })
     }
+}
+
+/// The layout an id names: its TP (`tp4`, or `tp4_0` as the source prints 4.0) and, if it
+/// follows, its EP (`ep4`, `ep4_0`, `epnone` = 1). The last `tp` token counts (model names
+/// come first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdLayout {
+    pub tp: u32,
+    pub ep: Option<u32>,
+}
+
+/// The layout `id` names, or `None` when it names none.
+pub fn id_layout(id: &str) -> Option<IdLayout> {
+    let tokens: Vec<&str> = id.split('_').collect();
+    let number = |t: &str, prefix: &str| t.strip_prefix(prefix).filter(|d| !d.is_empty()).and_then(|d| d.parse::<u32>().ok());
+    let at = tokens.iter().rposition(|t| number(t, "tp").is_some())?;
+    let tp = number(tokens[at], "tp")?;
+    // `tp4_0`: the source printed 4.0; the `0` is not a token of its own.
+    let next = if tokens.get(at + 1) == Some(&"0") { at + 2 } else { at + 1 };
+    let ep = tokens.get(next).and_then(|t| if *t == "epnone" { Some(1) } else { number(t, "ep") });
+    Some(IdLayout { tp, ep })
 }
 
 /// The runs of a CSV text (`file` names it in errors). Every run must be one the simulator
@@ -449,6 +472,12 @@ pub fn read_vllm_json(text: &str, file: &str, res: &Resolver) -> Result<Measured
     rec.run(res)
 }
 
+/// The `id` a vLLM result file carries (`--metadata id=…`), if any.
+fn json_id(text: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    Some(json_text(v.get("id"))).filter(|id| !id.trim().is_empty())
+}
+
 /// A well-formed run the simulator cannot predict: where it is and why (the field that names
 /// what the simulator does not have).
 #[derive(Debug, Clone, PartialEq)]
@@ -478,11 +507,16 @@ pub fn read_files(paths: &[impl AsRef<Path>], res: &Resolver) -> Result<Measured
     let mut runs = Vec::new();
     let mut unsupported = Vec::new();
     let mut notes = Vec::new();
+    // Only `Unsupported` errors reach here (the callers match them); any other is a bug in
+    // this function, not the user's file, so it is kept as a run set aside with its message.
     let mut set_aside = |id: String, e: CalibrateError| {
-        if let CalibrateError::Unsupported { file, row, field, message } = e {
-            let why = format!("field `{field}`: {message}");
-            unsupported.push(UnsupportedRun { id, file, row, why });
-        }
+        let run = match e {
+            CalibrateError::Unsupported { file, row, field, message } => {
+                UnsupportedRun { id, file, row, why: format!("field `{field}`: {message}") }
+            }
+            other => UnsupportedRun { id, file: String::new(), row: 0, why: other.to_string() },
+        };
+        unsupported.push(run);
     };
     for p in paths {
         let p = p.as_ref();
@@ -495,7 +529,8 @@ pub fn read_files(paths: &[impl AsRef<Path>], res: &Resolver) -> Result<Measured
         if json {
             match read_vllm_json(&text, &file, res) {
                 Ok(run) => runs.push(run),
-                Err(e @ CalibrateError::Unsupported { .. }) => set_aside(file.clone(), e),
+                // Listed under the run's `--metadata id=…` when it has one, else its file.
+                Err(e @ CalibrateError::Unsupported { .. }) => set_aside(json_id(&text).unwrap_or_else(|| file.clone()), e),
                 Err(e) => return Err(e),
             }
         } else {

@@ -203,11 +203,15 @@ fn reading_files_sets_aside_the_runs_the_simulator_cannot_predict_and_one_text_r
     std::fs::write(&path, csv(&rows)).unwrap();
     let tgi = dir.path().join("tgi.json");
     std::fs::write(&tgi, VLLM_JSON.replace("\"backend\": \"vllm\",", "\"backend\": \"tgi\",")).unwrap();
-    let files = super::measured::read_files(&[&path, &tgi], &Resolver::default()).unwrap();
+    // A result file with `--metadata id=…` is listed under that id, one without under its name
+    // (mutation tried: always the file name, and `tgi-c8` is not found).
+    let tgi_id = dir.path().join("tgi_id.json");
+    std::fs::write(&tgi_id, VLLM_JSON.replace("\"backend\": \"vllm\",", "\"backend\": \"tgi\", \"id\": \"tgi-c8\",")).unwrap();
+    let files = super::measured::read_files(&[&path, &tgi, &tgi_id], &Resolver::default()).unwrap();
     assert_eq!(files.runs.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["a"]);
     let set_aside: Vec<(&str, usize)> = files.unsupported.iter().map(|d| (d.id.as_str(), d.row)).collect();
     let tgi_name = tgi.display().to_string();
-    assert_eq!(set_aside, [("b", 2), ("c", 3), (tgi_name.as_str(), 1)]);
+    assert_eq!(set_aside, [("b", 2), ("c", 3), (tgi_name.as_str(), 1), ("tgi-c8", 1)]);
     assert_eq!(hygiene::DroppedRun::from(files.unsupported[0].clone()).reason, hygiene::DropReason::Unsupported);
     assert_eq!(files.unsupported[0].why, "field `model`: `acme/Nonesuch-7B` is not a model of the built-in catalog (see --list-models)");
     // One CSV text must be predictable whole: the first such run is the error.
@@ -336,7 +340,7 @@ fn read_rows(rows: &[String]) -> Vec<MeasuredRun> {
 fn an_id_names_its_tp_and_ep_in_every_form_of_the_training_file() {
     // Fails if the `0` of `tp2_0` (the source's 2.0) is not skipped (EP would be lost), if
     // `epnone` is not EP 1, or if the first `tp` token counts instead of the last.
-    use hygiene::{id_layout, IdLayout};
+    use measured::{id_layout, IdLayout};
     assert_eq!(
         id_layout("2026_04_06_gpt_oss_120b_h200_sxm_trtllm_fp4_agg_8192x1024_c16_tp4_ep4_926"),
         Some(IdLayout { tp: 4, ep: Some(4) })
@@ -381,8 +385,10 @@ fn a_blank_moe_column_is_read_from_the_other_and_the_gpus() {
     // gpt-oss on 8 GPUs: both blank is TP over the experts (moe_tp 8, moe_ep 1), the engines'
     // layout without expert parallelism; moe_ep 8 alone is moe_tp 1; moe_tp 2 alone (or
     // moe_ep 0) is moe_ep 4; with attention DP 8 × TP 1 and moe_ep 8, moe_tp 1. A dense
-    // model's blanks stay 1. Fails if blanks read as 1 on a MoE model (the first run is then
-    // dropped as covering one GPU of 8), or if one column is not taken from the other.
+    // model's blanks stay 1; both blank under an id naming `_tp8_ep8_` is moe_ep 8, and under
+    // `_tp8_epnone_` TP over the experts. Fails if blanks read as 1 on a MoE model (the first run
+    // is then dropped as covering one GPU of 8), if one column is not taken from the other, or
+    // if the id's EP is not read (that run is then dropped for disagreeing with its id).
     // Distinct measurements, so that no two rows read as one run under two layouts.
     let blank = |id: &str, tp: u32, dp: &str, mtp: &str, ep: &str| {
         format!("{id},vllm,0.15.1,openai/gpt-oss-120b,b200_sxm,fp4,1024,1024,8,{tp},{dp},{mtp},{ep},{},10", 100 + id.len())
@@ -393,10 +399,12 @@ fn a_blank_moe_column_is_read_from_the_other_and_the_gpus() {
         blank("tp_and_zero", 8, "", "2", "0"),
         blank("attention_dp", 1, "8", "", "8"),
         "dense,vllm,,Qwen/Qwen3-32B,h100_sxm,,1024,128,8,2,,,,150,18".to_string(),
+        blank("oss_c8_tp8_ep8_7", 8, "", "", ""),
+        blank("oss_c8_tp8_epnone_7", 8, "", "", ""),
     ];
     let runs = read_rows(&rows);
     let layouts: Vec<(u32, u32)> = runs.iter().map(|r| (r.moe_tp, r.moe_ep)).collect();
-    assert_eq!(layouts, [(8, 1), (1, 8), (2, 4), (1, 8), (1, 1)]);
+    assert_eq!(layouts, [(8, 1), (1, 8), (2, 4), (1, 8), (1, 1), (1, 8), (8, 1)]);
     let p = runs[0].target.parallel;
     assert_eq!((p.num_devices, p.tp, p.moe_tp, p.ep), (8, 8, 8, 1));
     let out = hygiene::screen(runs, &Resolver::default(), |_| None);

@@ -67,7 +67,7 @@ pub fn network_key(id: &str) -> String {
     let suffixes =
         || PRECISION_SUFFIXES.iter().map(|(s, _)| *s).chain(["-hf", "-instruct", "-thinking", "-chat", "-python", "-bf16", "-base", "-it"]);
     // Each pass strips one suffix; a name carries a few at most (`-Instruct-hf`, `-chat-hf`).
-    while let Some(t) = suffixes().find_map(|suffix| s.strip_suffix(suffix)).or_else(|| dated_release(&s)) {
+    while let Some(t) = suffixes().find_map(|suffix| s.strip_suffix(suffix)).or_else(|| without_release_tag(&s)) {
         s = t.to_string();
     }
     if let Some(at) = s.find("-instruct-v") {
@@ -85,7 +85,7 @@ pub fn network_key(id: &str) -> String {
 /// precision suffix (`nvidia/DeepSeek-R1-0528-FP4-v2`, a second NVFP4 quantization of the same
 /// network). The release of that date, or that quantization, has its base network's
 /// architecture.
-fn dated_release(name: &str) -> Option<&str> {
+fn without_release_tag(name: &str) -> Option<&str> {
     let (rest, tag) = name.rsplit_once('-')?;
     let dated = tag.len() == 4 && tag.chars().all(|c| c.is_ascii_digit());
     let dated_tune = rest.ends_with("-instruct") || rest.ends_with("-thinking") || rest.starts_with("deepseek-");
@@ -293,7 +293,7 @@ mod tests {
         // Chat, instruct and Python fine-tunes have their base's architecture; Meta's Llama 2
         // and Code Llama ids end in `-hf`; Mistral puts the release after `-Instruct`.
         // (Mutations: drop `-hf` from the suffixes and the Llama 2 chat id is not found; drop
-        // the `-instruct-v` rule and Mixtral's instruct id is not; drop `dated_release` and Qwen's
+        // the `-instruct-v` rule and Mixtral's instruct id is not; drop `without_release_tag` and Qwen's
         // 2507 releases are not.)
         for (id, catalog_id, layers, kv_heads) in [
             ("meta-llama/Llama-2-7b-chat-hf", "meta-llama/Llama-2-7b-hf", 32, 32),

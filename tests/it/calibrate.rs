@@ -598,6 +598,18 @@ fn a_fit_that_cannot_reproduce_its_own_runs_is_not_written() {
     let p = &fit["params"][0]["params"];
     let defaults = written.split("devices:").next().unwrap();
     assert!(defaults.contains(&format!("step_overhead_us: {:.1}", p["step_overhead_us"].as_f64().unwrap())), "{defaults}\n{p}");
+    // The unwritten group's runs are reported as the written profile predicts them: the same
+    // TTFT as predicting the file with that profile. Fails if the fit reports them with their
+    // unwritten best fit (mutation tried: skipping the re-prediction).
+    let profile = out_dir.join("sglang.yaml").display().to_string();
+    let again = run_json(&["calibrate", "--measured", &f, "--calibration", &profile, "-q"]);
+    let h200_ttft = |v: &serde_json::Value, key: &str| -> Vec<f64> {
+        let runs = v["runs"].as_array().unwrap().iter().filter(|r| r["gpu"] == "h200_sxm");
+        runs.map(|r| r[key]["ttft_ms"].as_f64().unwrap()).collect()
+    };
+    // (The 64- and 128-request runs need more prefill than an H200 has and are dropped.)
+    assert_eq!(h200_ttft(&fit, "after").len(), 1);
+    assert_eq!(h200_ttft(&fit, "after"), h200_ttft(&again, "predicted"));
 }
 
 /// `profiles/engines/sglang.yaml` with an H200 entry of these engine costs (the built-in
