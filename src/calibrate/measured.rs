@@ -143,7 +143,8 @@ impl Record<'_> {
 
     /// The run's `moe_tp` and `moe_ep`. A MoE run that leaves one blank (or 0) has it from the
     /// other and its GPUs (`gpus` = tp × attention_dp: 8 GPUs at moe_ep 8 are moe_tp 1). One
-    /// that leaves both takes the EP its id names (`…_tp4_ep4_…`), else has its experts split
+    /// that leaves both takes the EP its id names (`…_tp4_ep4_…`) where that divides its GPUs,
+    /// else has its experts split
     /// by TP over its GPUs (moe_tp = GPUs, moe_ep 1), as the engines run a MoE without expert
     /// parallelism. A side the GPUs do not divide by leaves the other at 1, which the layout
     /// mapping then refuses, naming the given side. Dense runs read blank as 1 (not used).
@@ -159,7 +160,12 @@ impl Record<'_> {
             return Ok((tp.unwrap_or(1), ep.unwrap_or(1)));
         }
         let rest = |side: u32| if gpus.is_multiple_of(side) { gpus / side } else { 1 };
-        Ok(match (tp, ep.or_else(|| tp.is_none().then(|| id_layout(self.text("id")).and_then(|l| l.ep)).flatten())) {
+        // The id's EP stands in for the columns only where it could be the run's: at least 1 and
+        // dividing its GPUs. Any other (`ep0`, `ep8` on 4 GPUs) is not read into columns the
+        // user left blank; the run keeps TP over its experts and the id check drops it, naming
+        // the id, instead of an error that blames a column the file does not fill.
+        let id_ep = || id_layout(self.text("id")).and_then(|l| l.ep).filter(|&e| e >= 1 && gpus.is_multiple_of(e));
+        Ok(match (tp, ep.or_else(|| tp.is_none().then(id_ep).flatten())) {
             (Some(t), Some(e)) => (t, e),
             (Some(t), None) => (t, rest(t)),
             (None, Some(e)) => (rest(e), e),

@@ -388,7 +388,11 @@ fn a_blank_moe_column_is_read_from_the_other_and_the_gpus() {
     // model's blanks stay 1; both blank under an id naming `_tp8_ep8_` is moe_ep 8, and under
     // `_tp8_epnone_` TP over the experts. Fails if blanks read as 1 on a MoE model (the first run
     // is then dropped as covering one GPU of 8), if one column is not taken from the other, or
-    // if the id's EP is not read (that run is then dropped for disagreeing with its id).
+    // if the id's EP is not read (that run is then dropped for disagreeing with its id). An id
+    // EP that cannot be the run's (`ep0`; `ep8` on 4 GPUs) is not read into the blank columns:
+    // TP over the experts, then dropped for disagreeing with the id (mutation tried: drop the
+    // `filter` on the id's EP, and the `ep8` row is an error blaming `moe_tp`, the `ep0` row
+    // reads moe_ep 0).
     // Distinct measurements, so that no two rows read as one run under two layouts.
     let blank = |id: &str, tp: u32, dp: &str, mtp: &str, ep: &str| {
         format!("{id},vllm,0.15.1,openai/gpt-oss-120b,b200_sxm,fp4,1024,1024,8,{tp},{dp},{mtp},{ep},{},10", 100 + id.len())
@@ -401,14 +405,17 @@ fn a_blank_moe_column_is_read_from_the_other_and_the_gpus() {
         "dense,vllm,,Qwen/Qwen3-32B,h100_sxm,,1024,128,8,2,,,,150,18".to_string(),
         blank("oss_c8_tp8_ep8_7", 8, "", "", ""),
         blank("oss_c8_tp8_epnone_7", 8, "", "", ""),
+        blank("oss_c8_tp8_ep0_7", 8, "", "", ""),
+        blank("oss_c8_tp4_ep8_7", 4, "", "", ""),
     ];
     let runs = read_rows(&rows);
     let layouts: Vec<(u32, u32)> = runs.iter().map(|r| (r.moe_tp, r.moe_ep)).collect();
-    assert_eq!(layouts, [(8, 1), (1, 8), (2, 4), (1, 8), (1, 1), (1, 8), (8, 1)]);
+    assert_eq!(layouts, [(8, 1), (1, 8), (2, 4), (1, 8), (1, 1), (1, 8), (8, 1), (8, 1), (4, 1)]);
     let p = runs[0].target.parallel;
     assert_eq!((p.num_devices, p.tp, p.moe_tp, p.ep), (8, 8, 8, 1));
     let out = hygiene::screen(runs, &Resolver::default(), |_| None);
-    assert!(out.dropped.is_empty(), "{:?}", out.dropped);
+    let dropped: Vec<(&str, hygiene::DropReason)> = out.dropped.iter().map(|d| (d.id.as_str(), d.reason)).collect();
+    assert_eq!(dropped, [("oss_c8_tp8_ep0_7", hygiene::DropReason::IdLayout), ("oss_c8_tp4_ep8_7", hygiene::DropReason::IdLayout)]);
 }
 
 #[test]
