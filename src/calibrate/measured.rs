@@ -144,10 +144,10 @@ impl Record<'_> {
     /// The run's `moe_tp` and `moe_ep`. A MoE run that leaves one blank (or 0) has it from the
     /// other and its GPUs (`gpus` = tp × attention_dp: 8 GPUs at moe_ep 8 are moe_tp 1). One
     /// that leaves both takes the EP its id names (`…_tp4_ep4_…`) where that divides its GPUs,
-    /// else has its experts split
-    /// by TP over its GPUs (moe_tp = GPUs, moe_ep 1), as the engines run a MoE without expert
-    /// parallelism. A side the GPUs do not divide by leaves the other at 1, which the layout
-    /// mapping then refuses, naming the given side. Dense runs read blank as 1 (not used).
+    /// else has its experts split by TP over its GPUs (moe_tp = GPUs, moe_ep 1), as the engines
+    /// run a MoE without expert parallelism. A side the GPUs do not divide by leaves the other at
+    /// 1, which the layout mapping then refuses, naming the given side. Dense runs read blank as
+    /// 1 (not used).
     fn moe_layout(&self, moe: bool, gpus: u32) -> Result<(u32, u32), CalibrateError> {
         let given = |col: &str| -> Result<Option<u32>, CalibrateError> {
             match self.text(col) {
@@ -164,8 +164,11 @@ impl Record<'_> {
         // dividing its GPUs. Any other (`ep0`, `ep8` on 4 GPUs) is not read into columns the
         // user left blank; the run keeps TP over its experts and the id check drops it, naming
         // the id, instead of an error that blames a column the file does not fill.
-        let id_ep = || id_layout(self.text("id")).and_then(|l| l.ep).filter(|&e| e >= 1 && gpus.is_multiple_of(e));
-        Ok(match (tp, ep.or_else(|| tp.is_none().then(id_ep).flatten())) {
+        let ep = match (tp, ep) {
+            (None, None) => id_layout(self.text("id")).and_then(|l| l.ep).filter(|&e| e >= 1 && gpus.is_multiple_of(e)),
+            _ => ep,
+        };
+        Ok(match (tp, ep) {
             (Some(t), Some(e)) => (t, e),
             (Some(t), None) => (t, rest(t)),
             (None, Some(e)) => (rest(e), e),
